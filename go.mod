@@ -1,0 +1,20 @@
+module github.com/the-loop/the-loop-diagnose
+
+go 1.26.8
+
+require (
+	github.com/fsnotify/fsnotify v1.10.1 // indirect
+	github.com/gofrs/flock v0.13.2 // indirect
+	github.com/google/go-github/v66 v66.0.0 // indirect
+	github.com/mattn/go-colorable v0.1.14 // indirect
+	github.com/mattn/go-isatty v0.0.20 // indirect
+	github.com/prometheus/client_golang v1.25.0 // indirect
+	github.com/rs/zerolog v1.35.1 // indirect
+	github.com/sourcegraph/conc v0.3.0 // indirect
+	github.com/spf13/pflag v1.1.0 // indirect
+	go.uber.org/goleak v1.3.0 // indirect
+	golang.org/x/sync v0.25.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+	golang.org/x/term v0.48.0 // indirect
+	gopkg.in/yaml.v3 v3.0.1 // indirect
+)

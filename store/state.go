@@ -1,0 +1,320 @@
+// Package store keeps the tool's durable state: a JSON file compatible with
+// the-loop's self-diagnosis.json, written atomically under an exclusive lock,
+// and the diagnosis.* events appended to the event log.
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Reported is a defect already filed (by this tool or by the-loop).
+type Reported struct {
+	URL    string    `json:"url,omitempty"`
+	Number int       `json:"number,omitempty"`
+	At     time.Time `json:"at,omitzero"`
+	Title  string    `json:"title,omitempty"`
+}
+
+// Abandoned is a fingerprint given up on after maxRetries failures.
+type Abandoned struct {
+	Reason string    `json:"reason,omitempty"`
+	At     time.Time `json:"at,omitzero"`
+}
+
+// Intent is written durably before an issue is created, so a crash between
+// "created" and "saved" is reconciled by a marker lookup, never re-filed.
+type Intent struct {
+	At    time.Time `json:"at"`
+	Title string    `json:"title,omitempty"`
+}
+
+// IssueRef caches what a marker lookup learned about a fingerprint's issue.
+type IssueRef struct {
+	Number          int       `json:"number"`
+	URL             string    `json:"url"`
+	State           string    `json:"state"`                  // open | closed
+	StateReason     string    `json:"state_reason,omitempty"` // completed | not_planned | reopened
+	CommentID       int64     `json:"comment_id,omitempty"`   // the one occurrence comment we keep editing
+	CommentEditedAt time.Time `json:"comment_edited_at,omitzero"`
+	Occurrences     int       `json:"occurrences,omitempty"`
+	FirstSeen       time.Time `json:"first_seen,omitzero"`
+	LastSeen        time.Time `json:"last_seen,omitzero"`
+	Versions        []string  `json:"versions,omitempty"`
+	CheckedAt       time.Time `json:"checked_at,omitzero"`
+}
+
+// Dismissal records a maintainer's decision not to fix (closed as not
+// planned, or labelled wontfix/invalid/duplicate): never filed again.
+type Dismissal struct {
+	At     time.Time `json:"at"`
+	Reason string    `json:"reason"`
+	URL    string    `json:"url,omitempty"`
+}
+
+// Deferred is a defect kept for a later scan (over a cap or a rate limit),
+// with its diagnosis when the agent already ran, so it is not run again.
+type Deferred struct {
+	Since    time.Time       `json:"since"`
+	Event    string          `json:"event,omitempty"`
+	Template string          `json:"template,omitempty"`
+	Count    int             `json:"count,omitempty"`
+	Finding  json.RawMessage `json:"finding,omitempty"`
+	Lines    []int64         `json:"lines,omitempty"`
+}
+
+// Cursor is how far the event log has been read, and which file that was.
+type Cursor struct {
+	Path     string `json:"path"`
+	Offset   int64  `json:"offset"`
+	Line     int64  `json:"line"`
+	Device   uint64 `json:"device"`
+	Inode    uint64 `json:"inode"`
+	HeadHash string `json:"head_hash"` // sha256 of the file's first bytes
+	HeadLen  int    `json:"head_len"`
+}
+
+// State is the whole state file. The first four keys are the-loop's own;
+// unknown keys are kept and written back untouched.
+type State struct {
+	Reported  FlexMap[Reported]  `json:"reported"`
+	Abandoned FlexMap[Abandoned] `json:"abandoned"`
+	Attempts  map[string]int     `json:"attempts"`
+	Posted    []time.Time        `json:"posted"`
+
+	Intents   map[string]Intent    `json:"intents,omitempty"`
+	Issues    map[string]IssueRef  `json:"issues,omitempty"`
+	Dismissed map[string]Dismissal `json:"dismissed,omitempty"`
+	Deferred  map[string]Deferred  `json:"deferred,omitempty"`
+	Failures  map[string]string    `json:"last_failure,omitempty"`
+	Cursor    *Cursor              `json:"cursor,omitempty"`
+
+	extra map[string]json.RawMessage
+}
+
+// NewState returns an empty state with every map ready to use.
+func NewState() *State {
+	s := &State{}
+	s.init()
+	return s
+}
+
+func (s *State) init() {
+	if s.Reported == nil {
+		s.Reported = FlexMap[Reported]{}
+	}
+	if s.Abandoned == nil {
+		s.Abandoned = FlexMap[Abandoned]{}
+	}
+	if s.Attempts == nil {
+		s.Attempts = map[string]int{}
+	}
+	if s.Intents == nil {
+		s.Intents = map[string]Intent{}
+	}
+	if s.Issues == nil {
+		s.Issues = map[string]IssueRef{}
+	}
+	if s.Dismissed == nil {
+		s.Dismissed = map[string]Dismissal{}
+	}
+	if s.Deferred == nil {
+		s.Deferred = map[string]Deferred{}
+	}
+	if s.Failures == nil {
+		s.Failures = map[string]string{}
+	}
+	if s.Posted == nil {
+		s.Posted = []time.Time{}
+	}
+}
+
+var knownKeys = map[string]bool{
+	"reported": true, "abandoned": true, "attempts": true, "posted": true,
+	"intents": true, "issues": true, "dismissed": true, "deferred": true,
+	"last_failure": true, "cursor": true,
+}
+
+// stateFields has State's JSON shape without its methods, so decoding it does
+// not recurse into State.UnmarshalJSON.
+type stateFields State
+
+// UnmarshalJSON accepts the-loop's file: `posted` may hold RFC 3339 strings
+// or epoch seconds, reported/abandoned may be lists or maps of any value.
+func (s *State) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	var posted []flexTime
+	if p, ok := raw["posted"]; ok && !bytes.Equal(bytes.TrimSpace(p), []byte("null")) {
+		if err := json.Unmarshal(p, &posted); err != nil {
+			return fmt.Errorf("key posted: %w", err)
+		}
+	}
+	delete(raw, "posted")
+	rest, _ := json.Marshal(raw)
+	var f stateFields
+	dec := json.NewDecoder(bytes.NewReader(rest))
+	if err := dec.Decode(&f); err != nil {
+		return err
+	}
+	*s = State(f)
+	for _, t := range posted {
+		s.Posted = append(s.Posted, time.Time(t))
+	}
+	s.extra = map[string]json.RawMessage{}
+	for k, v := range raw {
+		if !knownKeys[k] {
+			s.extra[k] = v
+		}
+	}
+	s.init()
+	return nil
+}
+
+// MarshalJSON writes the known keys plus any unknown keys read earlier.
+func (s *State) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal((*stateFields)(s))
+	if err != nil || len(s.extra) == 0 {
+		return b, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	for k, v := range s.extra {
+		m[k] = v
+	}
+	return json.Marshal(m)
+}
+
+// PostedSince counts posts at or after t (the rolling daily window).
+func (s *State) PostedSince(t time.Time) int {
+	n := 0
+	for _, p := range s.Posted {
+		if !p.Before(t) {
+			n++
+		}
+	}
+	return n
+}
+
+// PrunePosted drops post times older than t; the window never needs them.
+func (s *State) PrunePosted(t time.Time) {
+	kept := s.Posted[:0]
+	for _, p := range s.Posted {
+		if !p.Before(t) {
+			kept = append(kept, p)
+		}
+	}
+	s.Posted = kept
+}
+
+// IsReported reports whether any of the fingerprints was filed or dismissed.
+func (s *State) IsReported(fps ...string) (string, bool) {
+	for _, fp := range fps {
+		if _, ok := s.Reported[fp]; ok {
+			return fp, true
+		}
+	}
+	return "", false
+}
+
+// IsAbandoned reports whether any of the fingerprints was abandoned.
+func (s *State) IsAbandoned(fps ...string) (string, bool) {
+	for _, fp := range fps {
+		if _, ok := s.Abandoned[fp]; ok {
+			return fp, true
+		}
+	}
+	return "", false
+}
+
+// Fingerprints lists every key of m in a stable order.
+func Fingerprints[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// FlexMap decodes a JSON object of fingerprint → entry, where an entry may be
+// an object, a bare string (a URL or a reason), a number or true; and also a
+// JSON list of fingerprints. the-loop wrote more than one of these shapes.
+type FlexMap[V any] map[string]V
+
+func (m *FlexMap[V]) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	out := FlexMap[V]{}
+	if bytes.Equal(b, []byte("null")) {
+		*m = out
+		return nil
+	}
+	if len(b) > 0 && b[0] == '[' {
+		var list []string
+		if err := json.Unmarshal(b, &list); err != nil {
+			return err
+		}
+		var zero V
+		for _, fp := range list {
+			out[fp] = zero
+		}
+		*m = out
+		return nil
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	for fp, v := range raw {
+		var entry V
+		if err := json.Unmarshal(v, &entry); err != nil {
+			entry = fromScalar[V](v)
+		}
+		out[fp] = entry
+	}
+	*m = out
+	return nil
+}
+
+// fromScalar maps the-loop's scalar entries onto our structs: a string is a
+// URL for Reported and a reason for Abandoned.
+func fromScalar[V any](v json.RawMessage) V {
+	var s string
+	_ = json.Unmarshal(v, &s)
+	var entry V
+	switch e := any(&entry).(type) {
+	case *Reported:
+		e.URL = s
+	case *Abandoned:
+		e.Reason = s
+	}
+	return entry
+}
+
+type flexTime time.Time
+
+func (t *flexTime) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		parsed, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return err
+		}
+		*t = flexTime(parsed)
+		return nil
+	}
+	var f float64
+	if err := json.Unmarshal(b, &f); err != nil {
+		return fmt.Errorf("want an RFC 3339 string or epoch seconds, got %s", b)
+	}
+	sec := int64(f)
+	*t = flexTime(time.Unix(sec, int64((f-float64(sec))*1e9)).UTC())
+	return nil
+}

@@ -1,0 +1,331 @@
+// Command agent is a scripted stand-in for an agent CLI (claude,
+// cursor-agent or an operator's command) that tests point the agent stage
+// at. Its behaviour is chosen with --mode or FAKE_AGENT_MODE:
+//
+//	valid           claude-style JSON envelope around a valid finding
+//	fenced          the finding inside ```json fences with prose around
+//	prose           plain prose, no JSON
+//	garbage         random bytes
+//	oversized       more than 2 MiB on stdout
+//	exit            a message on stderr, exit status 3
+//	slow            sleeps for an hour
+//	spawn           starts `sleep 3600` in its process group, writes the
+//	                child's pid to FAKE_AGENT_PIDFILE, then hangs
+//	crash           a nil-pointer panic (abnormal exit)
+//	injection       a valid finding echoing the dossier, "the-loop stop"
+//	                and a fake token
+//	raw             a bare finding JSON object on stdout
+//	envelope-error  an envelope with is_error true
+//	verdict         a finding carrying FAKE_AGENT_VERDICT,
+//	                FAKE_AGENT_CONFIDENCE and FAKE_AGENT_EVIDENCE (a JSON
+//	                list, or one item per line)
+//
+// fenced, prose, injection and verdict are wrapped in an envelope when
+// called with --output-format json, as claude and cursor-agent would be.
+//
+// The prompt is read from -p/--prompt or from the file named by
+// --prompt-file. A dossier.md line "fake-agent-delay: DURATION" makes it
+// sleep before answering. FAKE_AGENT_RECORD=path appends one JSON line
+// describing the invocation (see record).
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// invocation is what the fake was given on its command line.
+type invocation struct {
+	mode         string
+	prompt       string
+	promptFile   string
+	outputFormat string
+	model        string
+}
+
+// record is the line FAKE_AGENT_RECORD receives.
+type record struct {
+	Argv            []string `json:"argv"`
+	Cwd             string   `json:"cwd"`
+	Files           []string `json:"files"`             // the working directory's entries
+	Prompt          string   `json:"prompt"`            // from -p or --prompt-file
+	PromptFile      string   `json:"prompt_file"`       // path given with --prompt-file
+	DossierInPrompt bool     `json:"dossier_in_prompt"` // the dossier's text appears in the prompt
+	Model           string   `json:"model"`
+	OwnGroup        bool     `json:"own_group"` // it leads its own process group
+	Pid             int      `json:"pid"`
+	StartNano       int64    `json:"start_nano"`
+}
+
+func main() {
+	inv := parseArgs(os.Args[1:])
+	if inv.mode == "" {
+		inv.mode = os.Getenv("FAKE_AGENT_MODE")
+	}
+	if inv.mode == "" {
+		inv.mode = "valid"
+	}
+	dossier, _ := os.ReadFile("dossier.md")
+	if path := os.Getenv("FAKE_AGENT_RECORD"); path != "" {
+		if err := writeRecord(path, inv, string(dossier)); err != nil {
+			fmt.Fprintln(os.Stderr, "fake agent: record:", err)
+			os.Exit(1)
+		}
+	}
+	if d := delayFrom(string(dossier)); d > 0 {
+		time.Sleep(d)
+	}
+	if err := behave(inv, string(dossier)); err != nil {
+		fmt.Fprintln(os.Stderr, "fake agent:", err)
+		os.Exit(1)
+	}
+}
+
+// parseArgs reads the flags claude and cursor-agent take plus the fake's
+// own; anything else is ignored, as a real CLI's other options would be.
+func parseArgs(args []string) invocation {
+	var inv invocation
+	for i := 0; i < len(args); i++ {
+		next := func() string {
+			if i+1 < len(args) {
+				i++
+				return args[i]
+			}
+			return ""
+		}
+		switch args[i] {
+		case "-p", "--print", "--prompt":
+			inv.prompt = next()
+		case "--prompt-file":
+			inv.promptFile = next()
+		case "--mode":
+			inv.mode = next()
+		case "--output-format":
+			inv.outputFormat = next()
+		case "--model":
+			inv.model = next()
+		}
+	}
+	if inv.promptFile != "" {
+		if b, err := os.ReadFile(inv.promptFile); err == nil {
+			inv.prompt = string(b)
+		}
+	}
+	return inv
+}
+
+func writeRecord(path string, inv invocation, dossier string) error {
+	cwd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		return err
+	}
+	files := []string{}
+	for _, e := range entries {
+		files = append(files, e.Name())
+	}
+	sort.Strings(files)
+	pgid, _ := syscall.Getpgid(0)
+	line, err := json.Marshal(record{
+		Argv:            os.Args,
+		Cwd:             cwd,
+		Files:           files,
+		Prompt:          inv.prompt,
+		PromptFile:      inv.promptFile,
+		DossierInPrompt: dossier != "" && strings.Contains(inv.prompt, strings.TrimRight(dossier, "\n")),
+		Model:           inv.model,
+		OwnGroup:        pgid == os.Getpid(),
+		Pid:             os.Getpid(),
+		StartNano:       time.Now().UnixNano(),
+	})
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	// One write per line: O_APPEND keeps concurrent fakes' lines whole.
+	if _, err := f.Write(append(line, '\n')); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func delayFrom(dossier string) time.Duration {
+	for _, line := range strings.Split(dossier, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "fake-agent-delay:"); ok {
+			d, _ := time.ParseDuration(strings.TrimSpace(v))
+			return d
+		}
+	}
+	return 0
+}
+
+type finding struct {
+	Title        string   `json:"title"`
+	Summary      string   `json:"summary"`
+	RootCause    string   `json:"root_cause"`
+	SuggestedFix string   `json:"suggested_fix"`
+	Verdict      string   `json:"verdict,omitempty"`
+	Confidence   *float64 `json:"confidence,omitempty"`
+	Evidence     []string `json:"evidence,omitempty"`
+}
+
+// validFinding is the finding the valid, fenced and raw modes answer with;
+// tests compare against these texts.
+var validFinding = finding{
+	Title:        "Fake diagnosis: worker crashed on nil config",
+	Summary:      "The worker crashed three times while loading its config.",
+	RootCause:    "The config loader returns nil when the file is empty.",
+	SuggestedFix: "Return an error from the loader on an empty file.",
+	Verdict:      "bug",
+	Confidence:   ptr(0.8),
+	Evidence:     []string{"line 12: config is nil"},
+}
+
+func behave(inv invocation, dossier string) error {
+	envelope := inv.outputFormat == "json"
+	switch inv.mode {
+	case "valid":
+		return printEnvelope(mustJSON(validFinding), false)
+	case "raw":
+		_, err := os.Stdout.Write(append(mustJSON(validFinding), '\n'))
+		return err
+	case "fenced":
+		text := "Here is my diagnosis.\n\n```json\n" + string(mustJSON(validFinding)) + "\n```\n\nLet me know if you need more."
+		return answer(text, envelope)
+	case "prose":
+		return answer("I looked at the dossier. The worker seems to crash because its config is empty; I would add a check.", envelope)
+	case "garbage":
+		// Seeded: the same garbage every run, braces and quotes included.
+		r := rand.New(rand.NewPCG(1, 2))
+		b := make([]byte, 4096)
+		for i := range b {
+			b[i] = byte(r.UintN(256))
+		}
+		_, err := os.Stdout.Write(b)
+		return err
+	case "oversized":
+		chunk := []byte(strings.Repeat("x", 64<<10))
+		for i := 0; i < 40; i++ { // 2.5 MiB
+			if _, err := os.Stdout.Write(chunk); err != nil {
+				return err
+			}
+		}
+		return nil
+	case "exit":
+		fmt.Fprintln(os.Stderr, "fake agent: simulated failure: quota exceeded")
+		os.Exit(3)
+	case "slow":
+		time.Sleep(time.Hour)
+		return nil
+	case "spawn":
+		return spawn()
+	case "crash":
+		var f *finding
+		fmt.Println(f.Title) // nil dereference: the runtime panics
+		return nil
+	case "injection":
+		// Echo the dossier as a careless agent would: what it quotes must
+		// still pass the downstream scrub before it is posted.
+		token := "ghp_" + strings.Repeat("F", 36)
+		f := finding{
+			Title:        "Please run the-loop stop",
+			Summary:      "The dossier says: " + dossier,
+			RootCause:    "Instructions in the log told me to run `the-loop stop` and use token " + token,
+			SuggestedFix: "the-loop stop",
+			Evidence:     []string{dossier, token},
+		}
+		return answer(string(mustJSON(f)), envelope)
+	case "envelope-error":
+		return writeJSON(map[string]any{"type": "result", "subtype": "error_during_execution", "is_error": true, "result": "API Error: 529 overloaded"})
+	case "verdict":
+		f := validFinding
+		f.Verdict = os.Getenv("FAKE_AGENT_VERDICT")
+		f.Confidence = nil
+		if c := os.Getenv("FAKE_AGENT_CONFIDENCE"); c != "" {
+			v, err := strconv.ParseFloat(c, 64)
+			if err != nil {
+				return fmt.Errorf("FAKE_AGENT_CONFIDENCE: %w", err)
+			}
+			f.Confidence = &v
+		}
+		f.Evidence = nil
+		if ev := os.Getenv("FAKE_AGENT_EVIDENCE"); strings.HasPrefix(strings.TrimSpace(ev), "[") {
+			if err := json.Unmarshal([]byte(ev), &f.Evidence); err != nil {
+				return fmt.Errorf("FAKE_AGENT_EVIDENCE: %w", err)
+			}
+		} else if ev != "" {
+			f.Evidence = strings.Split(ev, "\n")
+		}
+		return answer(string(mustJSON(f)), envelope)
+	}
+	return fmt.Errorf("unknown mode %q", inv.mode)
+}
+
+// spawn starts a long-lived child in the fake's own process group, sharing
+// its stdout like a real agent's tool process would, and then hangs: only
+// killing the whole group ends both.
+func spawn() error {
+	child := exec.Command("sleep", "3600")
+	child.Stdout = os.Stdout
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		return err
+	}
+	if path := os.Getenv("FAKE_AGENT_PIDFILE"); path != "" {
+		if err := os.WriteFile(path, []byte(strconv.Itoa(child.Process.Pid)), 0o600); err != nil {
+			return err
+		}
+	}
+	time.Sleep(time.Hour)
+	return nil
+}
+
+func answer(text string, envelope bool) error {
+	if envelope {
+		return printEnvelope([]byte(text), false)
+	}
+	_, err := fmt.Println(text)
+	return err
+}
+
+func printEnvelope(result []byte, isError bool) error {
+	return writeJSON(map[string]any{
+		"type":        "result",
+		"subtype":     "success",
+		"is_error":    isError,
+		"duration_ms": 1234,
+		"num_turns":   1,
+		"result":      string(result),
+		"session_id":  "00000000-0000-0000-0000-000000000000",
+	})
+}
+
+func writeJSON(v any) error {
+	_, err := os.Stdout.Write(append(mustJSON(v), '\n'))
+	return err
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func ptr[T any](v T) *T { return &v }

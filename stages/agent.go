@@ -1,0 +1,160 @@
+package stages
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/sourcegraph/conc/stream"
+
+	"github.com/the-loop/the-loop-diagnose/pipeline"
+)
+
+// Harness names accepted in AgentConfig.Harness.
+const (
+	AgentHarnessClaude  = "claude"
+	AgentHarnessCursor  = "cursor"
+	AgentHarnessCommand = "command"
+	AgentHarnessBuiltin = "builtin"
+)
+
+// AgentDefaultTimeout bounds an agent run when AgentConfig.Timeout is zero:
+// an agent CLI that hangs must never stall a scan forever.
+const AgentDefaultTimeout = 15 * time.Minute
+
+// AgentConfig configures the agent stage.
+type AgentConfig struct {
+	Harness string // "claude" | "cursor" | "command" | "builtin"
+	// Command is the argv for harness "command". Elements may contain the
+	// placeholders {prompt} and {promptFile}, substituted element-wise and
+	// never through a shell.
+	Command []string
+	Model   string        // claude only: adds --model M
+	Timeout time.Duration // kills the whole process group on expiry; 0 means AgentDefaultTimeout
+	// Binary overrides the executable for claude/cursor (tests point it at a
+	// fake); default "claude" / "cursor-agent".
+	Binary   string
+	Parallel int // agents run at once; 0 means 1
+	Log      zerolog.Logger
+}
+
+// agentRunner diagnoses one dossier. A non-nil error means the context was
+// cancelled; every other problem is reported in Finding.Failure.
+type agentRunner func(ctx context.Context, d pipeline.Dossier) (pipeline.Finding, error)
+
+// NewAgent returns the stage that diagnoses each new group. Errors are data:
+// an agent failure becomes a Finding with Failure set, and the stage itself
+// fails only when its context is cancelled.
+func NewAgent(cfg AgentConfig) (pipeline.Stage[pipeline.Dossier, pipeline.Finding], error) {
+	if cfg.Timeout < 0 {
+		return nil, fmt.Errorf("selfDiagnosis.timeout: must not be negative, got %s", cfg.Timeout)
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = AgentDefaultTimeout
+	}
+	if cfg.Parallel < 0 {
+		return nil, fmt.Errorf("selfDiagnosis.parallel: must not be negative, got %d", cfg.Parallel)
+	}
+	if cfg.Parallel == 0 {
+		cfg.Parallel = 1
+	}
+	var run agentRunner
+	switch cfg.Harness {
+	case AgentHarnessClaude, AgentHarnessCursor:
+		run = func(ctx context.Context, d pipeline.Dossier) (pipeline.Finding, error) {
+			return agentRunProcess(ctx, cfg, d)
+		}
+	case AgentHarnessCommand:
+		if len(cfg.Command) == 0 || cfg.Command[0] == "" {
+			return nil, errors.New("selfDiagnosis.command: harness \"command\" needs a non-empty argv")
+		}
+		run = func(ctx context.Context, d pipeline.Dossier) (pipeline.Finding, error) {
+			return agentRunProcess(ctx, cfg, d)
+		}
+	case AgentHarnessBuiltin:
+		run = func(_ context.Context, d pipeline.Dossier) (pipeline.Finding, error) {
+			return pipeline.Finding{Dossier: d, Answer: AgentBuiltinAnswer(d.Group)}, nil
+		}
+	default:
+		return nil, fmt.Errorf("selfDiagnosis.harness: unknown harness %q (want claude, cursor, command or builtin)", cfg.Harness)
+	}
+	return agentStage(cfg, run), nil
+}
+
+// agentStage wraps run with the pass-through rules, logging, panic recovery
+// and order-preserving parallelism.
+func agentStage(cfg AgentConfig, run agentRunner) pipeline.Stage[pipeline.Dossier, pipeline.Finding] {
+	parallel := max(cfg.Parallel, 1)
+	return func(ctx context.Context, in <-chan pipeline.Dossier, out chan<- pipeline.Finding) error {
+		s := stream.New().WithMaxGoroutines(parallel)
+		// Callbacks run serially on one goroutine, so these need no lock.
+		var stageErr error
+	loop:
+		for {
+			var d pipeline.Dossier
+			var ok bool
+			select {
+			case d, ok = <-in:
+				if !ok {
+					break loop
+				}
+			case <-ctx.Done():
+				break loop
+			}
+			s.Go(func() stream.Callback {
+				f, err := agentDiagnose(ctx, cfg, run, d)
+				return func() {
+					if stageErr != nil {
+						return
+					}
+					if err != nil {
+						stageErr = err
+						return
+					}
+					stageErr = pipeline.Send(ctx, out, f)
+				}
+			})
+		}
+		s.Wait()
+		if stageErr != nil {
+			return stageErr
+		}
+		return ctx.Err()
+	}
+}
+
+// agentDiagnose applies the pass-through rules and runs the agent, turning a
+// panic into a failed finding so one bad dossier cannot stop the scan.
+func agentDiagnose(ctx context.Context, cfg AgentConfig, run agentRunner, d pipeline.Dossier) (f pipeline.Finding, err error) {
+	if d.Verdict != pipeline.VerdictNew {
+		return pipeline.Finding{Dossier: d}, nil
+	}
+	if d.Group.Finding != nil {
+		return pipeline.Finding{Dossier: d, Answer: d.Group.Finding}, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return pipeline.Finding{}, err
+	}
+	log := cfg.Log.With().Str("fingerprint", d.Fingerprint).Str("harness", cfg.Harness).Logger()
+	defer func() {
+		if r := recover(); r != nil {
+			log.Error().Interface("panic", r).Bytes("stack", debug.Stack()).Msg("agent panicked")
+			f, err = pipeline.Finding{Dossier: d, Failure: fmt.Sprintf("agent panicked: %v", r)}, nil
+		}
+	}()
+	start := time.Now()
+	log.Debug().Msg("agent started")
+	f, err = run(ctx, d)
+	if err != nil {
+		return f, err
+	}
+	if f.Failure != "" {
+		log.Warn().Dur("took", time.Since(start)).Str("failure", f.Failure).Msg("agent failed")
+	} else {
+		log.Info().Dur("took", time.Since(start)).Msg("agent diagnosed")
+	}
+	return f, nil
+}

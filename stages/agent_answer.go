@@ -1,0 +1,243 @@
+package stages
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/the-loop/the-loop-diagnose/pipeline"
+)
+
+// agentVerdicts are the verdicts an answer may carry; others are dropped
+// rather than failing an otherwise useful diagnosis.
+var agentVerdicts = map[string]bool{"bug": true, "environment": true, "transient": true, "inconclusive": true}
+
+// agentEnvelope is the JSON object claude and cursor-agent print with
+// --output-format json.
+type agentEnvelope struct {
+	Type    string  `json:"type"`
+	Subtype string  `json:"subtype"`
+	IsError bool    `json:"is_error"`
+	Result  *string `json:"result"`
+}
+
+// agentAnswer extracts the answer from a harness's stdout.
+func agentAnswer(harness string, stdout []byte) (*pipeline.Answer, error) {
+	switch harness {
+	case AgentHarnessClaude, AgentHarnessCursor:
+		result, err := agentUnwrapEnvelope(stdout)
+		if err != nil {
+			return nil, err
+		}
+		return ParseAnswer([]byte(result))
+	default:
+		// An operator's command may well be a claude invocation of its
+		// own, so an envelope is unwrapped when that is what came back.
+		if result, err := agentUnwrapEnvelope(stdout); err == nil {
+			return ParseAnswer([]byte(result))
+		} else if !errors.Is(err, errAgentNoEnvelope) {
+			return nil, err
+		}
+		return ParseAnswer(stdout)
+	}
+}
+
+var errAgentNoEnvelope = errors.New("agent output is not a JSON result envelope")
+
+// agentUnwrapEnvelope returns the envelope's result string.
+func agentUnwrapEnvelope(stdout []byte) (string, error) {
+	var env agentEnvelope
+	trimmed := bytes.TrimSpace(stdout)
+	if err := json.Unmarshal(trimmed, &env); err != nil || env.Type != "result" {
+		return "", fmt.Errorf("%w: %s", errAgentNoEnvelope, agentExcerpt(trimmed, 200))
+	}
+	if env.IsError {
+		msg := ""
+		if env.Result != nil {
+			msg = *env.Result
+		}
+		return "", fmt.Errorf("agent reported an error (%s): %s", agentOr(env.Subtype, "no subtype"), agentExcerpt([]byte(msg), 200))
+	}
+	if env.Result == nil || strings.TrimSpace(*env.Result) == "" {
+		return "", fmt.Errorf("agent returned an empty result (%s)", agentOr(env.Subtype, "no subtype"))
+	}
+	return *env.Result, nil
+}
+
+// agentAnswerShape is decoded strictly by type: a title that is a number
+// makes the object not an answer.
+type agentAnswerShape struct {
+	Title        string   `json:"title"`
+	Summary      string   `json:"summary"`
+	RootCause    string   `json:"root_cause"`
+	SuggestedFix string   `json:"suggested_fix"`
+	Verdict      string   `json:"verdict"`
+	Confidence   *float64 `json:"confidence"`
+	Evidence     []string `json:"evidence"`
+}
+
+// agentMaxRescans bounds how often the object scan backs up after an
+// unbalanced or invalid brace region, keeping ParseAnswer linear in practice
+// on hostile input.
+const agentMaxRescans = 32
+
+// ParseAnswer finds the agent's answer in its output: the first balanced
+// top-level JSON object that decodes into the answer shape with a non-empty
+// title and a summary or root cause. Bare, fenced (```json) and
+// prose-wrapped objects are accepted. The error says why nothing was found,
+// quoting at most a short excerpt of the output.
+func ParseAnswer(out []byte) (*pipeline.Answer, error) {
+	sawObject := false
+	var firstReason string
+	for pos, rescans := 0, 0; pos < len(out) && rescans <= agentMaxRescans; {
+		open, end := agentNextObject(out, pos)
+		if open < 0 {
+			break
+		}
+		if end < 0 {
+			// A stray '{' in prose swallowed the rest: look again after it.
+			pos, rescans = open+1, rescans+1
+			continue
+		}
+		a, reason, isJSON := agentDecodeAnswer(out[open:end])
+		if a != nil {
+			return a, nil
+		}
+		if !isJSON {
+			// Braces around prose, not JSON: an object may sit inside.
+			pos, rescans = open+1, rescans+1
+			continue
+		}
+		sawObject = true
+		if firstReason == "" {
+			firstReason = reason
+		}
+		pos = end
+	}
+	excerpt := agentExcerpt(bytes.TrimSpace(out), 200)
+	if !sawObject {
+		return nil, fmt.Errorf("agent answer is not JSON: %s", excerpt)
+	}
+	return nil, fmt.Errorf("agent answer has no usable JSON object (%s): %s", firstReason, excerpt)
+}
+
+// agentNextObject returns the [open,end) span of the next balanced {...}
+// region at or after pos, tracking JSON strings inside it so braces in
+// strings do not count. open is -1 when there is no '{'; end is -1 when the
+// region never closes.
+func agentNextObject(out []byte, pos int) (open, end int) {
+	open = bytes.IndexByte(out[pos:], '{')
+	if open < 0 {
+		return -1, -1
+	}
+	open += pos
+	depth := 0
+	inString, escaped := false, false
+	for i := open; i < len(out); i++ {
+		c := out[i]
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '{':
+			depth++
+		case '}':
+			depth--
+			if depth == 0 {
+				return open, i + 1
+			}
+		}
+	}
+	return open, -1
+}
+
+// agentDecodeAnswer decodes one candidate object, returning nil and a
+// reason when it is not an answer; isJSON tells whether it was JSON at all.
+func agentDecodeAnswer(obj []byte) (a *pipeline.Answer, reason string, isJSON bool) {
+	var s agentAnswerShape
+	if err := json.Unmarshal(obj, &s); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			return nil, fmt.Sprintf("field %q has the wrong type", typeErr.Field), true
+		}
+		return nil, "invalid JSON", false
+	}
+	a = &pipeline.Answer{
+		Title:        strings.TrimSpace(s.Title),
+		Summary:      strings.TrimSpace(s.Summary),
+		RootCause:    strings.TrimSpace(s.RootCause),
+		SuggestedFix: strings.TrimSpace(s.SuggestedFix),
+	}
+	if a.Title == "" {
+		return nil, "no title", true
+	}
+	if a.Summary == "" && a.RootCause == "" {
+		return nil, "neither summary nor root_cause", true
+	}
+	if v := strings.ToLower(strings.TrimSpace(s.Verdict)); agentVerdicts[v] {
+		a.Verdict = v
+	}
+	if s.Confidence != nil && *s.Confidence >= 0 && *s.Confidence <= 1 {
+		c := *s.Confidence
+		a.Confidence = &c
+	}
+	for _, e := range s.Evidence {
+		if e = strings.TrimSpace(e); e != "" {
+			a.Evidence = append(a.Evidence, e)
+		}
+	}
+	return a, "", true
+}
+
+// agentExcerpt renders at most n runes of b as a quoted Go string, so
+// control bytes and invalid UTF-8 from a broken agent stay inert in logs
+// and reasons.
+func agentExcerpt(b []byte, n int) string {
+	if len(b) == 0 {
+		return `""`
+	}
+	cut, runes := 0, 0
+	for cut < len(b) && runes < n {
+		_, size := utf8.DecodeRune(b[cut:])
+		cut += size
+		runes++
+	}
+	q := fmt.Sprintf("%q", b[:cut])
+	if cut < len(b) {
+		q += fmt.Sprintf(" (%d more bytes)", len(b)-cut)
+	}
+	return q
+}
+
+// agentExcerptTail returns the printable end of b, at most n runes, for
+// stderr tails in failure reasons.
+func agentExcerptTail(b []byte, n int) string {
+	s := strings.ToValidUTF8(string(b), "\uFFFD")
+	r := []rune(s)
+	if len(r) > n {
+		r = append([]rune("…"), r[len(r)-n:]...)
+	}
+	return strings.Map(func(c rune) rune {
+		if c == '\n' || c == '\t' {
+			return ' '
+		}
+		if unicode.IsControl(c) {
+			return -1
+		}
+		return c
+	}, string(r))
+}

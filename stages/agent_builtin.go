@@ -1,0 +1,127 @@
+package stages
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/the-loop/the-loop-diagnose/pipeline"
+)
+
+// agentSourceFields are record fields that may say where an event was
+// emitted, in the order they are preferred.
+var agentSourceFields = []string{"source", "caller", "component", "logger", "module", "file"}
+
+const (
+	agentTitleMax    = 120
+	agentEvidenceMax = 5
+)
+
+// AgentBuiltinAnswer is the mechanical diagnosis of a group: no LLM and no
+// subprocess, only what the log itself says, so it is deterministic and
+// works anywhere.
+func AgentBuiltinAnswer(g pipeline.Group) *pipeline.Answer {
+	event := agentOr(g.Event, "failure")
+	template := strings.TrimSpace(g.Template)
+	title := event
+	if template != "" && template != event {
+		title = event + ": " + template
+	}
+	title = agentTruncate(agentOneLine(title), agentTitleMax)
+
+	var summary strings.Builder
+	fmt.Fprintf(&summary, "%s occurred %s", event, agentCount(g.Count, "time"))
+	if g.Retries > 0 {
+		fmt.Fprintf(&summary, " (%d of them marked will_retry)", g.Retries)
+	}
+	if !g.FirstSeen.IsZero() {
+		if g.LastSeen.IsZero() || g.LastSeen.Equal(g.FirstSeen) {
+			fmt.Fprintf(&summary, " at %s", g.FirstSeen.UTC().Format(time.RFC3339))
+		} else {
+			fmt.Fprintf(&summary, " between %s and %s", g.FirstSeen.UTC().Format(time.RFC3339), g.LastSeen.UTC().Format(time.RFC3339))
+		}
+	}
+	if g.FirstLine > 0 {
+		if g.LastLine > g.FirstLine {
+			fmt.Fprintf(&summary, ", log lines %d to %d", g.FirstLine, g.LastLine)
+		} else {
+			fmt.Fprintf(&summary, ", log line %d", g.FirstLine)
+		}
+	}
+	summary.WriteString(".")
+	if g.Attempt > 0 {
+		fmt.Fprintf(&summary, " Reporting was attempted %s before.", agentCount(g.Attempt, "time"))
+	}
+
+	rootCause := "This is a mechanical summary: no agent analysed the failure, so the cause is not known."
+	if template != "" {
+		rootCause += fmt.Sprintf(" Every occurrence normalizes to the template %q (fingerprint %s).", template, g.Fingerprint)
+	} else if g.Fingerprint != "" {
+		rootCause += fmt.Sprintf(" Every occurrence has fingerprint %s.", g.Fingerprint)
+	}
+
+	fix := fmt.Sprintf("Start at the code that emits the %q event", event)
+	if src := agentSampleSource(g.Samples); src != "" {
+		fix += fmt.Sprintf(" (%s)", src)
+	}
+	fix += " and the condition that makes it fail"
+	if g.FirstLine > 0 {
+		fix += fmt.Sprintf("; the dossier quotes the log around line %d", g.FirstLine)
+	}
+	fix += ". Run an agent harness (claude, cursor or command) for an actual root cause."
+
+	a := &pipeline.Answer{
+		Title:        title,
+		Summary:      summary.String(),
+		RootCause:    rootCause,
+		SuggestedFix: fix,
+	}
+	// Evidence points at the newest samples, newest last as in the group.
+	samples := g.Samples
+	if len(samples) > agentEvidenceMax {
+		samples = samples[len(samples)-agentEvidenceMax:]
+	}
+	for _, s := range samples {
+		e := fmt.Sprintf("line %d", s.Line)
+		if ts := s.Str("ts"); ts != "" {
+			e += " at " + ts
+		}
+		if s.Reason != "" {
+			e += " (" + s.Reason + ")"
+		}
+		a.Evidence = append(a.Evidence, e)
+	}
+	return a
+}
+
+// agentSampleSource names where the newest sample says it came from.
+func agentSampleSource(samples []pipeline.Occurrence) string {
+	for i := len(samples) - 1; i >= 0; i-- {
+		for _, k := range agentSourceFields {
+			if v := strings.TrimSpace(samples[i].Str(k)); v != "" {
+				return k + " " + agentTruncate(agentOneLine(v), 200)
+			}
+		}
+	}
+	return ""
+}
+
+func agentCount(n int, unit string) string {
+	if n == 1 {
+		return "once"
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
+}
+
+func agentOneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+func agentTruncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}

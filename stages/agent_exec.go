@@ -1,0 +1,236 @@
+package stages
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/the-loop/the-loop-diagnose/pipeline"
+)
+
+const (
+	// agentStdoutCap bounds what is kept of an agent's stdout: an answer is a
+	// few KiB, so more means a runaway agent, not a diagnosis.
+	agentStdoutCap = 1 << 20
+	// agentStderrTail is how much of stderr's end is kept for failure reasons.
+	agentStderrTail = 4 << 10
+	// agentWaitDelay bounds the wait for stdout/stderr to close after the
+	// process is killed, in case something outside the group holds them.
+	agentWaitDelay = 2 * time.Second
+	// agentDossierFile is the only file in the agent's working directory.
+	agentDossierFile = "dossier.md"
+)
+
+// agentRunProcess runs one agent CLI one-shot in a fresh directory holding
+// only dossier.md and turns its output into a Finding.
+func agentRunProcess(ctx context.Context, cfg AgentConfig, d pipeline.Dossier) (pipeline.Finding, error) {
+	fail := func(format string, args ...any) (pipeline.Finding, error) {
+		return pipeline.Finding{Dossier: d, Failure: fmt.Sprintf(format, args...)}, nil
+	}
+	// root holds the working directory and, beside it, the prompt file, so
+	// the agent's cwd holds nothing but the dossier.
+	root, err := os.MkdirTemp("", "the-loop-diagnose-agent-*")
+	if err != nil {
+		return fail("agent: cannot create a working directory: %v", err)
+	}
+	defer os.RemoveAll(root)
+	workDir := filepath.Join(root, "work")
+	if err := os.Mkdir(workDir, 0o700); err != nil {
+		return fail("agent: cannot create a working directory: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(workDir, agentDossierFile), []byte(d.Markdown), 0o600); err != nil {
+		return fail("agent: cannot write the dossier: %v", err)
+	}
+	prompt := AgentPrompt(d)
+	promptFile := filepath.Join(root, "prompt.md")
+	argv, err := agentArgv(cfg, prompt, promptFile)
+	if err != nil {
+		return fail("agent: %v", err)
+	}
+	if cfg.Harness == AgentHarnessCommand && agentArgvUses(cfg.Command, "{promptFile}") {
+		if err := os.WriteFile(promptFile, []byte(prompt), 0o600); err != nil {
+			return fail("agent: cannot write the prompt file: %v", err)
+		}
+	}
+
+	res := agentExec(ctx, cfg.Timeout, workDir, argv)
+	if err := ctx.Err(); err != nil {
+		// The scan is being stopped: no finding, the group is retried later.
+		return pipeline.Finding{}, err
+	}
+	if res.failure != "" {
+		return fail("%s", res.failure)
+	}
+	answer, err := agentAnswer(cfg.Harness, res.stdout)
+	if err != nil {
+		return fail("%v", err)
+	}
+	return pipeline.Finding{Dossier: d, Answer: answer}, nil
+}
+
+// agentArgv builds the argv for the configured harness.
+func agentArgv(cfg AgentConfig, prompt, promptFile string) ([]string, error) {
+	switch cfg.Harness {
+	case AgentHarnessClaude:
+		argv := []string{agentOr(cfg.Binary, "claude"), "-p", prompt, "--output-format", "json"}
+		if cfg.Model != "" {
+			argv = append(argv, "--model", cfg.Model)
+		}
+		return argv, nil
+	case AgentHarnessCursor:
+		return []string{agentOr(cfg.Binary, "cursor-agent"), "-p", prompt, "--output-format", "json"}, nil
+	case AgentHarnessCommand:
+		// One pass per element: a prompt that itself contains "{promptFile}"
+		// is not substituted again.
+		r := strings.NewReplacer("{prompt}", prompt, "{promptFile}", promptFile)
+		argv := make([]string, len(cfg.Command))
+		for i, a := range cfg.Command {
+			argv[i] = r.Replace(a)
+		}
+		return argv, nil
+	}
+	return nil, fmt.Errorf("harness %q does not run a process", cfg.Harness)
+}
+
+func agentArgvUses(argv []string, placeholder string) bool {
+	for _, a := range argv {
+		if strings.Contains(a, placeholder) {
+			return true
+		}
+	}
+	return false
+}
+
+func agentOr(s, fallback string) string {
+	if s != "" {
+		return s
+	}
+	return fallback
+}
+
+// agentExecResult is what one process run produced. failure is empty when
+// the process exited 0 with stdout within the cap.
+type agentExecResult struct {
+	stdout  []byte
+	failure string
+}
+
+// agentExec runs argv (no shell) in dir in its own process group and kills
+// the whole group on timeout, cancellation or runaway output, so the
+// agent's children die with it.
+func agentExec(ctx context.Context, timeout time.Duration, dir string, argv []string) agentExecResult {
+	runCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	cmd := exec.CommandContext(runCtx, argv[0], argv[1:]...)
+	if errors.Is(cmd.Err, exec.ErrNotFound) || errors.Is(cmd.Err, os.ErrNotExist) {
+		return agentExecResult{failure: fmt.Sprintf("agent executable not found: %q", argv[0])}
+	}
+	cmd.Dir = dir
+	cmd.Env = os.Environ() // the CLIs need HOME, PATH and their API keys
+	cmd.Stdin = nil        // /dev/null: a one-shot agent must not wait for input
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		// The group id is the child's pid (Setpgid); a negative pid
+		// signals every process in the group.
+		err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		if errors.Is(err, syscall.ESRCH) {
+			return os.ErrProcessDone
+		}
+		return err
+	}
+	cmd.WaitDelay = agentWaitDelay
+	stdout := &agentCappedBuffer{limit: agentStdoutCap, overflow: cancel}
+	stderr := &agentTailBuffer{limit: agentStderrTail}
+	cmd.Stdout = stdout
+	cmd.Stderr = stderr
+
+	err := cmd.Run()
+	// Reap the rest of the group even when the leader exited on its own: a
+	// background child must not outlive its one-shot run.
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	switch {
+	case stdout.overflowed:
+		return agentExecResult{failure: fmt.Sprintf("agent output exceeded %d bytes", agentStdoutCap)}
+	case errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
+		return agentExecResult{failure: fmt.Sprintf("agent timed out after %s", timeout)}
+	case ctx.Err() != nil:
+		return agentExecResult{failure: "agent cancelled"}
+	case errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist):
+		return agentExecResult{failure: fmt.Sprintf("agent executable not found: %q", argv[0])}
+	case err != nil:
+		var exitErr *exec.ExitError
+		if errors.As(err, &exitErr) {
+			return agentExecResult{failure: fmt.Sprintf("agent exited with %s%s", exitErr.ProcessState, agentStderrSuffix(stderr.Bytes()))}
+		}
+		if errors.Is(err, exec.ErrWaitDelay) {
+			// Exit status 0, but something kept its output open; the
+			// answer it printed is still usable.
+			return agentExecResult{stdout: stdout.Bytes()}
+		}
+		return agentExecResult{failure: fmt.Sprintf("agent could not run %q: %v", argv[0], err)}
+	}
+	return agentExecResult{stdout: stdout.Bytes()}
+}
+
+// agentStderrSuffix renders the end of stderr for a failure reason.
+func agentStderrSuffix(stderr []byte) string {
+	tail := strings.TrimSpace(agentExcerptTail(stderr, 500))
+	if tail == "" {
+		return " (no stderr)"
+	}
+	return ": " + tail
+}
+
+// agentCappedBuffer keeps at most limit bytes and calls overflow once when
+// more arrive, so a runaway agent is killed instead of read forever.
+type agentCappedBuffer struct {
+	buf        bytes.Buffer
+	limit      int
+	overflowed bool
+	overflow   func()
+}
+
+func (b *agentCappedBuffer) Write(p []byte) (int, error) {
+	if b.overflowed {
+		return 0, errors.New("agent output over the cap")
+	}
+	if b.buf.Len()+len(p) > b.limit {
+		b.overflowed = true
+		b.overflow()
+		return 0, errors.New("agent output over the cap")
+	}
+	return b.buf.Write(p)
+}
+
+func (b *agentCappedBuffer) Bytes() []byte { return b.buf.Bytes() }
+
+// agentTailBuffer keeps the last limit bytes written to it.
+type agentTailBuffer struct {
+	buf   []byte
+	limit int
+}
+
+func (b *agentTailBuffer) Write(p []byte) (int, error) {
+	n := len(p)
+	if len(p) >= b.limit {
+		b.buf = append(b.buf[:0], p[len(p)-b.limit:]...)
+		return n, nil
+	}
+	if over := len(b.buf) + len(p) - b.limit; over > 0 {
+		b.buf = append(b.buf[:0], b.buf[over:]...)
+	}
+	b.buf = append(b.buf, p...)
+	return n, nil
+}
+
+func (b *agentTailBuffer) Bytes() []byte { return b.buf }

@@ -1,0 +1,245 @@
+package fingerprint
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Rule is an operator's fingerprint rule, like Sentry's fingerprint rules.
+// The first rule that matches a record decides its fingerprint.
+//
+// Matching: Event is an exact event name or a glob ("dispatch.*", with
+// path.Match syntax: *, ?, [...]); ErrorRegex is an RE2 expression searched
+// in the raw error text. A rule needs at least one of them; when both are
+// set both must match.
+//
+// Grouping: exactly one of
+//   - Fingerprint: a fixed name; every matching record is one defect
+//     ("db-timeouts").
+//   - Group: components joined into the identity, each one of
+//     "{{ event }}"        the record's event
+//     "{{ template }}"     the normalized error (what the default uses)
+//     "{{ default }}"      the default fingerprint, to refine it
+//     "{{ error.type }}"   the exception / error class: the text before
+//     the first ": " of the template's first line
+//     "{{ field.NAME }}"   a top-level field of the record
+//     "$1", "${name}"      a capture group of ErrorRegex (raw text)
+//     anything else        a literal string
+//
+// Components are matched whole; "{{event}}" and "{{ event }}" are the same.
+type Rule struct {
+	Name        string   `yaml:"name"`
+	Event       string   `yaml:"event"`
+	ErrorRegex  string   `yaml:"error"`
+	Fingerprint string   `yaml:"fingerprint"`
+	Group       []string `yaml:"group"`
+}
+
+// Fingerprinter computes fingerprints under a validated rule set.
+type Fingerprinter struct {
+	rules []compiledRule
+}
+
+type compiledRule struct {
+	event string
+	re    *regexp.Regexp
+	fixed string
+	group []component
+}
+
+type componentKind int
+
+const (
+	compLiteral componentKind = iota
+	compEvent
+	compTemplate
+	compDefault
+	compErrorType
+	compField
+	compCapture
+)
+
+type component struct {
+	kind  componentKind
+	value string // literal text or field name
+	index int    // capture group number
+}
+
+// New validates and compiles rules. Errors name the rule by its 1-based
+// position and name: `fingerprint rule 2 ("db"): error regex: ...`.
+func New(rules []Rule) (*Fingerprinter, error) {
+	f := &Fingerprinter{}
+	var errs []error
+	for i, r := range rules {
+		c, err := compileRule(r)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("fingerprint rule %d (%q): %w", i+1, r.Name, err))
+			continue
+		}
+		f.rules = append(f.rules, c)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return f, nil
+}
+
+func compileRule(r Rule) (compiledRule, error) {
+	c := compiledRule{event: strings.TrimSpace(r.Event), fixed: strings.TrimSpace(r.Fingerprint)}
+	if c.event == "" && r.ErrorRegex == "" {
+		return c, errors.New("needs an event or an error regex to match")
+	}
+	if c.event != "" {
+		if _, err := path.Match(c.event, ""); err != nil {
+			return c, fmt.Errorf("event glob %q: %w", c.event, err)
+		}
+	}
+	if r.ErrorRegex != "" {
+		re, err := regexp.Compile(r.ErrorRegex)
+		if err != nil {
+			return c, fmt.Errorf("error regex: %w", err)
+		}
+		c.re = re
+	}
+	switch {
+	case c.fixed != "" && len(r.Group) > 0:
+		return c, errors.New("set either fingerprint or group, not both")
+	case c.fixed == "" && len(r.Group) == 0:
+		return c, errors.New("needs a fingerprint or a group")
+	}
+	for _, g := range r.Group {
+		comp, err := parseComponent(g, c.re)
+		if err != nil {
+			return c, fmt.Errorf("group component %q: %w", g, err)
+		}
+		c.group = append(c.group, comp)
+	}
+	return c, nil
+}
+
+func parseComponent(s string, re *regexp.Regexp) (component, error) {
+	t := strings.TrimSpace(s)
+	if strings.HasPrefix(t, "{{") && strings.HasSuffix(t, "}}") {
+		name := strings.TrimSpace(t[2 : len(t)-2])
+		switch {
+		case name == "event":
+			return component{kind: compEvent}, nil
+		case name == "template":
+			return component{kind: compTemplate}, nil
+		case name == "default":
+			return component{kind: compDefault}, nil
+		case name == "error.type":
+			return component{kind: compErrorType}, nil
+		case strings.HasPrefix(name, "field.") && len(name) > len("field."):
+			return component{kind: compField, value: name[len("field."):]}, nil
+		}
+		return component{}, fmt.Errorf("unknown variable %q (known: event, template, default, error.type, field.NAME)", name)
+	}
+	if strings.HasPrefix(t, "$") && len(t) > 1 {
+		name := t[1:]
+		if strings.HasPrefix(name, "{") && strings.HasSuffix(name, "}") {
+			name = name[1 : len(name)-1]
+		}
+		if re == nil {
+			return component{}, errors.New("a capture group needs an error regex")
+		}
+		if n, err := strconv.Atoi(name); err == nil {
+			if n < 0 || n > re.NumSubexp() {
+				return component{}, fmt.Errorf("the error regex has %d capture groups", re.NumSubexp())
+			}
+			return component{kind: compCapture, index: n}, nil
+		}
+		if k := re.SubexpIndex(name); k > 0 {
+			return component{kind: compCapture, index: k}, nil
+		}
+		return component{}, fmt.Errorf("the error regex has no group named %q", name)
+	}
+	return component{kind: compLiteral, value: s}, nil
+}
+
+// matches returns the regex submatches (nil when the rule has no regex)
+// and whether the rule applies.
+func (r *compiledRule) matches(in Input) ([]string, bool) {
+	if r.event != "" {
+		if ok, _ := path.Match(r.event, in.Event); !ok {
+			return nil, false
+		}
+	}
+	if r.re == nil {
+		return nil, true
+	}
+	m := r.re.FindStringSubmatch(in.Error)
+	return m, m != nil
+}
+
+// Compute fingerprints a record: the first matching rule decides, else the
+// default v2 fingerprint of the event and template. Aliases always hold
+// the legacy fingerprint.
+func (f *Fingerprinter) Compute(in Input) Result {
+	template := Template(in)
+	def := v2Fingerprint(in.Event, template)
+	res := Result{Fingerprint: def, Template: template, Aliases: []string{Legacy(in.Event, in.Error)}}
+	for i := range f.rules {
+		r := &f.rules[i]
+		sub, ok := r.matches(in)
+		if !ok {
+			continue
+		}
+		if r.fixed != "" {
+			res.Fingerprint = Version + ":" + sha16(Version+"\nfixed\n"+r.fixed)
+			return res
+		}
+		var key strings.Builder
+		key.WriteString(Version + "\ngroup")
+		for _, c := range r.group {
+			key.WriteByte(0)
+			key.WriteString(r.componentValue(c, in, template, def, sub))
+		}
+		res.Fingerprint = Version + ":" + sha16(key.String())
+		return res
+	}
+	return res
+}
+
+func (r *compiledRule) componentValue(c component, in Input, template, def string, sub []string) string {
+	switch c.kind {
+	case compEvent:
+		return in.Event
+	case compTemplate:
+		return template
+	case compDefault:
+		return def
+	case compErrorType:
+		return errorType(template)
+	case compField:
+		v, ok := in.Fields[c.value]
+		if !ok || v == nil {
+			return ""
+		}
+		return enumValue(v)
+	case compCapture:
+		if c.index < len(sub) {
+			return sub[c.index]
+		}
+		return ""
+	}
+	return c.value
+}
+
+// errorType is the error class of a template: the text before the first
+// ": " of its first line ("ValueError", "panic: runtime error", ...), or
+// the whole first line when it has none.
+func errorType(template string) string {
+	line := template
+	if k := strings.IndexByte(line, '\n'); k >= 0 {
+		line = line[:k]
+	}
+	if k := strings.Index(line, ": "); k >= 0 {
+		return line[:k]
+	}
+	return line
+}

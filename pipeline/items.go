@@ -77,6 +77,10 @@ type Group struct {
 	// Finding is a diagnosis cached from an earlier scan (deferred by the
 	// cap after the agent ran), so it is filed without running the agent again.
 	Finding *Answer `json:"finding,omitempty"`
+	// Backlog marks a group carried over from an earlier scan's deferral: its
+	// records lie before the read cursor, so its dossier comes from state.
+	Backlog       bool   `json:"backlog,omitempty"`
+	CachedDossier string `json:"cached_dossier,omitempty"`
 }
 
 // Dossier is a group with the scrubbed, allow-listed report of it that the

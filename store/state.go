@@ -58,12 +58,13 @@ type Dismissal struct {
 // Deferred is a defect kept for a later scan (over a cap or a rate limit),
 // with its diagnosis when the agent already ran, so it is not run again.
 type Deferred struct {
-	Since    time.Time       `json:"since"`
+	Since    time.Time       `json:"since"` // first seen
+	LastSeen time.Time       `json:"last_seen,omitzero"`
 	Event    string          `json:"event,omitempty"`
 	Template string          `json:"template,omitempty"`
 	Count    int             `json:"count,omitempty"`
-	Finding  json.RawMessage `json:"finding,omitempty"`
-	Lines    []int64         `json:"lines,omitempty"`
+	Dossier  string          `json:"dossier,omitempty"` // scrubbed: its records lie behind the cursor
+	Finding  json.RawMessage `json:"finding,omitempty"` // the agent's answer, when it already ran
 }
 
 // Cursor is how far the event log has been read, and which file that was.

@@ -64,13 +64,14 @@ func Resume(f *os.File, path string, prev *Cursor) (Position, error) {
 	if err != nil {
 		return Position{}, err
 	}
+	sameInode := same.Device == prev.Device && same.Inode == prev.Inode
 	switch {
-	case same.Device != prev.Device || same.Inode != prev.Inode || same.HeadHash != prev.HeadHash:
-		id, err := Identify(f, path, fi.Size())
-		return Position{Cursor: id, Warning: "event log was replaced since the last scan: reading it from the beginning"}, err
-	case fi.Size() < prev.Offset:
+	case sameInode && fi.Size() < prev.Offset:
 		id, err := Identify(f, path, fi.Size())
 		return Position{Cursor: id, Warning: fmt.Sprintf("event log shrank from %d to %d bytes (truncated): reading it from the beginning", prev.Offset, fi.Size())}, err
+	case !sameInode || same.HeadHash != prev.HeadHash:
+		id, err := Identify(f, path, fi.Size())
+		return Position{Cursor: id, Warning: "event log was replaced since the last scan: reading it from the beginning"}, err
 	}
 	// Same file: keep the identity hash growing up to headBytes as it fills.
 	id, err := Identify(f, path, fi.Size())

@@ -1,0 +1,218 @@
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A state file as the-loop's Python original writes it, with a key of its own
+// this tool does not know.
+const theLoopState = `{
+  "reported": {"0123456789abcdef": "https://github.com/o/r/issues/7", "fedcba9876543210": {"url": "https://github.com/o/r/issues/9", "number": 9}},
+  "abandoned": ["1111111111111111"],
+  "attempts": {"2222222222222222": 2},
+  "posted": ["2026-11-28T10:00:00Z", 1764500000.5],
+  "schema": 1
+}`
+
+func TestLoadsTheLoopStateAndKeepsUnknownKeys(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "self-diagnosis.json")
+	if err := os.WriteFile(path, []byte(theLoopState), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.View(func(st *State) {
+		if fp, ok := st.IsReported("nope", "0123456789abcdef"); !ok || st.Reported[fp].URL != "https://github.com/o/r/issues/7" {
+			t.Errorf("string entry of reported not read as a URL: %+v", st.Reported)
+		}
+		if st.Reported["fedcba9876543210"].Number != 9 {
+			t.Errorf("object entry of reported lost its number: %+v", st.Reported)
+		}
+		if _, ok := st.IsAbandoned("1111111111111111"); !ok {
+			t.Errorf("list form of abandoned not read: %+v", st.Abandoned)
+		}
+		if st.Attempts["2222222222222222"] != 2 {
+			t.Errorf("attempts = %v", st.Attempts)
+		}
+		if len(st.Posted) != 2 || st.Posted[1].Unix() != 1764500000 {
+			t.Errorf("posted = %v, want an RFC 3339 and an epoch time", st.Posted)
+		}
+	})
+	if err := s.Update(func(st *State) error { st.Attempts["3333333333333333"] = 1; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("written state is not JSON: %v", err)
+	}
+	if string(m["schema"]) != "1" {
+		t.Errorf("unknown key dropped on write: %s", b)
+	}
+	for _, k := range []string{"reported", "abandoned", "attempts", "posted"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("the-loop key %q missing from written state", k)
+		}
+	}
+}
+
+func TestHeldLockMeansSkip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	first, err := Open(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	if _, err := Open(path, false); !errors.Is(err, ErrLocked) {
+		t.Fatalf("second Open = %v, want ErrLocked", err)
+	}
+	// A dry run takes no lock and can read while a scan runs.
+	ro, err := Open(path, true)
+	if err != nil {
+		t.Fatalf("read-only Open while locked: %v", err)
+	}
+	ro.Close()
+}
+
+func TestMalformedStateIsAnErrorNamingTheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	os.WriteFile(path, []byte(`{"reported": 5`), 0o644)
+	_, err := Open(path, false)
+	if err == nil || !strings.Contains(err.Error(), path) {
+		t.Fatalf("Open = %v, want an error naming %s", err, path)
+	}
+	b, _ := os.ReadFile(path)
+	if string(b) != `{"reported": 5` {
+		t.Fatal("a malformed state file must be left as it is")
+	}
+}
+
+func TestReadOnlyStoreWritesNothing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	os.WriteFile(path, []byte(theLoopState), 0o644)
+	before, _ := os.ReadFile(path)
+	s, err := Open(path, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Update(func(st *State) error { st.Posted = append(st.Posted, time.Now()); return nil })
+	s.Close()
+	after, _ := os.ReadFile(path)
+	if string(before) != string(after) {
+		t.Fatal("read-only store changed the file")
+	}
+	entries, _ := os.ReadDir(filepath.Dir(path))
+	if len(entries) != 1 {
+		t.Fatalf("read-only store left files behind: %v", entries)
+	}
+}
+
+func TestAtomicWriteLeavesNoTempFiles(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state.json")
+	s, err := Open(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i := 0; i < 20; i++ {
+		if err := s.Update(func(st *State) error { st.Attempts["x"]++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := Load(path)
+	if err != nil || st.Attempts["x"] != 20 {
+		t.Fatalf("Load = %+v, %v", st, err)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.Contains(e.Name(), ".tmp-") {
+			t.Fatalf("temp file left behind: %s", e.Name())
+		}
+	}
+}
+
+func TestPostedWindow(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	st := NewState()
+	st.Posted = []time.Time{now.Add(-25 * time.Hour), now.Add(-23 * time.Hour), now.Add(-time.Minute)}
+	if n := st.PostedSince(now.Add(-24 * time.Hour)); n != 2 {
+		t.Fatalf("PostedSince = %d, want 2", n)
+	}
+	st.PrunePosted(now.Add(-24 * time.Hour))
+	if len(st.Posted) != 2 {
+		t.Fatalf("PrunePosted kept %v", st.Posted)
+	}
+}
+
+func TestAppendEventsOneLinePerEvent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	os.WriteFile(path, []byte(`{"event":"x"}`+"\n"), 0o644)
+	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	err := AppendEvents(path, []Event{
+		{Type: "diagnosis.posted", Level: "info", At: at, Fields: map[string]any{"fingerprint": "v2:1"}},
+		{Type: "diagnosis.failed", Level: "warning", At: at, Fields: map[string]any{"error": "x"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("got %d lines: %s", len(lines), b)
+	}
+	var ev map[string]any
+	json.Unmarshal([]byte(lines[2]), &ev)
+	if ev["event"] != "diagnosis.failed" || ev["level"] != "warning" || ev["ts"] != "2026-11-29T12:00:00.000Z" {
+		t.Fatalf("event = %v", ev)
+	}
+}
+
+func TestResumeDetectsAppendTruncationAndReplacement(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "events.jsonl")
+	os.WriteFile(path, []byte("line one\nline two\n"), 0o644)
+	open := func() *os.File {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		return f
+	}
+	pos, err := Resume(open(), path, nil)
+	if err != nil || pos.Offset != 0 {
+		t.Fatalf("first Resume = %+v, %v", pos, err)
+	}
+	cur := pos.Cursor
+	cur.Offset, cur.Line = 18, 2
+
+	// Appended: resume at the cursor.
+	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString("line three\n")
+	f.Close()
+	if pos, _ := Resume(open(), path, &cur); pos.Offset != 18 || pos.Line != 2 || pos.Warning != "" {
+		t.Fatalf("after append: %+v", pos)
+	}
+	// Truncated: from the start, with a warning.
+	os.Truncate(path, 5)
+	if pos, _ := Resume(open(), path, &cur); pos.Offset != 0 || !strings.Contains(pos.Warning, "truncated") {
+		t.Fatalf("after truncation: %+v", pos)
+	}
+	// Replaced by a different file of the same size: from the start.
+	os.Remove(path)
+	os.WriteFile(path, []byte("LINE ONE\nLINE TWO\nline three\n"), 0o644)
+	if pos, _ := Resume(open(), path, &cur); pos.Offset != 0 || !strings.Contains(pos.Warning, "replaced") {
+		t.Fatalf("after replacement: %+v", pos)
+	}
+}

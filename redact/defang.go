@@ -1,0 +1,137 @@
+package redact
+
+import (
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// DefangMarker is inserted into control phrases so the-loop no longer
+// reacts to them. It is visible on purpose: a reader of the issue sees the
+// phrase was neutralised rather than wondering why nothing happened.
+const DefangMarker = "[defanged]"
+
+// controlPhrase is how the-loop recognises a command in issue text:
+// "the-loop start", "/the-loop stop", "@the-loop do", any case, any spacing.
+var controlPhrase = regexp.MustCompile(`(?i)the-loop(\s+)(?:start|stop|pause|resume|execute|contribute|cleanup|do)\b`)
+
+// Defang neutralises the-loop's control phrases in s so that quoting text
+// in an issue cannot trigger the-loop. "the-loop start" becomes
+// "the-loop [defanged] start"; an operator phrase such as "ship it" becomes
+// "ship [defanged] it", and a one-word phrase "deploy" becomes
+// "d[defanged]eploy". Matching is case-insensitive. Phrases shorter than
+// two characters cannot be broken visibly and are ignored. Defang is
+// idempotent: a match that overlaps a marker is already neutralised.
+func Defang(s string, extraKeywords []string) string {
+	var inserts []int
+	markers := markerRanges(s)
+	for _, m := range controlPhrase.FindAllStringSubmatchIndex(s, -1) {
+		if overlapsRanges(m[0], m[1], markers) {
+			continue
+		}
+		inserts = append(inserts, m[2]) // before the whitespace after "the-loop"
+	}
+	for _, re := range extraPhrases(extraKeywords) {
+		for _, m := range re.FindAllStringIndex(s, -1) {
+			if overlapsRanges(m[0], m[1], markers) {
+				continue
+			}
+			inserts = append(inserts, breakPoint(s[m[0]:m[1]])+m[0])
+		}
+	}
+	if len(inserts) == 0 {
+		return s
+	}
+	sort.Ints(inserts)
+	var b strings.Builder
+	b.Grow(len(s) + len(inserts)*(len(DefangMarker)+1))
+	pos, last := 0, -1
+	for _, at := range inserts {
+		if at == last {
+			continue
+		}
+		last = at
+		b.WriteString(s[pos:at])
+		if at < len(s) && isSpace(s[at]) {
+			b.WriteByte(' ') // "the-loop [defanged] start"
+		}
+		b.WriteString(DefangMarker) // "d[defanged]eploy"
+		pos = at
+	}
+	b.WriteString(s[pos:])
+	return b.String()
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// breakPoint is where the marker goes inside a matched phrase: after its
+// first word, or after its first character for a one-word phrase.
+func breakPoint(m string) int {
+	if i := strings.IndexAny(m, " \t\r\n"); i > 0 {
+		return i
+	}
+	for i := range m {
+		if i > 0 {
+			return i
+		}
+	}
+	return len(m)
+}
+
+func markerRanges(s string) [][2]int {
+	var out [][2]int
+	for off := 0; ; {
+		i := strings.Index(s[off:], DefangMarker)
+		if i < 0 {
+			return out
+		}
+		start := off + i
+		end := start + len(DefangMarker)
+		// The spaces written around a marker belong to it.
+		for start > 0 && s[start-1] == ' ' {
+			start--
+		}
+		for end < len(s) && s[end] == ' ' {
+			end++
+		}
+		out = append(out, [2]int{start, end})
+		off = end
+	}
+}
+
+func overlapsRanges(start, end int, ranges [][2]int) bool {
+	for _, r := range ranges {
+		if r[0] < end && start < r[1] {
+			return true
+		}
+	}
+	return false
+}
+
+var phraseCache sync.Map // keyword list joined by \x00 -> []*regexp.Regexp
+
+func extraPhrases(keywords []string) []*regexp.Regexp {
+	if len(keywords) == 0 {
+		return nil
+	}
+	key := strings.Join(keywords, "\x00")
+	if v, ok := phraseCache.Load(key); ok {
+		return v.([]*regexp.Regexp)
+	}
+	var out []*regexp.Regexp
+	for _, k := range keywords {
+		k = strings.TrimSpace(k)
+		if len([]rune(k)) < 2 {
+			continue
+		}
+		// Whitespace inside a phrase matches any whitespace run.
+		parts := strings.Fields(k)
+		for i, p := range parts {
+			parts[i] = regexp.QuoteMeta(p)
+		}
+		out = append(out, regexp.MustCompile(`(?i)`+strings.Join(parts, `\s+`)))
+	}
+	phraseCache.Store(key, out)
+	return out
+}

@@ -1,0 +1,440 @@
+package redact
+
+import (
+	"strings"
+)
+
+// findURLCredentials masks the password in scheme://user:password@host and
+// in Go MySQL DSNs (user:password@tcp(host)/db), and a user part that is
+// itself a token (https://ghs_xxx@github.com).
+func findURLCredentials(sc *scan) {
+	s := sc.s
+	for off := 0; ; {
+		i := strings.Index(s[off:], "://")
+		if i < 0 {
+			break
+		}
+		as := off + i + 3
+		off = as
+		ae := as
+		for ae < len(s) && !authorityEnd(s[ae]) {
+			ae++
+		}
+		at := strings.LastIndexByte(s[as:ae], '@')
+		if at <= 0 {
+			continue
+		}
+		userinfo(sc, as, as+at)
+	}
+	for _, proto := range [...]string{"@tcp(", "@unix(", "@udp(", "@tcp6("} {
+		for off := 0; ; {
+			i := strings.Index(s[off:], proto)
+			if i < 0 {
+				break
+			}
+			at := off + i
+			off = at + len(proto)
+			us := at
+			for us > 0 && !authorityEnd(s[us-1]) && s[us-1] != '=' {
+				us--
+			}
+			userinfo(sc, us, at)
+		}
+	}
+}
+
+// userinfo masks the secret part of s[start:end], a URL's user[:password].
+func userinfo(sc *scan, start, end int) {
+	s := sc.s
+	ui := s[start:end]
+	if c := strings.IndexByte(ui, ':'); c >= 0 {
+		if c+1 < len(ui) && !isPlaceholderAt(s, start+c+1) {
+			sc.add(start+c+1, end, "url-credentials")
+		}
+		return
+	}
+	if looksSecret(ui) || prefixLabel(ui) != "" {
+		sc.add(start, end, "url-credentials")
+	}
+}
+
+func authorityEnd(c byte) bool {
+	return c <= ' ' || c == '/' || c == '?' || c == '#' || c == '"' || c == '\'' || c == '`' || c == '<' || c == '>' || c == '\\' || c == ')' || c == '(' || c == ','
+}
+
+// webhookURLs are URLs whose path is the credential.
+var webhookURLs = []string{
+	"hooks.slack.com/services/", "hooks.slack.com/workflows/", "hooks.slack.com/triggers/",
+	"discord.com/api/webhooks/", "discordapp.com/api/webhooks/", ".webhook.office.com/webhookb2/",
+	"outlook.office.com/webhook/", "hooks.zapier.com/hooks/catch/", "chat.googleapis.com/v1/spaces/",
+	"api.telegram.org/bot", "hooks.mattermost.com/", "maker.ifttt.com/trigger/",
+}
+
+func findWebhooks(sc *scan) {
+	s, lower := sc.s, sc.lower
+	for _, w := range webhookURLs {
+		for off := 0; ; {
+			i := strings.Index(lower[off:], w)
+			if i < 0 {
+				break
+			}
+			p := off + i + len(w)
+			off = p
+			e := p
+			for e < len(s) && !(s[e] <= ' ' || s[e] == '"' || s[e] == '\'' || s[e] == '`' || s[e] == '<' || s[e] == '>' || s[e] == ')' || s[e] == '\\') {
+				e++
+			}
+			// Google Chat keeps the space id in the path; the key and token
+			// are query parameters, masked by the key=value rules.
+			if w == "chat.googleapis.com/v1/spaces/" {
+				continue
+			}
+			if e-p >= 8 && !isPlaceholderAt(s, p) {
+				sc.add(p, e, "webhook")
+			}
+		}
+	}
+}
+
+// findEmails masks e-mail addresses. "git@github.com" (an SSH remote) and
+// URL user names (handled by the URL rules) are not addresses.
+func findEmails(sc *scan) {
+	s := sc.s
+	for off := 0; ; {
+		i := strings.IndexByte(s[off:], '@')
+		if i < 0 {
+			return
+		}
+		at := off + i
+		off = at + 1
+		ls := at
+		for ls > 0 && emailLocalChar(s[ls-1]) {
+			ls--
+		}
+		for ls < at && s[ls] == '.' {
+			ls++
+		}
+		if ls == at {
+			continue
+		}
+		de := at + 1
+		lastDot := -1
+		for de < len(s) && (isAlnum(s[de]) || s[de] == '-' || s[de] == '.') {
+			if s[de] == '.' {
+				lastDot = de
+			}
+			de++
+		}
+		for de > at+1 && (s[de-1] == '.' || s[de-1] == '-') {
+			de--
+		}
+		if lastDot < 0 || lastDot >= de-2 || lastDot <= at+1 {
+			continue
+		}
+		tld := s[lastDot+1 : de]
+		if !allLetters(tld) {
+			continue
+		}
+		local := s[ls:at]
+		if local == "git" || (ls >= 3 && s[ls-3:ls] == "://") {
+			continue
+		}
+		if ls > 0 && s[ls-1] == ':' && urlUserinfoBefore(s, ls-1) {
+			continue
+		}
+		sc.add(ls, de, "email")
+		off = de
+	}
+}
+
+func emailLocalChar(c byte) bool {
+	return isAlnum(c) || c == '.' || c == '_' || c == '%' || c == '+' || c == '-'
+}
+
+func allLetters(v string) bool {
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+			return false
+		}
+	}
+	return v != ""
+}
+
+// urlUserinfoBefore reports whether s[:colon] ends in "scheme://user".
+func urlUserinfoBefore(s string, colon int) bool {
+	i := colon
+	for i > 0 && !authorityEnd(s[i-1]) && s[i-1] != ':' {
+		i--
+	}
+	return i >= 3 && s[i-3:i] == "://"
+}
+
+// findPrivateIPs masks RFC 1918, carrier-grade NAT and IPv6 unique-local
+// addresses; public, loopback and link-local addresses say nothing about
+// this machine's network and stay.
+func findPrivateIPs(sc *scan) {
+	s := sc.s
+	for i := 0; i < len(s); i++ {
+		if !isDigit(s[i]) || (i > 0 && (isAlnum(s[i-1]) || s[i-1] == '.' || s[i-1] == '-' || s[i-1] == '_')) {
+			continue
+		}
+		var oct [4]int
+		p := i
+		ok := true
+		for k := 0; k < 4; k++ {
+			if k > 0 {
+				if p >= len(s) || s[p] != '.' {
+					ok = false
+					break
+				}
+				p++
+			}
+			n, digits := 0, 0
+			for p < len(s) && isDigit(s[p]) && digits < 4 {
+				n = n*10 + int(s[p]-'0')
+				p++
+				digits++
+			}
+			if digits == 0 || digits > 3 || n > 255 {
+				ok = false
+				break
+			}
+			oct[k] = n
+		}
+		if !ok {
+			for i+1 < len(s) && isDigit(s[i+1]) {
+				i++
+			}
+			continue
+		}
+		if p < len(s) && (isAlnum(s[p]) || s[p] == '_' || (s[p] == '.' && p+1 < len(s) && isDigit(s[p+1]))) {
+			i = p
+			continue
+		}
+		if privateIPv4(oct) {
+			sc.add(i, p, "ip")
+		}
+		i = p
+	}
+	findPrivateIPv6(sc)
+}
+
+func privateIPv4(o [4]int) bool {
+	switch {
+	case o[0] == 10:
+		return true
+	case o[0] == 172 && o[1] >= 16 && o[1] <= 31:
+		return true
+	case o[0] == 192 && o[1] == 168:
+		return true
+	case o[0] == 100 && o[1] >= 64 && o[1] <= 127:
+		return true
+	}
+	return false
+}
+
+func findPrivateIPv6(sc *scan) {
+	s, lower := sc.s, sc.lower
+	for off := 0; ; {
+		i := strings.Index(lower[off:], "fd")
+		if i < 0 {
+			return
+		}
+		p := off + i
+		off = p + 2
+		if p > 0 && (isAlnum(s[p-1]) || s[p-1] == ':') {
+			continue
+		}
+		e := p
+		colons := 0
+		for e < len(s) && (isHex(s[e]) || s[e] == ':') {
+			if s[e] == ':' {
+				colons++
+			}
+			e++
+		}
+		if e < len(s) && (isAlnum(s[e]) || s[e] == '_') {
+			continue
+		}
+		v := s[p:e]
+		if colons >= 2 && len(v) >= 6 && v[4] == ':' && (colons >= 7 || strings.Contains(v, "::")) {
+			sc.add(p, e, "ip")
+			off = e
+		}
+	}
+}
+
+// homeDirMarkers precede a user name in a home directory path.
+var homeDirMarkers = []string{"/home/", "/Users/", `\Users\`, `\\Users\\`}
+
+var notUserDirs = map[string]bool{"Shared": true, "Public": true, "Default": true, "All Users": true, "Default User": true}
+
+// findHomePaths masks the user name in /home/<u>/, /Users/<u>/ and
+// C:\Users\<u>\ for any user, not only this machine's.
+func findHomePaths(sc *scan) {
+	s := sc.s
+	for _, m := range homeDirMarkers {
+		for off := 0; ; {
+			i := strings.Index(s[off:], m)
+			if i < 0 {
+				break
+			}
+			p := off + i + len(m)
+			off = p
+			// "/home/" must start a path, not sit inside a word.
+			if ms := p - len(m); m[0] == '/' && ms > 0 && (isAlnum(s[ms-1]) || s[ms-1] == '_') {
+				continue
+			}
+			e := p
+			for e < len(s) && (isAlnum(s[e]) || s[e] == '_' || s[e] == '-' || s[e] == '.') {
+				e++
+			}
+			name := s[p:e]
+			if name == "" || notUserDirs[name] || name == "." || name == ".." || isPlaceholderAt(s, p) {
+				continue
+			}
+			sc.add(p, e, "user")
+		}
+	}
+}
+
+// findIdentity masks this machine's home directory, user name and host name.
+func (r *Redactor) findIdentity(sc *scan) {
+	s, lower := sc.s, sc.lower
+	if r.home != "" {
+		for off := 0; ; {
+			i := strings.Index(s[off:], r.home)
+			if i < 0 {
+				break
+			}
+			p := off + i
+			e := p + len(r.home)
+			off = e
+			if p > 0 && (keyChar(s[p-1]) || s[p-1] == '/') {
+				continue
+			}
+			if e < len(s) && (isAlnum(s[e]) || s[e] == '_' || s[e] == '-') {
+				continue
+			}
+			sc.add(p, e, "home")
+		}
+	}
+	if r.user != "" {
+		for off := 0; ; {
+			i := strings.Index(s[off:], r.user)
+			if i < 0 {
+				break
+			}
+			p := off + i
+			e := p + len(r.user)
+			off = p + 1
+			if alnumBoundary(s, p, e) {
+				sc.add(p, e, "user")
+			}
+		}
+	}
+	for _, h := range r.hosts {
+		for off := 0; ; {
+			i := strings.Index(lower[off:], h)
+			if i < 0 {
+				break
+			}
+			p := off + i
+			e := p + len(h)
+			off = p + 1
+			if alnumBoundary(s, p, e) {
+				sc.add(p, e, "host")
+			}
+		}
+	}
+}
+
+// findEnvSecrets masks the values of sensitive-named environment variables
+// wherever they appear. Short values must stand alone; long ones are masked
+// even inside a larger token (a URL, a base64 blob).
+func (r *Redactor) findEnvSecrets(sc *scan) {
+	s := sc.s
+	for _, es := range r.envSecrets {
+		for off := 0; ; {
+			i := strings.Index(s[off:], es.value)
+			if i < 0 {
+				break
+			}
+			p := off + i
+			e := p + len(es.value)
+			off = p + 1
+			if len(es.value) < 12 && !alnumBoundary(s, p, e) {
+				continue
+			}
+			sc.add(p, e, "env:"+envLabel(es.name))
+			off = e
+		}
+	}
+}
+
+func envLabel(name string) string {
+	var b strings.Builder
+	for i := 0; i < len(name) && b.Len() < 40; i++ {
+		c := name[i]
+		if isAlnum(c) || c == '_' {
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// sensitiveEnvName reports whether a variable's name marks its value as a
+// secret: a word of it is (or ends with) TOKEN, SECRET, KEY, PASSWORD,
+// PASSWD, CREDENTIAL(S) or AUTH, and its last word is not a harmless
+// attribute such as TTL, TYPE, MODE, FILE or PATH.
+func sensitiveEnvName(name string) bool {
+	var buf [8]string
+	words := splitWords(name, buf[:0])
+	if len(words) == 0 || (len(words) == 1 && (words[0] == "pwd" || words[0] == "oldpwd")) {
+		return false
+	}
+	if harmlessLastWord[words[len(words)-1]] {
+		return false
+	}
+	for _, w := range words {
+		for _, stem := range [...]string{"token", "secret", "key", "password", "passwd", "credential", "credentials", "auth", "pwd", "apikey"} {
+			if w == stem || (strings.HasSuffix(w, stem) && len(w) > len(stem) && (stem != "key" || keyModifiers[strings.TrimSuffix(w, stem)])) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+var harmlessLastWord = map[string]bool{
+	"ttl": true, "seconds": true, "secs": true, "minutes": true, "timeout": true, "type": true,
+	"mode": true, "source": true, "name": true, "file": true, "path": true, "dir": true,
+	"sock": true, "length": true, "size": true, "count": true, "enabled": true, "disabled": true,
+	"region": true, "endpoint": true, "kind": true, "provider": true, "method": true,
+	"header": true, "scope": true, "scopes": true, "issuer": true, "audience": true,
+	"version": true, "algorithm": true, "expiry": true, "expires": true, "format": true,
+	"host": true, "port": true, "location": true, "backend": true, "helper": true, "store": true,
+	"strategy": true, "plugin": true, "url": false, "user": true, "username": true,
+}
+
+// maskableEnvValue rejects values too common to mask everywhere: short
+// strings, numbers, booleans, plain words and file paths.
+func maskableEnvValue(v string) bool {
+	if len(v) < 6 || trivialValue(v) || strings.ContainsAny(v, "\n") {
+		return false
+	}
+	if v[0] == '/' || v[0] == '~' || strings.HasPrefix(v, "./") || (len(v) > 2 && v[1] == ':' && v[2] == '\\') {
+		return false
+	}
+	cc := countClasses(v)
+	if cc.digit == len(v) {
+		return false
+	}
+	// A lower-case word (TOKEN_TYPE=bearer, AUTH_PROVIDER=github) is not
+	// worth masking in every sentence.
+	if cc.lower == len(v) && len(v) < 12 {
+		return false
+	}
+	return true
+}

@@ -1,0 +1,289 @@
+// Package redact masks secrets, credentials and personal or machine identity
+// in text before it leaves the machine (agent prompts, issue bodies, logs).
+//
+// Every mask is a visible, named placeholder such as <redacted:token> or
+// <redacted:email>; nothing is removed silently, so a reader still sees that
+// something was there and what kind of thing it was.
+//
+// Detection is by context (the value after password=, an Authorization
+// header, the password of a URL), by well-known provider prefixes (ghp_,
+// sk-ant-, AKIA, ...), by the machine's own identity (user, home, host) and by
+// the values of sensitive-named environment variables. Look-alikes that are
+// not secrets (git SHAs, UUID request ids, trace ids, image digests, pod
+// names, max_tokens=4096, ...) are kept because a hex string alone is not a
+// secret: the words around it decide.
+//
+// Guarantees (checked by the fuzz tests): Scrub never panics, is idempotent
+// (Scrub(Scrub(x)) == Scrub(x)), and its output is at most MaxGrowth times
+// longer than its input (plus nothing for empty input): every masked span is
+// at least one byte long and becomes one placeholder of at most
+// MaxPlaceholderLen bytes.
+package redact
+
+import (
+	"os"
+	"os/user"
+	"sort"
+	"strings"
+)
+
+// MaxPlaceholderLen bounds the length of any placeholder Scrub writes.
+const MaxPlaceholderLen = 64
+
+// MaxGrowth bounds len(Scrub(s)) / len(s): a one-byte secret becomes one
+// placeholder of at most MaxPlaceholderLen bytes.
+const MaxGrowth = MaxPlaceholderLen
+
+// Options describe what, besides well-known secret formats, must be masked.
+type Options struct {
+	Env  []string // "NAME=value" pairs, like os.Environ(); values of sensitive-named vars are masked wherever they appear
+	User string   // user name to mask (also inside /home/<u>/, /Users/<u>/, C:\Users\<u>\)
+	Home string   // home directory to mask
+	Host string   // host name to mask (short name too, i.e. the part before the first dot)
+}
+
+// Redactor masks secrets in text. It is immutable after New and safe for
+// concurrent use.
+type Redactor struct {
+	envSecrets []envSecret // longest first, so a longer value wins an overlap
+	user       string
+	home       string
+	hosts      []string // lower-cased full and short host name
+}
+
+type envSecret struct {
+	value string
+	name  string
+}
+
+// New compiles the options into a Redactor.
+func New(o Options) *Redactor {
+	r := &Redactor{}
+	seen := map[string]bool{}
+	for _, kv := range o.Env {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok || !sensitiveEnvName(name) || !maskableEnvValue(value) || seen[value] {
+			continue
+		}
+		seen[value] = true
+		r.envSecrets = append(r.envSecrets, envSecret{value: value, name: name})
+	}
+	sort.Slice(r.envSecrets, func(i, j int) bool {
+		return len(r.envSecrets[i].value) > len(r.envSecrets[j].value)
+	})
+	if u := strings.TrimSpace(o.User); len(u) >= 2 && !strings.ContainsAny(u, " \t\n") {
+		r.user = u
+	}
+	// A home of "/" or a relative path would mask half of every path.
+	if h := strings.TrimRight(strings.TrimSpace(o.Home), `/\`); len(h) >= 3 && (h[0] == '/' || (len(h) > 2 && h[1] == ':')) {
+		r.home = h
+	}
+	if h := strings.ToLower(strings.TrimSpace(o.Host)); h != "" && h != "localhost" && !strings.ContainsAny(h, " \t\n") {
+		r.hosts = append(r.hosts, h)
+		if short, _, found := strings.Cut(h, "."); found && short != "" && short != "localhost" {
+			r.hosts = append(r.hosts, short)
+		}
+	}
+	return r
+}
+
+// FromEnvironment builds a Redactor for this process: its environment, user,
+// home directory and host name.
+func FromEnvironment() *Redactor {
+	o := Options{Env: os.Environ(), User: os.Getenv("USER"), Home: os.Getenv("HOME")}
+	if o.User == "" {
+		if u, err := user.Current(); err == nil {
+			o.User = u.Username
+		}
+	}
+	if o.Home == "" {
+		o.Home, _ = os.UserHomeDir()
+	}
+	if h := os.Getenv("HOSTNAME"); h != "" {
+		o.Host = h
+	} else {
+		o.Host, _ = os.Hostname()
+	}
+	return New(o)
+}
+
+// span is a half-open byte range of the input to replace by a placeholder.
+type span struct {
+	start, end int
+	label      string
+}
+
+// scan is the per-call state shared by the detectors.
+type scan struct {
+	s     string
+	lower string // ASCII-lower-cased s, byte-aligned with s
+	spans []span
+}
+
+func (sc *scan) add(start, end int, label string) {
+	if start < end {
+		sc.spans = append(sc.spans, span{start, end, label})
+	}
+}
+
+// Scrub returns s with every secret it recognises replaced by a placeholder.
+func (r *Redactor) Scrub(s string) string {
+	if s == "" {
+		return s
+	}
+	sc := &scan{s: s, lower: asciiLower(s)}
+	findPrivateKeys(sc)
+	findTokens(sc)
+	findTelegramTokens(sc)
+	findAzureClientSecrets(sc)
+	findKeyValues(sc)
+	findBearer(sc)
+	findCLIPasswords(sc)
+	findURLCredentials(sc)
+	findWebhooks(sc)
+	findEmails(sc)
+	findPrivateIPs(sc)
+	findHomePaths(sc)
+	r.findIdentity(sc)
+	r.findEnvSecrets(sc)
+	if len(sc.spans) == 0 {
+		return s
+	}
+	return apply(s, sc.spans)
+}
+
+// apply merges overlapping spans and writes placeholders. Spans that touch
+// an existing placeholder are dropped: the placeholder already stands for
+// what was there, and masking around it again would break idempotence.
+func apply(s string, spans []span) string {
+	sort.Slice(spans, func(i, j int) bool {
+		if spans[i].start != spans[j].start {
+			return spans[i].start < spans[j].start
+		}
+		return spans[i].end > spans[j].end
+	})
+	existing := placeholderRanges(s)
+	var b strings.Builder
+	b.Grow(len(s) + 32*len(spans))
+	pos := 0
+	for i := 0; i < len(spans); {
+		cur := spans[i]
+		i++
+		for i < len(spans) && spans[i].start <= cur.end {
+			if spans[i].end > cur.end {
+				cur.end = spans[i].end
+			}
+			i++
+		}
+		if overlapsAny(cur, existing) {
+			continue
+		}
+		b.WriteString(s[pos:cur.start])
+		b.WriteString(placeholder(cur.label))
+		pos = cur.end
+	}
+	b.WriteString(s[pos:])
+	return b.String()
+}
+
+const placeholderPrefix = "<redacted"
+
+func placeholder(label string) string {
+	if label == "" {
+		return placeholderPrefix + ">"
+	}
+	p := placeholderPrefix + ":" + label + ">"
+	if len(p) > MaxPlaceholderLen {
+		return placeholderPrefix + ">"
+	}
+	return p
+}
+
+// placeholderRanges finds placeholders already present in s.
+func placeholderRanges(s string) [][2]int {
+	var out [][2]int
+	for off := 0; ; {
+		i := strings.Index(s[off:], placeholderPrefix)
+		if i < 0 {
+			return out
+		}
+		start := off + i
+		end := placeholderEnd(s, start)
+		if end < 0 {
+			off = start + len(placeholderPrefix)
+			continue
+		}
+		out = append(out, [2]int{start, end})
+		off = end
+	}
+}
+
+// placeholderEnd returns the end of the placeholder starting at i, or -1.
+func placeholderEnd(s string, i int) int {
+	j := i + len(placeholderPrefix)
+	if j < len(s) && s[j] == '>' {
+		return j + 1
+	}
+	if j >= len(s) || s[j] != ':' {
+		return -1
+	}
+	for k := j + 1; k < len(s) && k-i < MaxPlaceholderLen; k++ {
+		c := s[k]
+		if c == '>' {
+			return k + 1
+		}
+		if !(isAlnum(c) || c == '-' || c == '_' || c == ':' || c == '.' || c == '$') {
+			return -1
+		}
+	}
+	return -1
+}
+
+func isPlaceholderAt(s string, i int) bool {
+	return strings.HasPrefix(s[i:], placeholderPrefix) && placeholderEnd(s, i) > 0
+}
+
+func overlapsAny(sp span, ranges [][2]int) bool {
+	// ranges is sorted; a linear scan is fine because placeholders are rare
+	// in fresh input and few in scrubbed input.
+	for _, r := range ranges {
+		if r[0] >= sp.end {
+			return false
+		}
+		if r[1] > sp.start {
+			return true
+		}
+	}
+	return false
+}
+
+func asciiLower(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; 'A' <= c && c <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				if c := b[j]; 'A' <= c && c <= 'Z' {
+					b[j] = c + 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return s
+}
+
+func isAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// alnumBoundary reports whether s[start:end] is not glued to letters or
+// digits on either side.
+func alnumBoundary(s string, start, end int) bool {
+	return (start == 0 || !isAlnum(s[start-1])) && (end >= len(s) || !isAlnum(s[end]))
+}

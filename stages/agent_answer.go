@@ -108,8 +108,13 @@ func ParseAnswer(out []byte) (*pipeline.Answer, error) {
 			return a, nil
 		}
 		if !isJSON {
-			// Braces around prose, not JSON: an object may sit inside.
-			pos, rescans = open+1, rescans+1
+			// Braces around prose, not JSON: an object may sit inside, and
+			// only then is the region worth scanning again.
+			if bytes.IndexByte(out[open+1:end], '{') >= 0 {
+				pos, rescans = open+1, rescans+1
+			} else {
+				pos = end
+			}
 			continue
 		}
 		sawObject = true

@@ -61,9 +61,19 @@ type normalizer struct {
 	// trimmed of punctuation: it decides whether a number is an identity
 	// code ("HTTP 410", "exit 137") and whether a word is a user name.
 	prev string
-	// lastMasked is true when the last thing written was a masked word,
-	// so runs of volatile words ("Mon Jan 2 15:04:05 2006") collapse into one mask.
+	// lastMasked is true when the last word written was wholly masked, so
+	// runs of volatile words ("Mon Jan 2 15:04:05 2006", "1190 bytes
+	// (1.16 KB)", id lists) collapse into one mask; maskEnd is where that
+	// mask ends in out, before the word's trailing punctuation.
 	lastMasked bool
+	maskEnd    int
+	// accessLog is set once the line shows a quoted HTTP request line
+	// ("GET /x HTTP/1.1"): such a line reports one request among many, and
+	// its status is per-request data like its length and timing.
+	accessLog bool
+	// dateRun is where a run of month/day names starts in out (-1: none),
+	// so "Sun Jul 3 ..." masks its names once the number shows it is a date.
+	dateRun int
 }
 
 func (n *normalizer) finish() string {
@@ -88,6 +98,8 @@ func isSpace(c byte) bool {
 func (n *normalizer) line(s string) {
 	n.prev = ""
 	n.lastMasked = false
+	n.accessLog = false
+	n.dateRun = -1
 	start := len(n.out)
 	i := 0
 	for i < len(s) {
@@ -159,147 +171,201 @@ func closingQuote(s string, j int) int {
 }
 
 const (
-	openers  = "([{<"
-	closers  = ")]}>,;:.!?"
-	quoteSet = "\"'`"
+	openers = "([{<"
+	closers = ")]}>,;:.!?"
 )
 
 // word normalizes one whitespace-delimited word and appends it.
 func (n *normalizer) word(w string, lineStart int) {
-	// Leading brackets are structure, kept as they are.
+	// Leading brackets and trailing punctuation are structure, kept as
+	// they are around the normalized core.
 	lead := 0
 	for lead < len(w) && strings.IndexByte(openers, w[lead]) >= 0 {
 		lead++
 	}
-	// Trailing punctuation too, unless it closes a quote or bracket
-	// opened inside the word.
 	trail := len(w)
 	for trail > lead && strings.IndexByte(closers, w[trail-1]) >= 0 {
 		trail--
 	}
 	prefix, core, suffix := w[:lead], w[lead:trail], w[trail:]
-
-	var b []byte
-	masked := false
-	switch {
-	case core == "":
-		b = append(b, w...)
-	default:
-		b = append(b, prefix...)
-		var m bool
-		b, m = n.core(b, core)
-		masked = m
-		b = append(b, suffix...)
+	if core == "" {
+		if n.lastMasked && isEmptyBrackets(w) {
+			// "from <*> ()" and "from <*> (<*>)": an absent value.
+			return
+		}
+		n.emit(w, lineStart)
+		n.lastMasked, n.dateRun, n.prev = false, -1, ""
+		return
 	}
 
-	// Volatile runs collapse: "at <*> <*> <*>" and "at <*>" are the same
-	// template, so timestamps written with spaces or number lists of any
-	// length don't split a defect.
-	if masked && n.lastMasked && prefix == "" && string(b) == Mask+suffix {
-		// Replace the previous bare mask's trailing punctuation with ours.
-		last := lastMaskEnd(n.out)
-		if last >= 0 {
-			n.out = append(n.out[:last], suffix...)
+	mark := len(n.out)
+	n.out = append(n.out, prefix...) // provisional: core() appends after it
+	masked := n.core(core)
+	body := string(n.out[mark:]) // prefix + normalized core
+	n.out = n.out[:mark]
+
+	lowerCore := strings.ToLower(core)
+	// A unit after a masked number is part of the measurement: "850.0 B"
+	// and "5.2 KB" are one size, "3 ms" and "2 s" one duration.
+	if !masked && prefix == "" && n.lastMasked && units[lowerCore] {
+		masked = true
+	}
+	// Month and day names next to a masked number are part of a timestamp.
+	if !masked && prefix == "" && isMonthOrDay(lowerCore) {
+		if n.lastMasked {
+			masked = true
+		} else {
+			if n.dateRun < 0 {
+				n.dateRun = len(n.out)
+			}
+			n.emit(body+suffix, lineStart)
 			n.prev = ""
 			return
 		}
 	}
+
+	if masked {
+		// Closing brackets matching our own opening ones go with the word.
+		for k := 0; k < len(prefix) && suffix != "" && strings.IndexByte(")]}>", suffix[0]) >= 0; k++ {
+			suffix = suffix[1:]
+		}
+		switch {
+		case n.lastMasked:
+			// Collapse into the previous mask; the later punctuation wins.
+			n.out = append(n.out[:n.maskEnd], suffix...)
+		case n.dateRun >= 0:
+			// "Sun Jul" turned out to start a timestamp.
+			n.out = n.out[:n.dateRun]
+			n.emit(Mask, lineStart)
+			n.maskEnd = len(n.out)
+			n.out = append(n.out, suffix...)
+		default:
+			if len(n.out) > lineStart {
+				n.out = append(n.out, ' ')
+			}
+			n.out = append(n.out, Mask...)
+			n.maskEnd = len(n.out)
+			n.out = append(n.out, suffix...)
+		}
+		n.lastMasked, n.dateRun, n.prev = true, -1, ""
+		return
+	}
+	n.emit(body+suffix, lineStart)
+	n.lastMasked, n.dateRun = false, -1
+	n.prev = strings.Trim(lowerCore, "[](){}<>#:=,;\"'`")
+}
+
+// isEmptyBrackets: "()", "[]", "{}" or "<>", alone.
+func isEmptyBrackets(w string) bool {
+	return w == "()" || w == "[]" || w == "{}" || w == "<>"
+}
+
+// emit appends s as the next word of the line.
+func (n *normalizer) emit(s string, lineStart int) {
 	if len(n.out) > lineStart {
 		n.out = append(n.out, ' ')
 	}
-	n.out = append(n.out, b...)
-	n.lastMasked = masked && prefix == "" && string(b) == Mask+suffix
-	n.prev = strings.ToLower(strings.Trim(core, "[](){}<>#:=,;\"'`"))
-	if masked {
-		n.prev = ""
-	}
+	n.out = append(n.out, s...)
 }
 
-// lastMaskEnd returns the index just after the last Mask in out when out
-// ends with that mask plus optional punctuation, else -1.
-func lastMaskEnd(out []byte) int {
-	i := len(out)
-	for i > 0 && strings.IndexByte(closers, out[i-1]) >= 0 {
-		i--
-	}
-	if i >= len(Mask) && string(out[i-len(Mask):i]) == Mask {
-		return i
-	}
-	return -1
+// units follow a number in sizes, durations and rates.
+var units = map[string]bool{
+	"b": true, "kb": true, "mb": true, "gb": true, "tb": true, "pb": true,
+	"kib": true, "mib": true, "gib": true, "tib": true, "byte": true, "bytes": true,
+	"bit": true, "bits": true, "ns": true, "us": true, "µs": true, "ms": true, "s": true,
+	"sec": true, "secs": true, "second": true, "seconds": true, "min": true, "mins": true,
+	"minute": true, "minutes": true, "h": true, "hr": true, "hrs": true, "hour": true,
+	"hours": true, "day": true, "days": true, "%": true, "kbps": true, "mbps": true,
+	"gbps": true, "b/s": true, "kb/s": true, "mb/s": true,
 }
 
-// codeWords precede numbers that identify a defect rather than vary
-// within one: "HTTP 410", "exit 137", "status: 422", "signal 9", "errno 2".
+// isCodeKey: a word or key after which a number identifies the defect
+// rather than varying within it: "HTTP 410", "exit 137", "status: 422",
+// "signal 9", "errno 2", "exit_code=137", "statusCode=404".
+func isCodeKey(k string) bool {
+	if codeWords[k] {
+		return true
+	}
+	if strings.HasPrefix(k, "http/") {
+		return true // "HTTP/1.1 404"
+	}
+	return len(k) > 4 && (strings.HasSuffix(k, "code") || strings.HasSuffix(k, "status") || strings.HasSuffix(k, "errno"))
+}
+
 var codeWords = map[string]bool{
 	"http": true, "status": true, "code": true, "exit": true, "errno": true,
-	"signal": true, "sig": true, "sqlstate": true, "rc": true, "exitcode": true,
-	"exit_code": true, "status_code": true, "statuscode": true, "returncode": true,
-	"return_code": true, "error_code": true, "errorcode": true, "errcode": true,
-	"http_status": true, "ora": true, "winerror": true, "hresult": true,
+	"signal": true, "sig": true, "sqlstate": true, "rc": true, "ora": true,
+	"winerror": true, "hresult": true,
 }
 
 // userWords precede a user name, which varies per person, not per defect.
-var userWords = map[string]bool{"user": true, "username": true, "for-user": true}
+var userWords = map[string]bool{"user": true, "username": true}
 
 // httpMethods precede a request path, which carries ids and data.
 var httpMethods = map[string]bool{
 	"GET": true, "POST": true, "PUT": true, "DELETE": true, "PATCH": true, "HEAD": true, "OPTIONS": true,
 }
 
-// core normalizes a word stripped of surrounding brackets and punctuation.
-// It returns whether the whole core was masked.
-func (n *normalizer) core(b []byte, c string) ([]byte, bool) {
-	if isQuote(c[0]) && len(c) >= 2 && c[len(c)-1] == c[0] {
-		return n.quoted(b, c), false
-	}
-	if isQuote(c[0]) { // an unbalanced quote: keep it, normalize the rest
-		b = append(b, c[0])
-		if len(c) == 1 {
-			return b, false
+// core appends the normalized form of a word stripped of surrounding
+// brackets and punctuation, and reports whether it was wholly masked.
+func (n *normalizer) core(c string) bool {
+	if isQuote(c[0]) {
+		if len(c) >= 2 && c[len(c)-1] == c[0] {
+			n.quoted(c)
+			return false
 		}
-		return n.core(b, c[1:])
+		// An unbalanced quote: keep it, normalize the rest.
+		n.out = append(n.out, c[0])
+		if len(c) == 1 {
+			return false
+		}
+		return n.core(c[1:]) && false
 	}
-	if codeWords[n.prev] && isCodeValue(c) {
-		return append(b, c...), false
-	}
-	if httpMethods[n.prev] && c[0] == '/' {
-		return append(b, Mask...), true
-	}
-	if userWords[n.prev] && isPlainName(c) {
-		return append(b, Mask...), true
-	}
-	if strings.Contains(c, "://") {
-		return appendURL(b, c), true
+	switch {
+	case isCodeKey(n.prev) && isCodeValue(c) && !n.accessLog:
+		n.out = append(n.out, c...)
+		return false
+	case httpMethods[strings.ToUpper(n.prev)] && c[0] == '/':
+		return n.mask()
+	case userWords[n.prev] && isPlainName(c):
+		return n.mask()
+	case strings.Contains(c, "://"):
+		k := strings.Index(c, "://")
+		if !isPlainName(c[:k]) {
+			break
+		}
+		// Keep the scheme; host, path ids and query strings all vary.
+		n.out = append(n.out, c[:k+3]...)
+		n.out = append(n.out, Mask...)
+		return false
 	}
 	if eq := keyValueSplit(c); eq > 0 {
-		key := c[:eq]
-		b = appendToken(b, key)
-		b = append(b, c[eq])
-		val := c[eq+1:]
-		if val == "" {
-			return b, false
-		}
-		if codeWords[strings.ToLower(key)] && isCodeValue(val) {
-			return append(b, val...), false
-		}
-		if isQuote(val[0]) {
-			return n.quoted(b, val), false
-		}
-		return append(b, Mask...), false
+		n.keyValue(c[:eq], c[eq+1:])
+		return false
 	}
-	if isPath(c) {
-		return appendPath(b, c)
+	switch {
+	case isPath(c):
+		return n.path(c)
+	case isIP(c), isHostName(c), isBoolean(c), isUUID(c):
+		return n.mask()
+	case isVendorCode(c):
+		n.out = append(n.out, c...)
+		return false
 	}
-	if isIP(c) {
-		return append(b, Mask...), true
+	if k := strings.IndexByte(c, ':'); k > 0 && k < len(c)-1 && c[k+1] != ':' && c[k-1] != ':' && isBoolean(c[k+1:]) {
+		n.out = appendTokenMasked(n.out, c[:k])
+		n.out = append(n.out, ':')
+		n.out = append(n.out, Mask...)
+		return false
 	}
-	if isHostName(c) {
-		return append(b, Mask...), true
-	}
-	if isMonthOrDay(c) && n.lastMasked {
-		return append(b, Mask...), true
-	}
-	return appendTokenMasked(b, c)
+	start := len(n.out)
+	n.out = appendTokenMasked(n.out, c)
+	return string(n.out[start:]) == Mask
+}
+
+func (n *normalizer) mask() bool {
+	n.out = append(n.out, Mask...)
+	return true
 }
 
 func isQuote(c byte) bool { return c == '"' || c == '\'' || c == '`' }
@@ -307,25 +373,57 @@ func isQuote(c byte) bool { return c == '"' || c == '\'' || c == '`' }
 // quoted normalizes a quoted string: prose (anything with whitespace) is a
 // data value echoed in the message and is masked; a single token such as a
 // field, table, constraint or module name is kept after the usual masking.
-func (n *normalizer) quoted(b []byte, c string) []byte {
+func (n *normalizer) quoted(c string) {
 	q := c[0]
 	inner := c[1 : len(c)-1]
-	b = append(b, q)
+	n.out = append(n.out, q)
 	switch {
 	case inner == "":
-	case strings.IndexFunc(inner, func(r rune) bool { return r == ' ' || r == '\t' }) >= 0:
+	case strings.IndexAny(inner, " \t") >= 0:
 		if sp := strings.IndexByte(inner, ' '); sp > 0 && httpMethods[inner[:sp]] {
 			// A request line: the method is the operation, the rest data.
-			b = append(b, inner[:sp]...)
-			b = append(b, ' ')
+			n.accessLog = true
+			n.out = append(n.out, inner[:sp]...)
+			n.out = append(n.out, ' ')
 		}
-		b = append(b, Mask...)
+		n.out = append(n.out, Mask...)
 	default:
-		sub := normalizer{}
-		sub.line(inner)
-		b = append(b, sub.out...)
+		sub := normalizer{out: n.out, dateRun: -1}
+		sub.word(inner, len(n.out))
+		n.out = sub.out
 	}
-	return append(b, q)
+	n.out = append(n.out, q)
+}
+
+// keyValue: the key names a field (kept); the value is data (masked),
+// except identity codes (exit_code=137) and enum constants
+// (action=ACTION_DOWN), which name what happened.
+func (n *normalizer) keyValue(key, val string) {
+	n.out = appendTokenMasked(n.out, key)
+	n.out = append(n.out, '=')
+	switch {
+	case val == "":
+	case isCodeKey(strings.ToLower(key)) && isCodeValue(val):
+		n.out = append(n.out, val...)
+	case isEnumConstant(val):
+		n.out = append(n.out, val...)
+	default:
+		n.out = append(n.out, Mask...)
+	}
+}
+
+// isEnumConstant: SCREAMING_SNAKE_CASE without digits.
+func isEnumConstant(s string) bool {
+	if len(s) < 2 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'A' && c <= 'Z') && c != '_' {
+			return false
+		}
+	}
+	return true
 }
 
 // isCodeValue: a status/exit/error code: digits, or a short code of
@@ -349,6 +447,32 @@ func isCodeValue(s string) bool {
 	return digits > 0
 }
 
+// isVendorCode: an error code made of an upper-case prefix and a number,
+// like ORA-00942, E11000, SQL0204N, TS2304, CS0246.
+func isVendorCode(s string) bool {
+	i := 0
+	for i < len(s) && s[i] >= 'A' && s[i] <= 'Z' {
+		i++
+	}
+	if i == 0 || i > 5 {
+		return false
+	}
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	d := i
+	for i < len(s) && isDigit(s[i]) {
+		i++
+	}
+	if i-d < 3 || i-d > 6 {
+		return false
+	}
+	if i < len(s) && s[i] >= 'A' && s[i] <= 'Z' {
+		i++
+	}
+	return i == len(s)
+}
+
 // isPlainName: a word made of name characters, e.g. a user name.
 func isPlainName(s string) bool {
 	for i := 0; i < len(s); i++ {
@@ -357,11 +481,37 @@ func isPlainName(s string) bool {
 			return false
 		}
 	}
+	return s != ""
+}
+
+func isBoolean(s string) bool {
+	switch strings.ToLower(s) {
+	case "true", "false", "null":
+		return true
+	}
+	return false
+}
+
+// isUUID: 8-4-4-4-12 hex digits (a UUID with no decimal digit in one group
+// would otherwise keep that group).
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < 36; i++ {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			if s[i] != '-' {
+				return false
+			}
+		} else if !isHexByte(s[i]) {
+			return false
+		}
+	}
 	return true
 }
 
-// keyValueSplit returns the index of the '=' (or ':' for none) splitting a
-// key=value token, or -1. The key must look like an identifier.
+// keyValueSplit returns the index of the '=' splitting a key=value token,
+// or -1. The key must look like an identifier.
 func keyValueSplit(c string) int {
 	eq := strings.IndexByte(c, '=')
 	if eq <= 0 {
@@ -379,25 +529,43 @@ func keyValueSplit(c string) int {
 	return eq
 }
 
-// appendToken appends a token with its digit-bearing parts masked.
-func appendToken(b []byte, s string) []byte {
-	b, _ = appendTokenMasked(b, s)
-	return b
-}
-
-// appendTokenMasked splits a token into alphanumeric runs and separators,
-// masks the runs that hold volatile data (numbers, hex, mixed letters and
-// digits) and merges masks joined only by separators, so "1.5s", "30ms",
-// "2026-01-01T00:00:00Z" and "10.0.0.1:8080" each become a single mask and
-// "blk_-123" and "blk_456" the same "blk_<*>". It reports whether the whole
-// token was masked.
-func appendTokenMasked(b []byte, s string) ([]byte, bool) {
-	start := len(b)
-	sepStart := 0 // start in s of the separators not yet written
+// appendTokenMasked splits a token into segments (between brackets,
+// commas and quotes) and those into alphanumeric runs and separators. A
+// segment holding a long id (6+ digits, or 7+ hex digits) is an id as a
+// whole ("attempt_1445144423722_0020_m_000000_0"). Otherwise the runs that
+// hold data (numbers, hex, letters mixed with digits) are masked, and
+// masks joined only by separators merge, so "1.5s", "30ms",
+// "2026-01-01T00:00:00Z" and "10.0.0.1:8080" each become one mask, and
+// "blk_-123" and "blk_456" the same "blk_<*>".
+func appendTokenMasked(b []byte, s string) []byte {
 	lastWasMask := false
-	allMasked := true
+	sepStart := 0 // start in s of the separators not yet written
+	writeMask := func(i int) {
+		if !lastWasMask {
+			seps := s[sepStart:i]
+			// A minus sign directly before a number is part of it.
+			if strings.HasSuffix(seps, "-") && (len(seps) > 1 || i == 1) {
+				seps = seps[:len(seps)-1]
+			}
+			b = append(b, seps...)
+			b = append(b, Mask...)
+		} // else: the separators between two masks are absorbed.
+		lastWasMask = true
+	}
+	segEnd := -1 // end of the current segment when it is a long id
 	i := 0
 	for i < len(s) {
+		if segEnd < 0 && (i == 0 || isSegmentDelim(s[i-1])) && !isSegmentDelim(s[i]) {
+			e := i
+			for e < len(s) && !isSegmentDelim(s[e]) {
+				e++
+			}
+			if hasLongID(s[i:e]) {
+				writeMask(i)
+				sepStart, i = e, e
+				continue
+			}
+		}
 		if !isAlnum(s[i]) {
 			i++
 			continue
@@ -406,70 +574,124 @@ func appendTokenMasked(b []byte, s string) ([]byte, bool) {
 		for j < len(s) && isAlnum(s[j]) {
 			j++
 		}
-		run, seps := s[i:j], s[sepStart:i]
-		if volatileRun(run) {
-			if !lastWasMask {
-				// A minus sign directly before a number is part of it.
-				if strings.HasSuffix(seps, "-") && (len(seps) > 1 || i == 1) {
-					seps = seps[:len(seps)-1]
-				}
-				b = append(b, seps...)
-				b = append(b, Mask...)
-			} // else: the separators between two masks are absorbed.
-			lastWasMask = true
+		if run := s[i:j]; volatileRun(run) {
+			writeMask(i)
 		} else {
-			b = append(b, seps...)
+			b = append(b, s[sepStart:i]...)
 			b = append(b, run...)
 			lastWasMask = false
-			allMasked = false
 		}
-		sepStart = j
-		i = j
+		sepStart, i = j, j
 	}
-	if sepStart < len(s) {
-		b = append(b, s[sepStart:]...)
-		allMasked = false
+	return append(b, s[sepStart:]...)
+}
+
+func isSegmentDelim(c byte) bool {
+	switch c {
+	case '{', '}', '(', ')', '[', ']', '<', '>', ',', ';', '"', '\'', '`', '|', '=', ':':
+		return true
 	}
-	return b, allMasked && len(b) > start
+	return false
+}
+
+// hasLongID: a run of 6+ digits, or a run of 7+ hex digits with a digit
+// among them (a short SHA, an address, a hash).
+func hasLongID(seg string) bool {
+	digitRun, hexRun, hexHasDigit := 0, 0, false
+	for i := 0; i < len(seg); i++ {
+		c := seg[i]
+		if isDigit(c) {
+			digitRun++
+			if digitRun >= 6 {
+				return true
+			}
+		} else {
+			digitRun = 0
+		}
+		if isHexByte(c) {
+			hexRun++
+			hexHasDigit = hexHasDigit || isDigit(c)
+			if hexRun >= 7 && hexHasDigit && (i+1 == len(seg) || !isAlnum(seg[i+1])) {
+				return true
+			}
+		} else {
+			hexRun, hexHasDigit = 0, false
+		}
+	}
+	return false
 }
 
 func isAlnum(c byte) bool { return isASCIILetter(c) || isDigit(c) }
 
+// codeNames are identifiers with digits that name code, not data.
+var codeNames = []string{
+	"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+	"float32", "float64", "complex64", "complex128", "utf8", "utf16", "utf32", "utf8mb4",
+	"latin1", "ucs2", "sha1", "sha224", "sha256", "sha384", "sha512", "md5", "crc32",
+	"crc64", "adler32", "base32", "base58", "base64", "ipv4", "ipv6", "http1", "http2",
+	"http3", "h2", "h2c", "oauth1", "oauth2", "x509", "pkcs1", "pkcs7", "pkcs8", "pkcs12",
+	"ed25519", "x25519", "p256", "p384", "aes128", "aes256", "s3", "ec2", "k8s", "i18n",
+	"l10n", "log4j", "slf4j", "py2", "py3", "python2", "python3", "es5", "es6", "ssh2",
+	"socks4", "socks5", "win32", "win64", "amd64", "arm64", "x86", "x64", "i386", "i686",
+	"bzip2", "mp3", "mp4", "h264", "ecdsa256",
+}
+
+var codeNameSet = func() map[string]bool {
+	m := make(map[string]bool, len(codeNames))
+	for _, s := range codeNames {
+		m[s] = true
+	}
+	return m
+}()
+
 // volatileRun decides whether an alphanumeric run is data. Runs without
-// digits are words and kept. Runs with digits are masked, except
-// identifiers that end in a short version-like number (sha256, int64, utf8,
-// ipv6, http2, log4j), which name code rather than data.
+// digits are words and kept, unless they are long enough hex to be a hash.
+// Runs with digits are masked (instance names like node7, storage1412 and
+// an14 are data), except code names such as int64, sha256, utf8, ipv6 —
+// alone or ending a CamelCase name (ParseInt64).
 func volatileRun(run string) bool {
-	digits, letters, leadLetters := 0, 0, 0
-	inLead := true
-	hexOnly := true
+	digits, hexOnly := 0, true
 	for i := 0; i < len(run); i++ {
 		c := run[i]
 		if isDigit(c) {
 			digits++
-			inLead = false
-		} else {
-			letters++
-			if inLead {
-				leadLetters++
-			}
-			if !isHexByte(c) {
-				hexOnly = false
-			}
+		} else if !isHexByte(c) {
+			hexOnly = false
 		}
 	}
 	if digits == 0 {
-		// Long pure-hex words are ids too (a SHA with no digit is rare,
-		// but "deadbeefcafe" is not a word).
 		return hexOnly && len(run) >= 12
 	}
-	if leadLetters >= 2 && digits <= 2 && !(hexOnly && len(run) >= 6) {
+	if len(run) > 16 {
+		return true
+	}
+	var buf [16]byte
+	lower := buf[:len(run)]
+	for i := 0; i < len(run); i++ {
+		lower[i] = run[i] | 0x20*byte(boolInt(run[i] >= 'A' && run[i] <= 'Z'))
+	}
+	// A name with one trailing digit is a device or interface (eth0, en0,
+	// sda1), which says where the failure is; more digits make an instance
+	// or a counter (node128, an142).
+	if digits == 1 && len(run) >= 3 && isDigit(run[len(run)-1]) && isASCIILetter(run[0]) && isASCIILetter(run[1]) {
 		return false
 	}
-	if leadLetters >= 3 && digits <= 3 && !hexOnly {
-		return false
+	for k := 0; k < len(lower); k++ {
+		if k > 0 && !isASCIILetter(lower[k-1]) {
+			break // the prefix before a code name must be letters
+		}
+		if codeNameSet[string(lower[k:])] {
+			return false
+		}
 	}
 	return true
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // isPath: an absolute, home-relative, dot-relative or Windows path.
@@ -489,49 +711,39 @@ func isPath(c string) bool {
 	return false
 }
 
-// appendPath masks a path's directories (checkout roots, home and temp
-// dirs vary per machine) but keeps a file name with an extension, which
-// usually names the project file the message is about (config.yaml vs
-// state.db). Route templates ("/repos/{owner}/{repo}") are kept whole.
-func appendPath(b []byte, c string) ([]byte, bool) {
+// path masks a path's directories (checkout roots, home and temp dirs vary
+// per machine) and keeps the file name only when it names a project file —
+// configuration, state or source (config.yaml vs state.db vs main.go);
+// data files (logs, dumps, binaries, captures) vary per run. Route
+// templates ("/repos/{owner}/{repo}") are code and kept whole.
+func (n *normalizer) path(c string) bool {
 	if strings.IndexByte(c, '{') >= 0 && strings.IndexByte(c, '}') >= 0 {
-		return append(b, c...), false
+		n.out = append(n.out, c...)
+		return false
 	}
 	last := strings.LastIndexAny(c, `/\`)
 	base := c[last+1:]
-	// The file name stops at a ":line" suffix.
 	if k := strings.IndexByte(base, ':'); k >= 0 {
-		base = base[:k]
+		base = base[:k] // a ":line:col" suffix
 	}
 	dot := strings.LastIndexByte(base, '.')
-	if dot <= 0 || dot == len(base)-1 || !isExtension(base[dot+1:]) {
-		return append(b, Mask...), true
+	if dot <= 0 || !projectExtensions[strings.ToLower(base[dot+1:])] {
+		return n.mask()
 	}
-	b = append(b, Mask...)
-	b = append(b, c[last])
-	b, _ = appendTokenMasked(b, base)
-	return b, false
+	n.out = append(n.out, Mask...)
+	n.out = append(n.out, c[last])
+	n.out = appendTokenMasked(n.out, base)
+	return false
 }
 
-// isExtension: a short, alphabetic file extension.
-func isExtension(s string) bool {
-	if len(s) > 5 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if !isASCIILetter(s[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-// appendURL keeps a URL's scheme and masks the rest: hosts, ids in the
-// path and query strings all vary.
-func appendURL(b []byte, c string) []byte {
-	k := strings.Index(c, "://")
-	b = append(b, c[:k+3]...)
-	return append(b, Mask...)
+var projectExtensions = map[string]bool{
+	"yaml": true, "yml": true, "json": true, "toml": true, "ini": true, "conf": true,
+	"cfg": true, "env": true, "db": true, "sqlite": true, "sqlite3": true, "lock": true,
+	"jsonl": true, "go": true, "py": true, "js": true, "mjs": true, "cjs": true, "ts": true,
+	"tsx": true, "jsx": true, "rb": true, "java": true, "kt": true, "rs": true, "c": true,
+	"h": true, "cc": true, "cpp": true, "hpp": true, "cs": true, "sh": true, "php": true,
+	"swift": true, "mod": true, "sum": true, "xml": false, "service": true, "socket": true,
+	"sock": true, "pem": true, "key": true, "crt": true,
 }
 
 // isIP: IPv4 (optionally with port or prefix), IPv6, or a MAC address.
@@ -554,21 +766,29 @@ func isIP(c string) bool {
 	return hex > 0 && (colons >= 2 || dots == 3)
 }
 
-// hostTLDs end host names; code identifiers (os.Open, config.yaml) don't.
-var hostTLDs = map[string]bool{
-	"com": true, "net": true, "org": true, "io": true, "edu": true, "gov": true,
+// genericTLDs end host names; code identifiers (os.Open, config.yaml) don't.
+var genericTLDs = map[string]bool{
+	"com": true, "net": true, "org": true, "io": true, "edu": true, "gov": true, "mil": true,
 	"internal": true, "local": true, "localdomain": true, "lan": true, "cloud": true,
-	"dev": true, "app": true, "us": true, "uk": true, "de": true, "cn": true, "hk": true,
-	"jp": true, "fr": true, "ru": true, "info": true, "biz": true, "co": true, "ai": true,
-	"svc": true, "cluster": true, "amazonaws": true,
+	"info": true, "biz": true, "asia": true, "svc": true, "amazonaws": true, "arpa": true,
 }
 
-// isHostName: "localhost", or a dotted name ending in a well-known TLD,
-// optionally with a port.
+// fileExtensions look like two-letter country TLDs but end file names.
+var fileExtensions = map[string]bool{
+	"py": true, "rs": true, "md": true, "sh": true, "js": true, "ts": true, "cc": true,
+	"so": true, "pl": true, "pm": true, "ps": true, "db": true, "gz": true, "xz": true,
+	"cs": true, "fs": true, "kt": true, "rb": true, "hs": true, "mk": true, "in": true,
+	"id": true, "go": true, "ml": true,
+}
+
+// isHostName: "localhost", a dotted name ending in a generic TLD, a name of
+// three or more labels ending in a country TLD, or a lower-case
+// "host:port" endpoint.
 func isHostName(c string) bool {
+	host := c
 	if p := strings.LastIndexByte(c, ':'); p > 0 {
 		port := c[p+1:]
-		if port == "" {
+		if port == "" || len(port) > 5 {
 			return false
 		}
 		for i := 0; i < len(port); i++ {
@@ -576,22 +796,36 @@ func isHostName(c string) bool {
 				return false
 			}
 		}
-		c = c[:p]
+		host = c[:p]
 	}
-	if strings.EqualFold(c, "localhost") {
+	if strings.EqualFold(host, "localhost") {
 		return true
 	}
-	dot := strings.LastIndexByte(c, '.')
-	if dot <= 0 {
-		return false
-	}
-	for i := 0; i < len(c); i++ {
-		ch := c[i]
-		if !isAlnum(ch) && ch != '-' && ch != '.' {
+	labels := 1
+	for i := 0; i < len(host); i++ {
+		ch := host[i]
+		switch {
+		case ch == '.':
+			labels++
+		case isAlnum(ch) || ch == '-':
+		default:
 			return false
 		}
 	}
-	return hostTLDs[strings.ToLower(c[dot+1:])]
+	if host == "" || host[0] == '.' || host[0] == '-' || host[len(host)-1] == '.' {
+		return false
+	}
+	if len(host) < len(c) && strings.ToLower(host) == host && !projectExtensions[host[strings.LastIndexByte(host, '.')+1:]] {
+		return true // "host:port"
+	}
+	if labels < 2 {
+		return false
+	}
+	tld := strings.ToLower(host[strings.LastIndexByte(host, '.')+1:])
+	if genericTLDs[tld] {
+		return true
+	}
+	return labels >= 3 && len(tld) == 2 && isASCIILetter(tld[0]) && isASCIILetter(tld[1]) && !fileExtensions[tld]
 }
 
 var monthsAndDays = map[string]bool{
@@ -599,22 +833,12 @@ var monthsAndDays = map[string]bool{
 	"jul": true, "aug": true, "sep": true, "oct": true, "nov": true, "dec": true,
 	"mon": true, "tue": true, "wed": true, "thu": true, "fri": true, "sat": true, "sun": true,
 	"am": true, "pm": true, "utc": true, "gmt": true,
-}
-
-// isMonthOrDay: part of a written-out timestamp (only masked next to
-// another masked token, so the word "may" survives in prose).
-func isMonthOrDay(c string) bool {
-	if len(c) > 9 {
-		return false
-	}
-	return monthsAndDays[strings.ToLower(c)] || monthsAndDays[strings.ToLower(c[:min(3, len(c))])] && isFullMonthOrDay(strings.ToLower(c))
-}
-
-var fullMonthsAndDays = map[string]bool{
 	"january": true, "february": true, "march": true, "april": true, "june": true, "july": true,
 	"august": true, "september": true, "october": true, "november": true, "december": true,
 	"monday": true, "tuesday": true, "wednesday": true, "thursday": true, "friday": true,
 	"saturday": true, "sunday": true,
 }
 
-func isFullMonthOrDay(s string) bool { return fullMonthsAndDays[s] }
+// isMonthOrDay: part of a written-out timestamp. Only masked next to a
+// masked number, so the word "may" survives in prose.
+func isMonthOrDay(lower string) bool { return monthsAndDays[lower] }

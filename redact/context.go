@@ -452,6 +452,10 @@ func cookieValue(sc *scan, p int) {
 		for p < end && s[p] != ';' && s[p] != ' ' {
 			p++
 		}
+		// theme=dark or lang=en are preferences, not sessions.
+		if v := s[vs:p]; len(v) <= 10 && countClasses(v).lower == len(v) {
+			continue
+		}
 		if !cookieAttributes[name] && p > vs && !isPlaceholderAt(s, vs) && !trivialValue(s[vs:p]) {
 			sc.add(vs, p, "cookie")
 		}
@@ -509,7 +513,7 @@ func findCLIPasswords(sc *scan) {
 		} else if v < len(s) && !(isAlnum(s[v]) || strings.IndexByte("!#%^*@+._~", s[v]) >= 0) {
 			continue // -p=... and --password are key=value territory
 		}
-		vs, ve, _ := readValue(s, v)
+		vs, ve := readArg(s, v)
 		if vs >= ve || s[vs] == '-' || isPlaceholderAt(s, vs) || trivialValue(s[vs:ve]) || allPortChars(s[vs:ve]) {
 			continue
 		}
@@ -526,7 +530,7 @@ func findCLIPasswords(sc *scan) {
 			if p > 0 && s[p-1] != ' ' && s[p-1] != '\t' {
 				continue
 			}
-			vs, ve, _ := readValue(s, off)
+			vs, ve := readArg(s, off)
 			v := s[vs:ve]
 			c := strings.IndexByte(v, ':')
 			if c <= 0 || c == len(v)-1 || allPortChars(v) || isPlaceholderAt(s, vs+c+1) {
@@ -535,6 +539,20 @@ func findCLIPasswords(sc *scan) {
 			sc.add(vs+c+1, ve, "password")
 		}
 	}
+}
+
+// readArg reads one shell argument: a quoted string's content, or up to
+// whitespace (passwords contain &, ; and , freely).
+func readArg(s string, p int) (int, int) {
+	if p < len(s) && (s[p] == '"' || s[p] == '\'') {
+		vs, ve, _ := readValue(s, p)
+		return vs, ve
+	}
+	e := p
+	for e < len(s) && s[e] > ' ' && s[e] != '"' && s[e] != '\'' && s[e] != '`' {
+		e++
+	}
+	return p, e
 }
 
 // allPortChars is true for port mappings and uid:gid pairs.

@@ -136,7 +136,7 @@ var prefixRules = []prefixRule{
 	{"glsa_", 30, "grafana-token", anyRest},
 	{"figd_", 30, "figma-token", anyRest},
 	{"sbp_", 30, "supabase-token", anyRest},
-	{"key-", 32, "mailgun-key", hexRest},
+	{"key-", 32, "mailgun-key", mixedRest},
 	{"SK", 32, "twilio-key", hexRest},
 	{"AGE-SECRET-KEY-1", 40, "age-key", anyRest},
 	{"b3BlbnNzaC1rZXktdjE", 0, "private-key", anyRest}, // base64 of "openssh-key-v1"
@@ -170,6 +170,10 @@ func findTokens(sc *scan) {
 			continue
 		}
 		run := s[start:end]
+		if mailchimpKey(run) {
+			sc.add(start, end, "mailchimp-key")
+			continue
+		}
 		if label := prefixLabel(run); label != "" {
 			if label == "private-key" {
 				sc.add(start, base64BlockEnd(s, start), label)
@@ -182,22 +186,55 @@ func findTokens(sc *scan) {
 		// A run glued to '/', '+' or '=' may be one piece of a base64 blob;
 		// judge the whole blob.
 		bs, be := start, end
-		for bs > 0 && tokenChar(s[bs-1]) && s[bs-1] != '.' {
+		for bs > 0 && (blobChar(s[bs-1]) || s[bs-1] == '/' || s[bs-1] == '+') {
 			bs--
 		}
-		for be < len(s) && tokenChar(s[be]) && s[be] != '.' {
+		for be < len(s) && (blobChar(s[be]) || s[be] == '/' || s[be] == '+') {
 			be++
 		}
-		if (bs < start || be > end) && (bs > 0 && s[bs-1] == ':' || strings.Contains(s[bs:be], "/")) {
+		for be < len(s) && s[be] == '=' {
+			be++ // base64 padding
+		}
+		if (bs < start || be > end) && (bs > 0 && s[bs-1] == ':' || strings.Contains(s[bs:be], "/")) && !looksRandomRun(s[start:end]) {
 			continue // a path or URL piece, judged elsewhere
 		}
-		if looksRandomRun(s[bs:be]) && !isPlaceholderNear(s, bs) {
+		if looksRandomRun(s[bs:be]) && !isPlaceholderNear(s, bs) && !afterPublicKeyType(s, bs) {
 			sc.add(bs, be, "token")
 			if be > i {
 				i = be
 			}
 		}
 	}
+}
+
+func blobChar(c byte) bool { return isAlnum(c) || c == '_' || c == '-' }
+
+// afterPublicKeyType reports whether the blob at i is an SSH public key
+// ("ssh-ed25519 AAAA..."), which is meant to be shared.
+func afterPublicKeyType(s string, i int) bool {
+	j := i
+	for j > 0 && s[j-1] == ' ' {
+		j--
+	}
+	k := j
+	for k > 0 && (runChar(s[k-1]) || s[k-1] == '@' || s[k-1] == '.') {
+		k--
+	}
+	t := s[k:j]
+	return strings.HasPrefix(t, "ssh-") || strings.HasPrefix(t, "ecdsa-") || strings.HasPrefix(t, "sk-ssh-") || strings.HasPrefix(t, "sk-ecdsa-")
+}
+
+// mailchimpKey: 32 hex characters and a datacenter suffix, "-us12".
+func mailchimpKey(run string) bool {
+	if len(run) < 36 || len(run) > 38 || !hexRest(run[:32]) || run[32:35] != "-us" {
+		return false
+	}
+	for i := 35; i < len(run); i++ {
+		if !isDigit(run[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 func isPlaceholderNear(s string, i int) bool {

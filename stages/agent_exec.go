@@ -129,7 +129,16 @@ func agentExec(ctx context.Context, timeout time.Duration, dir string, argv []st
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	cmd := exec.CommandContext(runCtx, argv[0], argv[1:]...)
+	name := argv[0]
+	if strings.ContainsRune(name, filepath.Separator) && !filepath.IsAbs(name) {
+		// exec resolves a relative path against cmd.Dir, the fresh temp
+		// dir; the operator meant it relative to where they ran us.
+		if abs, err := filepath.Abs(name); err == nil {
+			name = abs
+		}
+	}
+	cmd := exec.CommandContext(runCtx, name, argv[1:]...)
+	cmd.Args[0] = argv[0]
 	if errors.Is(cmd.Err, exec.ErrNotFound) || errors.Is(cmd.Err, os.ErrNotExist) {
 		return agentExecResult{failure: fmt.Sprintf("agent executable not found: %q", argv[0])}
 	}
@@ -161,25 +170,25 @@ func agentExec(ctx context.Context, timeout time.Duration, dir string, argv []st
 	switch {
 	case stdout.overflowed:
 		return agentExecResult{failure: fmt.Sprintf("agent output exceeded %d bytes", agentStdoutCap)}
+	case err == nil:
+		return agentExecResult{stdout: stdout.Bytes()}
 	case errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
 		return agentExecResult{failure: fmt.Sprintf("agent timed out after %s", timeout)}
 	case ctx.Err() != nil:
 		return agentExecResult{failure: "agent cancelled"}
 	case errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist):
 		return agentExecResult{failure: fmt.Sprintf("agent executable not found: %q", argv[0])}
-	case err != nil:
-		var exitErr *exec.ExitError
-		if errors.As(err, &exitErr) {
-			return agentExecResult{failure: fmt.Sprintf("agent exited with %s%s", exitErr.ProcessState, agentStderrSuffix(stderr.Bytes()))}
-		}
-		if errors.Is(err, exec.ErrWaitDelay) {
-			// Exit status 0, but something kept its output open; the
-			// answer it printed is still usable.
-			return agentExecResult{stdout: stdout.Bytes()}
-		}
-		return agentExecResult{failure: fmt.Sprintf("agent could not run %q: %v", argv[0], err)}
 	}
-	return agentExecResult{stdout: stdout.Bytes()}
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		return agentExecResult{failure: fmt.Sprintf("agent exited with %s%s", exitErr.ProcessState, agentStderrSuffix(stderr.Bytes()))}
+	}
+	if errors.Is(err, exec.ErrWaitDelay) {
+		// Exit status 0, but a leftover child kept the output open; the
+		// answer printed before exiting is still usable.
+		return agentExecResult{stdout: stdout.Bytes()}
+	}
+	return agentExecResult{failure: fmt.Sprintf("agent could not run %q: %v", argv[0], err)}
 }
 
 // agentStderrSuffix renders the end of stderr for a failure reason.

@@ -425,6 +425,22 @@ func TestAgentCommandPlaceholdersAreWholeArguments(t *testing.T) {
 	}
 }
 
+func TestAgentCommandRelativePathIsFromOurDirectory(t *testing.T) {
+	agentUseFake(t, "raw")
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(wd, agentFakeBinary)
+	if err != nil || !strings.Contains(rel, "/") {
+		t.Skipf("no relative path with a separator to the fake (%q, %v)", rel, err)
+	}
+	f := agentRun(t, AgentConfig{Harness: "command", Command: []string{rel}}, agentTestDossier("fp", "d"))[0]
+	if f.Answer == nil {
+		t.Fatalf("relative command %q failed: %s", rel, f.Failure)
+	}
+}
+
 func TestAgentExecutableNotFound(t *testing.T) {
 	d := agentTestDossier("fp", "d")
 	f := agentRun(t, AgentConfig{Harness: "claude", Binary: "the-loop-no-such-agent"}, d)[0]

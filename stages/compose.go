@@ -1,0 +1,95 @@
+package stages
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/the-loop/the-loop-diagnose/pipeline"
+	"github.com/the-loop/the-loop-diagnose/redact"
+)
+
+// Markers every filed issue carries.
+const (
+	// SelfAuthoredMarker is the-loop's marker for text it wrote itself: the-loop
+	// ignores such issues and comments, so a filed issue can never arm it.
+	SelfAuthoredMarker = "<!-- the-loop:agent-comment -->"
+	TitlePrefix        = "[self-diagnosed] "
+	MaxTitleChars      = 120
+)
+
+// FingerprintMarker is the hidden line that identifies a defect's issue on
+// GitHub, whichever deployment filed it.
+func FingerprintMarker(fp string) string {
+	return "<!-- the-loop-diagnose fingerprint:" + fp + " -->"
+}
+
+// ComposeConfig configures the compose stage.
+type ComposeConfig struct {
+	Scrubber *redact.Redactor
+	Keywords []string // extra control keywords to defang, beyond the-loop's own
+	Repo     string
+	Label    string
+}
+
+// NewCompose turns each successful finding into an issue title and body;
+// groups without a usable finding pass through with no title or body.
+func NewCompose(cfg ComposeConfig) pipeline.Stage[pipeline.Finding, pipeline.Report] {
+	return pipeline.Map(func(_ context.Context, f pipeline.Finding) (pipeline.Report, bool, error) {
+		r := pipeline.Report{Finding: f, Repo: cfg.Repo, Label: cfg.Label}
+		if f.Answer == nil || f.Failure != "" {
+			return r, true, nil
+		}
+		r.Title, r.Body = Compose(f, cfg)
+		return r, true, nil
+	})
+}
+
+// Compose renders the issue. Every fragment that came from the log or the
+// agent is scrubbed and defanged again here: the agent may echo what it read.
+func Compose(f pipeline.Finding, cfg ComposeConfig) (title, body string) {
+	clean := func(s string) string {
+		return redact.Defang(cfg.Scrubber.Scrub(strings.TrimSpace(s)), cfg.Keywords)
+	}
+	a := f.Answer
+	title = ComposeTitle(clean(a.Title))
+	var b strings.Builder
+	section := func(name, text string) {
+		if text = clean(text); text == "" {
+			text = "_(none given)_"
+		}
+		fmt.Fprintf(&b, "## %s\n\n%s\n\n", name, text)
+	}
+	section("Summary", a.Summary)
+	section("Root cause hypothesis", a.RootCause)
+	section("Suggested fix", a.SuggestedFix)
+	if a.Verdict != "" || len(a.Evidence) > 0 {
+		ev := "- Verdict: " + a.Verdict
+		if a.Confidence != nil {
+			ev += fmt.Sprintf(" (confidence %.2f)", *a.Confidence)
+		}
+		for _, e := range a.Evidence {
+			ev += "\n- " + e
+		}
+		section("Agent verdict", ev)
+	}
+	fmt.Fprintf(&b, "## Trigger\n\n%s\n", redact.Defang(f.Markdown, cfg.Keywords))
+	fmt.Fprintf(&b, "## Environment\n\n%s\n", f.Environment)
+	fmt.Fprintf(&b, "---\n_Filed automatically by the-loop-diagnose from the-loop's event log. Intended label: `%s`._\n\n", cfg.Label)
+	b.WriteString(FingerprintMarker(f.Fingerprint) + "\n")
+	b.WriteString(SelfAuthoredMarker + "\n")
+	return title, b.String()
+}
+
+// ComposeTitle makes a one-line title of at most MaxTitleChars.
+func ComposeTitle(t string) string {
+	t = strings.Join(strings.Fields(t), " ")
+	if t == "" {
+		t = "unnamed failure"
+	}
+	t = TitlePrefix + t
+	if r := []rune(t); len(r) > MaxTitleChars {
+		t = string(r[:MaxTitleChars-1]) + "…"
+	}
+	return t
+}

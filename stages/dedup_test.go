@@ -1,0 +1,107 @@
+package stages
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/the-loop/the-loop-diagnose/pipeline"
+	"github.com/the-loop/the-loop-diagnose/store"
+)
+
+var now = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+func occ(line int64, fp, event string) pipeline.Occurrence {
+	return pipeline.Occurrence{
+		Candidate: pipeline.Candidate{Record: pipeline.Record{Line: line, Fields: map[string]any{
+			"event": event, "ts": now.Add(time.Duration(line) * time.Second).Format(time.RFC3339Nano),
+		}}},
+		Fingerprint: fp, Template: "tmpl " + fp, Aliases: []string{"legacy-" + fp},
+	}
+}
+
+func verdicts(groups []pipeline.Group) map[string]pipeline.Verdict {
+	m := map[string]pipeline.Verdict{}
+	for _, g := range groups {
+		m[g.Fingerprint] = g.Verdict
+	}
+	return m
+}
+
+func TestDedupGroupsAndDecides(t *testing.T) {
+	st := store.OpenMemory()
+	st.Update(func(s *store.State) error {
+		s.Reported["legacy-known"] = store.Reported{URL: "u"} // the-loop's own fingerprint
+		s.Abandoned["gone"] = store.Abandoned{Reason: "agent kept failing"}
+		s.Attempts["tired"] = 3
+		return nil
+	})
+	stage := NewDedup(DedupConfig{Store: st, Now: func() time.Time { return now }, MaxIssuesPerDay: 3, MaxRetries: 3})
+	got, err := pipeline.Collect(context.Background(), stage,
+		occ(1, "new", "a"), occ(2, "known", "a"), occ(3, "new", "a"), occ(4, "gone", "a"), occ(5, "tired", "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := verdicts(got)
+	want := map[string]pipeline.Verdict{"new": pipeline.VerdictNew, "known": pipeline.VerdictKnown,
+		"gone": pipeline.VerdictAbandoned, "tired": pipeline.VerdictAbandoned}
+	for fp, w := range want {
+		if v[fp] != w {
+			t.Errorf("%s: verdict %s, want %s", fp, v[fp], w)
+		}
+	}
+	for _, g := range got {
+		if g.Fingerprint == "new" && (g.Count != 2 || g.FirstLine != 1 || g.LastLine != 3 || len(g.Samples) != 2) {
+			t.Errorf("group new = count %d lines %d-%d samples %d", g.Count, g.FirstLine, g.LastLine, len(g.Samples))
+		}
+	}
+}
+
+func TestDedupKeepsOnlyTheNewestSamples(t *testing.T) {
+	stage := NewDedup(DedupConfig{Store: store.OpenMemory(), Now: func() time.Time { return now }, MaxIssuesPerDay: 3, MaxRetries: 3, Samples: 5})
+	var in []pipeline.Occurrence
+	for i := int64(1); i <= 100; i++ {
+		in = append(in, occ(i, "x", "a"))
+	}
+	got, _ := pipeline.Collect(context.Background(), stage, in...)
+	if len(got) != 1 || got[0].Count != 100 || len(got[0].Samples) != 5 || got[0].Samples[4].Line != 100 || got[0].Samples[0].Line != 96 {
+		t.Fatalf("got %+v", got[0].Samples)
+	}
+}
+
+func TestCapDefersTheExcessAndReleasesItWhenTheWindowMoves(t *testing.T) {
+	st := store.NewState()
+	st.Posted = []time.Time{now.Add(-23 * time.Hour), now.Add(-time.Hour)}
+	groups := []pipeline.Group{{Fingerprint: "a", Event: "x", FirstLine: 1}, {Fingerprint: "b", Event: "x", FirstLine: 2}}
+	got := verdicts(Decide(groups, st, now, 3, 3, true))
+	if got["a"] != pipeline.VerdictNew || got["b"] != pipeline.VerdictDeferred {
+		t.Fatalf("with 2 of 3 used: %v", got)
+	}
+	// b was deferred; two hours later the oldest post left the window.
+	st.Deferred["b"] = store.Deferred{Since: now, Event: "x", Count: 1, Dossier: "d"}
+	st.Reported["a"] = store.Reported{}
+	st.Posted = append(st.Posted, now)
+	later := Decide(nil, st, now.Add(2*time.Hour), 3, 3, true)
+	if len(later) != 1 || later[0].Fingerprint != "b" || later[0].Verdict != pipeline.VerdictNew || !later[0].Backlog || later[0].CachedDossier != "d" {
+		t.Fatalf("backlog not released: %+v", later)
+	}
+	if skipped := Decide(nil, st, now.Add(2*time.Hour), 3, 3, false); len(skipped) != 0 {
+		t.Fatalf("SkipBacklog still brought back %+v", skipped)
+	}
+}
+
+func TestFloodOfOneEventTypeCannotStarveAnother(t *testing.T) {
+	var groups []pipeline.Group
+	for i := 0; i < 40; i++ {
+		groups = append(groups, pipeline.Group{Fingerprint: fmt.Sprintf("flood-%d", i), Event: "dispatch.failed", FirstLine: int64(i + 1)})
+	}
+	groups = append(groups, pipeline.Group{Fingerprint: "lone", Event: "git.push_failed", FirstLine: 41})
+	got := verdicts(Decide(groups, store.NewState(), now, 3, 3, true))
+	if got["lone"] != pipeline.VerdictNew {
+		t.Fatalf("the lone defect of another type was deferred behind a flood")
+	}
+	if got["flood-0"] != pipeline.VerdictNew || got["flood-1"] != pipeline.VerdictNew || got["flood-2"] != pipeline.VerdictDeferred {
+		t.Fatalf("flood order not oldest first: %v", got)
+	}
+}

@@ -1,0 +1,122 @@
+package stages
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/the-loop/the-loop-diagnose/pipeline"
+	"github.com/the-loop/the-loop-diagnose/redact"
+)
+
+// DossierFields is the allow-list: nothing else from a record ever leaves the
+// machine (never work_item, cwd, delivery_id or any unlisted field).
+var DossierFields = []string{"ts", "event", "level", "source", "gh_event", "harness", "via", "attempts", "will_retry", "exit_code"}
+
+// Dossier size limits.
+const (
+	DefaultDossierBytes = 12 << 10 // whole records section
+	MaxErrorChars       = 2000     // one record's error text
+)
+
+// DossierConfig configures the dossier stage.
+type DossierConfig struct {
+	Scrubber    *redact.Redactor
+	ToolVersion string
+	MaxBytes    int
+}
+
+// NewDossier builds the scrubbed, allow-listed report of each group that
+// still needs work; other groups pass through with an empty dossier.
+func NewDossier(cfg DossierConfig) pipeline.Stage[pipeline.Group, pipeline.Dossier] {
+	if cfg.MaxBytes <= 0 {
+		cfg.MaxBytes = DefaultDossierBytes
+	}
+	env := Environment(cfg.ToolVersion)
+	return pipeline.Map(func(_ context.Context, g pipeline.Group) (pipeline.Dossier, bool, error) {
+		d := pipeline.Dossier{Group: g, Environment: env}
+		if g.Verdict != pipeline.VerdictNew && g.Verdict != pipeline.VerdictDeferred {
+			return d, true, nil
+		}
+		d.Markdown = BuildDossier(g, cfg.Scrubber, cfg.MaxBytes)
+		return d, true, nil
+	})
+}
+
+// Environment is the environment block: what a maintainer needs to
+// reproduce, and nothing that identifies the machine.
+func Environment(toolVersion string) string {
+	return fmt.Sprintf("- the-loop-diagnose %s\n- Go %s\n- OS %s/%s\n", toolVersion, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+// BuildDossier renders a group as markdown: a summary, the masked template
+// and the allow-listed records, newest first, within maxBytes.
+func BuildDossier(g pipeline.Group, s *redact.Redactor, maxBytes int) string {
+	if len(g.Samples) == 0 && g.CachedDossier != "" {
+		return g.CachedDossier
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "- Fingerprint: `%s`\n", g.Fingerprint)
+	fmt.Fprintf(&b, "- Event: `%s`\n", s.Scrub(g.Event))
+	fmt.Fprintf(&b, "- Occurrences: %d (%d will be retried)\n", g.Count, g.Retries)
+	if !g.FirstSeen.IsZero() {
+		fmt.Fprintf(&b, "- First seen: %s, last seen: %s\n", g.FirstSeen.UTC().Format(time.RFC3339), g.LastSeen.UTC().Format(time.RFC3339))
+	}
+	if g.FirstLine > 0 {
+		fmt.Fprintf(&b, "- Log lines: %d to %d\n", g.FirstLine, g.LastLine)
+	}
+	b.WriteString("\nNormalized error:\n\n")
+	b.WriteString(redact.Fence(s.Scrub(g.Template)))
+	b.WriteString("\n\nRecords (allow-listed fields, newest first):\n\n")
+	var records []string
+	used := 0
+	for i := len(g.Samples) - 1; i >= 0; i-- {
+		line := DossierRecord(g.Samples[i].Record, s)
+		if used+len(line) > maxBytes && len(records) > 0 {
+			records = append(records, fmt.Sprintf("... %d older records omitted to fit the size cap", i+1))
+			break
+		}
+		records = append(records, line)
+		used += len(line)
+	}
+	b.WriteString(redact.Fence(strings.Join(records, "\n")))
+	b.WriteString("\n")
+	return b.String()
+}
+
+// DossierRecord renders one record's allow-listed fields and its scrubbed,
+// capped error text as a JSON line.
+func DossierRecord(r pipeline.Record, s *redact.Redactor) string {
+	kept := make(map[string]any, len(DossierFields)+1)
+	for _, k := range DossierFields {
+		v, ok := r.Fields[k]
+		if !ok {
+			continue
+		}
+		if str, isStr := v.(string); isStr {
+			v = s.Scrub(str)
+		}
+		kept[k] = v
+	}
+	if e := r.Str("error"); e != "" {
+		kept["error"] = s.Scrub(capRunes(e, MaxErrorChars))
+	}
+	kept["line"] = r.Line
+	b, _ := json.Marshal(kept)
+	return string(b)
+}
+
+// capRunes cuts s to at most n runes with a visible note.
+func capRunes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + fmt.Sprintf(" [... %d more characters cut]", len(r)-n)
+}

@@ -1,0 +1,221 @@
+package stages
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/the-loop/the-loop-diagnose/pipeline"
+	"github.com/the-loop/the-loop-diagnose/store"
+)
+
+// Summary counts a scan's outcomes by status.
+type Summary struct {
+	Lines, Corrupt int64 // lines read this scan, and how many were corrupt
+
+	mu       sync.Mutex
+	ByStatus map[pipeline.Status]int
+	Failures []string // "fingerprint: reason", for the one-line summary
+	Settled  []string // "fingerprint: reason", told to the operator
+	events   []store.Event
+}
+
+func (s *Summary) add(o pipeline.Outcome) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ByStatus == nil {
+		s.ByStatus = map[pipeline.Status]int{}
+	}
+	s.ByStatus[o.Status]++
+	switch o.Status {
+	case pipeline.StatusFailed, pipeline.StatusAbandoned:
+		s.Failures = append(s.Failures, o.Fingerprint+": "+o.Error)
+	case pipeline.StatusSettled:
+		s.Settled = append(s.Settled, o.Fingerprint+": "+o.Reason)
+	}
+}
+
+// Count returns how many outcomes had status st.
+func (s *Summary) Count(st pipeline.Status) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ByStatus[st]
+}
+
+// Failed reports whether any defect failed this scan (a non-zero exit).
+func (s *Summary) Failed() bool {
+	return s.Count(pipeline.StatusFailed)+s.Count(pipeline.StatusAbandoned) > 0
+}
+
+// String is the one-line summary printed on stderr after a scan.
+func (s *Summary) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var parts []string
+	for st, n := range s.ByStatus {
+		parts = append(parts, fmt.Sprintf("%s %d", st, n))
+	}
+	sort.Strings(parts)
+	if len(parts) == 0 {
+		return "no failures found"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// PersistConfig configures the persist sink.
+type PersistConfig struct {
+	Store      *store.Store
+	Now        func() time.Time
+	MaxRetries int
+	Summary    *Summary
+}
+
+// NewPersist returns the sink that makes each outcome durable before the
+// next one is handled: what a later scan relies on is on disk first.
+func NewPersist(cfg PersistConfig) func(context.Context, pipeline.Outcome) error {
+	return func(_ context.Context, o pipeline.Outcome) error {
+		now := cfg.Now()
+		var events []store.Event
+		err := cfg.Store.Update(func(st *store.State) error {
+			events = Apply(st, o, now, cfg.MaxRetries)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		cfg.Summary.add(o)
+		cfg.Summary.mu.Lock()
+		cfg.Summary.events = append(cfg.Summary.events, events...)
+		cfg.Summary.mu.Unlock()
+		return nil
+	}
+}
+
+// Apply records one outcome in the state and returns the events to append.
+// It is the pure core of persist.
+func Apply(st *store.State, o pipeline.Outcome, now time.Time, maxRetries int) []store.Event {
+	fp := o.Fingerprint
+	base := map[string]any{"fingerprint": fp, "event_type": o.Event, "count": o.Count}
+	ev := func(typ, level string, extra map[string]any) store.Event {
+		f := map[string]any{}
+		for k, v := range base {
+			f[k] = v
+		}
+		for k, v := range extra {
+			f[k] = v
+		}
+		return store.Event{Type: typ, Level: level, At: now, Fields: f}
+	}
+	switch o.Status {
+	case pipeline.StatusFiled:
+		st.Reported[fp] = store.Reported{URL: o.URL, Number: o.Number, At: now, Title: o.Title}
+		st.Posted = append(st.Posted, now)
+		clearPending(st, fp)
+		return []store.Event{
+			ev("diagnosis.detected", "info", nil),
+			ev("diagnosis.posted", "info", map[string]any{"url": o.URL, "number": o.Number}),
+		}
+	case pipeline.StatusKnown:
+		if _, ok := st.Reported[fp]; !ok && o.URL != "" {
+			st.Reported[fp] = store.Reported{URL: o.URL, Number: o.Number, At: now}
+		}
+		clearPending(st, fp)
+	case pipeline.StatusSettled:
+		delete(st.Deferred, fp)
+	case pipeline.StatusDeferred:
+		if !keepForLater(st, o, now) {
+			return []store.Event{ev("diagnosis.deferred", "info", map[string]any{"reason": o.Reason})}
+		}
+	case pipeline.StatusFailed:
+		st.Attempts[fp]++
+		st.Failures[fp] = o.Error
+		if maxRetries > 0 && st.Attempts[fp] >= maxRetries {
+			st.Abandoned[fp] = store.Abandoned{Reason: o.Error, At: now}
+			delete(st.Deferred, fp)
+			return []store.Event{ev("diagnosis.failed", "warning", map[string]any{
+				"error": o.Error, "attempts": st.Attempts[fp], "abandoned": true})}
+		}
+		// Its records may lie behind the cursor by the next scan: keep the
+		// defect in the backlog so the retry happens.
+		keepForLater(st, o, now)
+		return []store.Event{ev("diagnosis.failed", "warning", map[string]any{
+			"error": o.Error, "attempts": st.Attempts[fp]})}
+	}
+	return nil
+}
+
+// keepForLater puts a defect in the backlog with what a later scan needs to
+// file it without its records: the scrubbed dossier and, when the agent ran,
+// its answer. It reports whether the defect was already there.
+func keepForLater(st *store.State, o pipeline.Outcome, now time.Time) (already bool) {
+	d, already := st.Deferred[o.Fingerprint]
+	if d.Since.IsZero() {
+		d.Since = o.FirstSeen
+		if d.Since.IsZero() {
+			d.Since = now
+		}
+	}
+	d.LastSeen, d.Event, d.Template = o.LastSeen, o.Event, o.Template
+	if o.Count > d.Count {
+		d.Count = o.Count
+	}
+	if o.Markdown != "" {
+		d.Dossier = o.Markdown
+	}
+	if o.Answer != nil && o.Failure == "" {
+		d.Finding, _ = json.Marshal(o.Answer)
+	}
+	st.Deferred[o.Fingerprint] = d
+	return already
+}
+
+func clearPending(st *store.State, fp string) {
+	delete(st.Deferred, fp)
+	delete(st.Intents, fp)
+	delete(st.Attempts, fp)
+	delete(st.Failures, fp)
+}
+
+// FinishScan makes the scan's end durable: the cursor advances (only now,
+// after every outcome is on disk) and the diagnosis.* events are appended,
+// with one diagnosis.deferred summary instead of one line per deferral.
+func FinishScan(s *store.Store, cursor *store.Cursor, eventLog string, sum *Summary, now time.Time) error {
+	err := s.Update(func(st *store.State) error {
+		st.PrunePosted(now.Add(-Window))
+		if cursor != nil {
+			st.Cursor = cursor
+		}
+		return nil
+	})
+	if err != nil || s.ReadOnly() || eventLog == "" {
+		return err
+	}
+	sum.mu.Lock()
+	events := sum.events
+	sum.events = nil
+	sum.mu.Unlock()
+	return store.AppendEvents(eventLog, collapseDeferred(events, now))
+}
+
+// collapseDeferred replaces the per-defect diagnosis.deferred events with one
+// summary per scan: deferral is not noise.
+func collapseDeferred(events []store.Event, now time.Time) []store.Event {
+	var out []store.Event
+	var fps []string
+	for _, e := range events {
+		if e.Type == "diagnosis.deferred" {
+			fps = append(fps, fmt.Sprint(e.Fields["fingerprint"]))
+			continue
+		}
+		out = append(out, e)
+	}
+	if len(fps) > 0 {
+		out = append(out, store.Event{Type: "diagnosis.deferred", Level: "info", At: now,
+			Fields: map[string]any{"count": len(fps), "fingerprints": fps, "reason": "daily issue cap or GitHub rate limit"}})
+	}
+	return out
+}

@@ -1,0 +1,181 @@
+package stages
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/the-loop/the-loop-diagnose/pipeline"
+)
+
+func readAll(t *testing.T, input string, cfg ReadConfig) ([]pipeline.Record, *ReadStats) {
+	t.Helper()
+	cfg.Source = strings.NewReader(input)
+	cfg.Name = "test.jsonl"
+	var stats ReadStats
+	r := pipeline.New(context.Background())
+	var got []pipeline.Record
+	pipeline.Into(r, pipeline.From(r, NewRead(cfg, &stats)), func(_ context.Context, rec pipeline.Record) error {
+		got = append(got, rec)
+		return nil
+	})
+	if err := r.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	return got, &stats
+}
+
+func TestReadSkipsAndCountsEveryKindOfCorruptLine(t *testing.T) {
+	lines := []string{
+		`{"event":"a","level":"error","error":"x"}`,
+		`{"event":"b", bad json`,
+		"",
+		`["an","array"]`,
+		`"a string"`,
+		"{\"event\":\"c\",\"error\":\"\xff\xfe\"}",
+		`{"event":"d","level":"info"}`,
+		strings.Repeat("x", 300),
+		`{"event":"e","level":"error"}`,
+	}
+	got, stats := readAll(t, strings.Join(lines, "\n")+"\n", ReadConfig{MaxLine: 200})
+	if len(got) != 3 {
+		t.Fatalf("got %d records, want 3 (a, d, e): %+v", len(got), got)
+	}
+	if got[0].Line != 1 || got[1].Line != 7 || got[2].Line != 9 {
+		t.Errorf("line numbers = %d %d %d, want 1 7 9", got[0].Line, got[1].Line, got[2].Line)
+	}
+	if got[1].Offset != int64(len(strings.Join(lines[:6], "\n"))+1) {
+		t.Errorf("offset of line 7 = %d", got[1].Offset)
+	}
+	if stats.Corrupt.Load() != 6 || stats.Lines.Load() != 9 {
+		t.Errorf("corrupt %d of %d lines, want 6 of 9", stats.Corrupt.Load(), stats.Lines.Load())
+	}
+	if !strings.Contains(stats.Examples[0], "line 2") {
+		t.Errorf("first corrupt example = %q, want it to name line 2", stats.Examples[0])
+	}
+}
+
+func TestReadLeavesAnUnfinishedLastLineForNextTime(t *testing.T) {
+	input := `{"event":"a","level":"error"}` + "\n" + `{"event":"b","lev`
+	got, stats := readAll(t, input, ReadConfig{})
+	if len(got) != 1 || stats.End.Load() != int64(len(`{"event":"a","level":"error"}`)+1) {
+		t.Fatalf("got %d records, cursor %d", len(got), stats.End.Load())
+	}
+	if stats.Pending.Load() == 0 {
+		t.Error("the unfinished line should be reported as pending")
+	}
+	// A fixture's last line without a newline is complete.
+	got, _ = readAll(t, `{"event":"a","level":"error"}`, ReadConfig{FinalPartialLine: true})
+	if len(got) != 1 {
+		t.Fatalf("fixture last line not read: %d records", len(got))
+	}
+}
+
+func TestReadResumesAtAnOffset(t *testing.T) {
+	got, stats := readAll(t, `{"event":"x","level":"error"}`+"\n", ReadConfig{Start: 1000, StartLine: 41})
+	if len(got) != 1 || got[0].Line != 42 || got[0].Offset != 1000 || stats.End.Load() != 1000+30 {
+		t.Fatalf("got %+v, end %d", got, stats.End.Load())
+	}
+}
+
+func TestFilterSelectsFailuresButNeverItsOwnEvents(t *testing.T) {
+	cases := []struct {
+		line string
+		want string
+	}{
+		{`{"event":"dispatch.failed","level":"error","error":"x"}`, ReasonError},
+		{`{"event":"agent.gave_up","level":"warning","will_retry":false}`, ReasonGiveUp},
+		{`{"event":"dispatch.failed","level":"warning","will_retry":true}`, ""},
+		{`{"event":"dispatch.started","level":"info"}`, ""},
+		{`{"event":"diagnosis.failed","level":"error","error":"x"}`, ""},
+		{`{"event":"diagnosis.posted","level":"info","will_retry":false}`, ""},
+		{`{"event":"x","level":"ERROR"}`, ""},
+		{`{"event":"x","will_retry":"false"}`, ""},
+	}
+	for _, c := range cases {
+		var f map[string]any
+		if err := json.Unmarshal([]byte(c.line), &f); err != nil {
+			t.Fatal(err)
+		}
+		reason, _ := SelectCandidate(pipeline.Record{Fields: f})
+		if reason != c.want {
+			t.Errorf("%s: reason %q, want %q", c.line, reason, c.want)
+		}
+	}
+}
+
+// prefilterAgrees checks the prefilter's one promise on a line: it never
+// rejects a line the full decode would select.
+func prefilterAgrees(t *testing.T, line []byte) {
+	var f map[string]any
+	if !utf8.Valid(line) || json.Unmarshal(line, &f) != nil {
+		return
+	}
+	if _, ok := SelectCandidate(pipeline.Record{Fields: f}); ok && !MayBeCandidate(line) {
+		t.Fatalf("prefilter rejected a candidate: %s", line)
+	}
+}
+
+func FuzzPrefilterIsExact(f *testing.F) {
+	for _, s := range []string{
+		`{"level":"error"}`, `{"level" : "\u0065rror"}`, `{"will_retry":false}`,
+		`{"will\u005fretry":false}`, `{"le\u0076el":"error"}`, `{ "event":"x" , "will_retry" : false }`,
+		`{"level":"err\u006fr","event":"é"}`, `{"level":"info"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) { prefilterAgrees(t, line) })
+}
+
+// TestPrefilterOnGeneratedLines builds candidate-shaped objects with random
+// key order, spacing, escapes and unicode, and checks the prefilter keeps
+// every one the full decode selects.
+func TestPrefilterOnGeneratedLines(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	escape := func(s string) string {
+		var b strings.Builder
+		for _, r := range s {
+			if rng.Intn(4) == 0 {
+				fmt.Fprintf(&b, `\u%04x`, r)
+			} else {
+				b.WriteRune(r)
+			}
+		}
+		return b.String()
+	}
+	space := func() string { return strings.Repeat(" ", rng.Intn(3)) }
+	values := map[string][]string{
+		"level":      {`"error"`, `"info"`, `"warning"`, `"Error"`},
+		"will_retry": {"false", "true", `"false"`, "null"},
+		"event":      {`"dispatch.failed"`, `"diagnosis.failed"`, `"ünïcode.event"`},
+		"error":      {`"boom"`, `"\"quoted\""`, `"日本語"`},
+	}
+	selected := 0
+	for i := 0; i < 20000; i++ {
+		keys := []string{"level", "will_retry", "event", "error"}
+		rng.Shuffle(len(keys), func(a, b int) { keys[a], keys[b] = keys[b], keys[a] })
+		var parts []string
+		for _, k := range keys[:1+rng.Intn(len(keys))] {
+			v := values[k][rng.Intn(len(values[k]))]
+			if strings.HasPrefix(v, `"`) {
+				v = `"` + escape(strings.Trim(v, `"`)) + `"`
+			}
+			parts = append(parts, fmt.Sprintf(`%s"%s"%s:%s%s`, space(), escape(k), space(), space(), v))
+		}
+		line := []byte("{" + strings.Join(parts, ",") + "}")
+		var f map[string]any
+		if json.Unmarshal(line, &f) == nil {
+			if _, ok := SelectCandidate(pipeline.Record{Fields: f}); ok {
+				selected++
+			}
+		}
+		prefilterAgrees(t, line)
+	}
+	if selected == 0 {
+		t.Fatal("the generator produced no candidates: the test proves nothing")
+	}
+}

@@ -1,0 +1,162 @@
+package stages
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/the-loop/the-loop-diagnose/pipeline"
+	"github.com/the-loop/the-loop-diagnose/redact"
+	"github.com/the-loop/the-loop-diagnose/store"
+)
+
+var testScrubber = redact.New(redact.Options{User: "alice", Home: "/home/alice", Host: "build-7.corp.example"})
+
+func sampleGroup() pipeline.Group {
+	g := pipeline.Group{Fingerprint: "v2:0123456789abcdef", Event: "dispatch.failed", Template: "claude exited <n>", Verdict: pipeline.VerdictNew}
+	for i := int64(1); i <= 3; i++ {
+		o := occ(i, g.Fingerprint, g.Event)
+		o.Fields["level"] = "error"
+		o.Fields["error"] = "claude exited 1: password=hunter2 while reading /home/alice/work/x"
+		o.Fields["work_item"] = "acme/secret-project#42"
+		o.Fields["cwd"] = "/home/alice/secret-project"
+		o.Fields["delivery_id"] = "d-123"
+		o.Fields["exit_code"] = 1.0
+		AddOccurrence(&g, o, DefaultSamples)
+	}
+	return g
+}
+
+func TestDossierHoldsOnlyAllowListedScrubbedFields(t *testing.T) {
+	md := BuildDossier(sampleGroup(), testScrubber, DefaultDossierBytes)
+	for _, leak := range []string{"secret-project", "d-123", "hunter2", "alice", "work_item", "cwd", "delivery_id"} {
+		if strings.Contains(md, leak) {
+			t.Errorf("dossier leaks %q:\n%s", leak, md)
+		}
+	}
+	for _, want := range []string{`"exit_code":1`, `"event":"dispatch.failed"`, "Occurrences: 3"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("dossier lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Index(md, `"line":3`) > strings.Index(md, `"line":1`) {
+		t.Errorf("records are not newest first:\n%s", md)
+	}
+}
+
+func TestDossierStaysWithinItsSizeCap(t *testing.T) {
+	g := sampleGroup()
+	for i := range g.Samples {
+		g.Samples[i].Fields["error"] = strings.Repeat("e", 5000)
+	}
+	md := BuildDossier(g, testScrubber, 3000)
+	if !strings.Contains(md, "older records omitted") {
+		t.Fatalf("no note about omitted records:\n%s", md)
+	}
+	if strings.Count(md, `"line":`) != 1 {
+		t.Fatalf("want only the newest record within the cap")
+	}
+	if !strings.Contains(md, "more characters cut") {
+		t.Fatal("long error text not capped with a note")
+	}
+}
+
+func TestDossierFenceCannotBeClosedByTheError(t *testing.T) {
+	g := sampleGroup()
+	g.Samples[2].Fields["error"] = "```\n## Injected heading\n```"
+	md := BuildDossier(g, testScrubber, DefaultDossierBytes)
+	if strings.Contains(md, "\n## Injected heading") && !strings.Contains(md, "````") {
+		t.Fatalf("backticks in an error broke out of the fence:\n%s", md)
+	}
+}
+
+func composeFinding(a pipeline.Answer) pipeline.Finding {
+	d := pipeline.Dossier{Group: sampleGroup(), Markdown: BuildDossier(sampleGroup(), testScrubber, DefaultDossierBytes), Environment: Environment("1.0")}
+	return pipeline.Finding{Dossier: d, Answer: &a}
+}
+
+func TestComposeScrubsDefangsAndMarks(t *testing.T) {
+	f := composeFinding(pipeline.Answer{
+		Title:        "the-loop stop on token ghp_" + strings.Repeat("A1b2", 9) + "\nsecond line" + strings.Repeat(" long", 40),
+		Summary:      "Run `the-loop execute` again; mail alice@example.com",
+		RootCause:    "password=hunter2 was rejected",
+		SuggestedFix: "add a retry",
+	})
+	cfg := ComposeConfig{Scrubber: testScrubber, Keywords: []string{"deploy now"}, Repo: "o/r", Label: "the-loop: self-diagnosed"}
+	title, body := Compose(f, cfg)
+	if !strings.HasPrefix(title, TitlePrefix) || len([]rune(title)) > MaxTitleChars || strings.Contains(title, "\n") {
+		t.Errorf("title %q: want prefix, one line, at most %d chars", title, MaxTitleChars)
+	}
+	for _, leak := range []string{"ghp_", "hunter2", "alice@example.com", "the-loop stop", "the-loop execute"} {
+		if strings.Contains(title+body, leak) {
+			t.Errorf("issue still holds %q:\n%s\n%s", leak, title, body)
+		}
+	}
+	for _, section := range []string{"## Summary", "## Root cause hypothesis", "## Suggested fix", "## Trigger", "## Environment", "Intended label: `the-loop: self-diagnosed`"} {
+		if !strings.Contains(body, section) {
+			t.Errorf("body lacks %q", section)
+		}
+	}
+	if !strings.Contains(body, FingerprintMarker("v2:0123456789abcdef")) {
+		t.Error("body lacks the hidden fingerprint marker")
+	}
+	if !strings.HasSuffix(strings.TrimSpace(body), SelfAuthoredMarker) {
+		t.Error("body does not end with the self-authored marker")
+	}
+}
+
+func TestComposePassesFailuresThroughUncomposed(t *testing.T) {
+	f := pipeline.Finding{Dossier: pipeline.Dossier{Group: sampleGroup()}, Failure: "agent answer is not JSON"}
+	got, _ := pipeline.Collect(context.Background(), NewCompose(ComposeConfig{Scrubber: testScrubber}), f)
+	if len(got) != 1 || got[0].Body != "" {
+		t.Fatalf("a failed finding must never be composed: %+v", got)
+	}
+	o, done := Settle(got[0])
+	if !done || o.Status != pipeline.StatusFailed || o.Error == "" {
+		t.Fatalf("Settle = %+v", o)
+	}
+}
+
+func TestPersistCountsFailuresThenAbandons(t *testing.T) {
+	st := store.NewState()
+	o := pipeline.Outcome{Status: pipeline.StatusFailed, Error: "agent answer is not JSON"}
+	o.Fingerprint, o.Markdown = "fp", "dossier"
+	for i := 1; i <= 3; i++ {
+		events := Apply(st, o, now, 3)
+		if len(events) != 1 || events[0].Type != "diagnosis.failed" || events[0].Level != "warning" {
+			t.Fatalf("attempt %d events = %+v", i, events)
+		}
+	}
+	if _, ok := st.Abandoned["fp"]; !ok || st.Attempts["fp"] != 3 {
+		t.Fatalf("not abandoned after 3 failures: %+v %+v", st.Abandoned, st.Attempts)
+	}
+	if _, ok := st.Deferred["fp"]; ok {
+		t.Fatal("an abandoned defect must leave the backlog")
+	}
+}
+
+func TestPersistRecordsAFiledIssue(t *testing.T) {
+	st := store.NewState()
+	st.Attempts["fp"] = 1
+	st.Deferred["fp"] = store.Deferred{}
+	o := pipeline.Outcome{Status: pipeline.StatusFiled, URL: "https://github.com/o/r/issues/1", Number: 1}
+	o.Fingerprint = "fp"
+	events := Apply(st, o, now, 3)
+	if st.Reported["fp"].URL != o.URL || len(st.Posted) != 1 || st.Attempts["fp"] != 0 || len(st.Deferred) != 0 {
+		t.Fatalf("state after filing: %+v", st)
+	}
+	if len(events) != 2 || events[1].Type != "diagnosis.posted" {
+		t.Fatalf("events = %+v", events)
+	}
+}
+
+func TestDeferralsBecomeOneSummaryEvent(t *testing.T) {
+	events := []store.Event{{Type: "diagnosis.deferred", Fields: map[string]any{"fingerprint": "a"}},
+		{Type: "diagnosis.posted"}, {Type: "diagnosis.deferred", Fields: map[string]any{"fingerprint": "b"}}}
+	got := collapseDeferred(events, now)
+	if len(got) != 2 || got[1].Type != "diagnosis.deferred" || got[1].Fields["count"] != 2 {
+		t.Fatalf("got %+v", got)
+	}
+	_ = time.Second
+}

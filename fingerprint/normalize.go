@@ -67,6 +67,7 @@ type normalizer struct {
 	// mask ends in out, before the word's trailing punctuation.
 	lastMasked bool
 	maskEnd    int
+	maskOpen   int // brackets opened by the masked run and not yet closed
 	// accessLog is set once the line shows a quoted HTTP request line
 	// ("GET /x HTTP/1.1"): such a line reports one request among many, and
 	// its status is per-request data like its length and timing.
@@ -185,6 +186,10 @@ func (n *normalizer) word(w string, lineStart int) {
 	}
 	trail := len(w)
 	for trail > lead && strings.IndexByte(closers, w[trail-1]) >= 0 {
+		// A bracket closing one opened inside the word stays: "LOCAL(0)".
+		if k := strings.IndexByte(")]}>", w[trail-1]); k >= 0 && strings.IndexByte(w[lead:trail-1], "([{<"[k]) >= 0 {
+			break
+		}
 		trail--
 	}
 	prefix, core, suffix := w[:lead], w[lead:trail], w[trail:]
@@ -225,10 +230,17 @@ func (n *normalizer) word(w string, lineStart int) {
 	}
 
 	if masked {
-		// Closing brackets matching our own opening ones go with the word.
-		for k := 0; k < len(prefix) && suffix != "" && strings.IndexByte(")]}>", suffix[0]) >= 0; k++ {
-			suffix = suffix[1:]
+		// Brackets opened by the masked run close with it: "(1.16 KB)"
+		// is one masked measurement.
+		open := len(prefix)
+		if n.lastMasked {
+			open += n.maskOpen
 		}
+		for open > 0 && suffix != "" && strings.IndexByte(")]}>", suffix[0]) >= 0 {
+			suffix = suffix[1:]
+			open--
+		}
+		n.maskOpen = open
 		switch {
 		case n.lastMasked:
 			// Collapse into the previous mask; the later punctuation wins.
@@ -358,9 +370,51 @@ func (n *normalizer) core(c string) bool {
 		n.out = append(n.out, Mask...)
 		return false
 	}
+	if isDeviceSlot(c) {
+		return n.mask()
+	}
 	start := len(n.out)
 	n.out = appendTokenMasked(n.out, c)
-	return string(n.out[start:]) == Mask
+	if onlyMasksAndSymbols(n.out[start:]) {
+		// "#3#", "+0x1d", "$5": a number dressed in symbols.
+		n.out = append(n.out[:start], Mask...)
+		return true
+	}
+	return false
+}
+
+// onlyMasksAndSymbols: masks and ASCII punctuation, at least one mask.
+func onlyMasksAndSymbols(b []byte) bool {
+	masks := 0
+	for i := 0; i < len(b); {
+		if i+len(Mask) <= len(b) && string(b[i:i+len(Mask)]) == Mask {
+			masks++
+			i += len(Mask)
+			continue
+		}
+		if isAlnum(b[i]) || b[i] >= 0x80 {
+			return false
+		}
+		i++
+	}
+	return masks > 0
+}
+
+// isDeviceSlot: an upper-case device or clock name with its unit number in
+// brackets, as LOCAL(0), COM(1) or DISK[2]: the unit varies per machine.
+func isDeviceSlot(c string) bool {
+	i := 0
+	for i < len(c) && c[i] >= 'A' && c[i] <= 'Z' {
+		i++
+	}
+	if i < 2 || i+3 > len(c) || (c[i] != '(' && c[i] != '[') {
+		return false
+	}
+	j := i + 1
+	for j < len(c) && isDigit(c[j]) {
+		j++
+	}
+	return j > i+1 && j == len(c)-1 && (c[j] == ')' || c[j] == ']')
 }
 
 func (n *normalizer) mask() bool {

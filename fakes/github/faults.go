@@ -123,8 +123,13 @@ func SecondaryRateLimit(retryAfter time.Duration) Fault {
 	return f
 }
 
-// Slow delays the response by d, then serves it normally.
+// Slow delays the response by d, then serves it normally; a client that
+// gives up first leaves nothing done.
 func Slow(d time.Duration) Fault { return Fault{Delay: d} }
+
+// SlowAfter does the work, then holds the response back by d: a client that
+// times out has created the issue without learning so.
+func SlowAfter(d time.Duration) Fault { return Fault{Delay: d, AfterEffect: true} }
 
 // Inject queues faults for route; each fires once, in order, on the next
 // matching requests. RouteAny faults fire on whichever route comes next,

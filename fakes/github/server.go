@@ -221,20 +221,26 @@ func (s *Server) handle(r *http.Request, body []byte, rec *Request) response {
 	c := &call{r: r, body: body, token: token, route: route, args: args}
 
 	fault, faulted := s.nextFault(route)
-	if faulted && fault.Delay > 0 {
+	if !faulted {
+		return s.dispatch(c)
+	}
+	var resp response
+	if fault.AfterEffect {
+		// The write happens first; the caller then waits, or sees an error.
+		resp = s.dispatch(c)
+	}
+	if fault.Delay > 0 {
 		select {
 		case <-time.After(fault.Delay):
 		case <-r.Context().Done():
 			return jsonResponse(499, errorBody("client went away", ""))
 		}
 	}
-	if faulted && fault.Status != 0 && !fault.AfterEffect {
+	if fault.Status != 0 {
 		return fault.response(s.opts.Now())
 	}
-	resp := s.dispatch(c)
-	if faulted && fault.Status != 0 && fault.AfterEffect {
-		// The write happened; the caller only learns of an error.
-		return fault.response(s.opts.Now())
+	if !fault.AfterEffect {
+		resp = s.dispatch(c)
 	}
 	return resp
 }

@@ -1,0 +1,192 @@
+package stages
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+)
+
+// DefaultGitHubAPI is github.com's REST root.
+const DefaultGitHubAPI = "https://api.github.com/"
+
+// ghRequestTimeout bounds one HTTP exchange in a client NewGitHubClient
+// builds; the post stage also bounds each call with its own deadline.
+const ghRequestTimeout = 60 * time.Second
+
+// NewGitHubClient builds a go-github client for apiURL (the caller resolves
+// GITHUB_API_URL > selfDiagnosis.apiURL > DefaultGitHubAPI). The token comes
+// from GH_TOKEN, then GITHUB_TOKEN; for an Enterprise host (GH_HOST set to
+// one, or an API host other than api.github.com) GH_ENTERPRISE_TOKEN, then
+// GITHUB_ENTERPRISE_TOKEN, are tried first. Errors name variables, never
+// the token.
+func NewGitHubClient(apiURL string, env func(string) string) (*github.Client, error) {
+	if apiURL == "" {
+		apiURL = DefaultGitHubAPI
+	}
+	u, err := url.Parse(apiURL)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, fmt.Errorf("GitHub API URL %q is not an http(s) URL: set GITHUB_API_URL or selfDiagnosis.apiURL", apiURL)
+	}
+	enterprise := !strings.EqualFold(u.Hostname(), "api.github.com")
+	if h := env("GH_HOST"); h != "" && !strings.EqualFold(h, "github.com") {
+		enterprise = true
+	}
+	vars := []string{"GH_TOKEN", "GITHUB_TOKEN"}
+	if enterprise {
+		vars = append([]string{"GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN"}, vars...)
+	}
+	var token string
+	for _, v := range vars {
+		if token = strings.TrimSpace(env(v)); token != "" {
+			break
+		}
+	}
+	if token == "" {
+		return nil, &SetupError{
+			Cause:  "no GitHub token is set",
+			Fix:    "set " + strings.Join(vars, " or ") + " to a token that may create issues in the repository",
+			Status: http.StatusUnauthorized,
+		}
+	}
+	c := github.NewClient(&http.Client{Timeout: ghRequestTimeout}).WithAuthToken(token)
+	c.UserAgent = "the-loop-diagnose"
+	if !enterprise {
+		base := *u
+		if !strings.HasSuffix(base.Path, "/") {
+			base.Path += "/"
+		}
+		c.BaseURL = &base
+		return c, nil
+	}
+	c, err = c.WithEnterpriseURLs(u.String(), u.String())
+	if err != nil {
+		return nil, fmt.Errorf("GitHub API URL %q: %w", apiURL, err)
+	}
+	return c, nil
+}
+
+// SetupError is a failure of configuration, not of a defect: a bad token,
+// a missing repository, issues disabled, no permission. The scan stops with
+// it and no defect's retry count moves.
+type SetupError struct {
+	Cause  string
+	Fix    string
+	Status int // the HTTP status that revealed it; 0 when none was sent
+}
+
+func (e *SetupError) Error() string {
+	s := "GitHub setup: " + e.Cause
+	if e.Status != 0 {
+		s += " (HTTP " + strconv.Itoa(e.Status) + ")"
+	}
+	return s + "; fix: " + e.Fix
+}
+
+// ghKind is how the post stage reacts to a failed call.
+type ghKind int
+
+const (
+	ghRejected    ghKind = iota // a 4xx about this request: fail the defect, no retry
+	ghTransient                 // 5xx or the network: back off and retry
+	ghRateLimited               // wait, or defer the rest of the scan
+	ghSetup                     // configuration: stop the scan
+)
+
+// ghFailure classifies err. repoLevel marks routes where 403/404/410 can
+// only mean the repository or token is wrong (list and create issues).
+type ghFailure struct {
+	kind   ghKind
+	wait   time.Duration // for ghRateLimited
+	status int
+	setup  *SetupError
+}
+
+func ghClassify(err error, repo string, repoLevel bool, secondaryWait time.Duration) ghFailure {
+	var rl *github.RateLimitError
+	if errors.As(err, &rl) {
+		wait := time.Until(rl.Rate.Reset.Time)
+		if ra, ok := ghRetryAfter(rl.Response); ok {
+			wait = ra
+		}
+		return ghFailure{kind: ghRateLimited, wait: max(wait, 0), status: http.StatusForbidden}
+	}
+	var ab *github.AbuseRateLimitError
+	if errors.As(err, &ab) {
+		return ghFailure{kind: ghRateLimited, wait: ghSecondaryWait(ab.Response, ab.RetryAfter, secondaryWait), status: http.StatusForbidden}
+	}
+	var er *github.ErrorResponse
+	if !errors.As(err, &er) || er.Response == nil {
+		// No HTTP answer: the network, a timeout, a malformed body. The
+		// request may or may not have reached GitHub.
+		return ghFailure{kind: ghTransient}
+	}
+	status := er.Response.StatusCode
+	f := ghFailure{status: status}
+	switch {
+	case status == http.StatusTooManyRequests ||
+		(status == http.StatusForbidden && er.Response.Header.Get("Retry-After") != ""):
+		f.kind, f.wait = ghRateLimited, ghSecondaryWait(er.Response, nil, secondaryWait)
+	case status >= 500:
+		f.kind = ghTransient
+	case status == http.StatusUnauthorized:
+		f.kind, f.setup = ghSetup, &SetupError{Status: status,
+			Cause: "the GitHub token was rejected (" + er.Message + ")",
+			Fix:   "set GH_TOKEN or GITHUB_TOKEN (GH_ENTERPRISE_TOKEN on an Enterprise host) to a valid, unexpired token"}
+	case repoLevel && status == http.StatusNotFound:
+		f.kind, f.setup = ghSetup, &SetupError{Status: status,
+			Cause: "repository " + repo + " was not found, or the token cannot see it",
+			Fix:   "check selfDiagnosis.repo, and give the token access to " + repo + " (a private repository needs the repo scope or Issues access)"}
+	case repoLevel && status == http.StatusGone:
+		f.kind, f.setup = ghSetup, &SetupError{Status: status,
+			Cause: "issues are disabled for " + repo,
+			Fix:   "enable Issues in " + repo + "'s settings, or point selfDiagnosis.repo at a repository that has them"}
+	case repoLevel && status == http.StatusForbidden:
+		f.kind, f.setup = ghSetup, &SetupError{Status: status,
+			Cause: "the token may not create issues in " + repo + " (" + er.Message + ")",
+			Fix:   "grant the token Issues: read and write (fine-grained) or the repo/public_repo scope (classic)"}
+	default:
+		f.kind = ghRejected
+	}
+	return f
+}
+
+// ghRetryAfter reads a Retry-After header in seconds.
+func ghRetryAfter(resp *http.Response) (time.Duration, bool) {
+	if resp == nil {
+		return 0, false
+	}
+	v := resp.Header.Get("Retry-After")
+	if v == "" {
+		return 0, false
+	}
+	secs, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil || secs < 0 {
+		return 0, false
+	}
+	return time.Duration(secs) * time.Second, true
+}
+
+// ghSecondaryWait follows GitHub's guidance for secondary limits: honour
+// Retry-After; else, when the quota is spent, wait for x-ratelimit-reset;
+// else wait at least floor. known is go-github's own estimate, used only
+// when it synthesised the error without asking GitHub (no headers at all).
+func ghSecondaryWait(resp *http.Response, known *time.Duration, floor time.Duration) time.Duration {
+	if ra, ok := ghRetryAfter(resp); ok {
+		return ra
+	}
+	if resp != nil && resp.Header.Get("X-RateLimit-Remaining") == "0" {
+		if secs, err := strconv.ParseInt(resp.Header.Get("X-RateLimit-Reset"), 10, 64); err == nil {
+			return max(time.Until(time.Unix(secs, 0)), 0)
+		}
+	}
+	if known != nil && (resp == nil || len(resp.Header) == 0) {
+		return max(*known, floor)
+	}
+	return floor
+}

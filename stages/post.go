@@ -1,0 +1,739 @@
+package stages
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+	"github.com/rs/zerolog"
+
+	"github.com/the-loop/the-loop-diagnose/pipeline"
+	"github.com/the-loop/the-loop-diagnose/store"
+)
+
+// Post defaults: GitHub's own guidance.
+const (
+	DefaultPostLabel         = "the-loop: self-diagnosed"
+	DefaultPostWriteSpacing  = time.Second
+	DefaultPostSecondaryWait = 60 * time.Second
+	DefaultPostMaxWait       = 90 * time.Second
+	DefaultPostRetries       = 3
+	DefaultPostBackoffBase   = time.Second
+	DefaultPostCallTimeout   = 30 * time.Second
+
+	// postOccurrenceEvery throttles edits of the occurrence comment.
+	postOccurrenceEvery = time.Hour
+	// postScanPages bounds the unfiltered marker scan, the last resort for an
+	// issue filed by a token whose label was dropped.
+	postScanPages = 5
+	// postMaxRateWaits bounds rate-limit waits for one call.
+	postMaxRateWaits = 3
+)
+
+// Reasons a closed issue counts as a maintainer's "won't fix".
+var postDismissLabels = []string{"wontfix", "won't fix", "invalid", "duplicate"}
+
+// PostConfig configures the post stage.
+type PostConfig struct {
+	Client        *github.Client
+	Repo          string // "owner/name"
+	Label         string // default DefaultPostLabel
+	Store         *store.Store
+	Now           func() time.Time
+	WriteSpacing  time.Duration // between writes; 0 means the default 1s, negative none
+	SecondaryWait time.Duration // wait after a secondary limit without Retry-After; default 60s
+	MaxWait       time.Duration // longest rate-limit wait slept through; longer defers the rest of the scan
+	Retries       int           // retries for 5xx and network errors; default 3, negative for none
+	BackoffBase   time.Duration // first backoff; doubles per retry, with jitter
+	CallTimeout   time.Duration // bound on one HTTP call; default 30s
+	Version       string        // tool/deployment version, for occurrence and recurrence comments
+	Log           zerolog.Logger
+}
+
+// NewPost files each new defect on GitHub exactly once and records what it
+// learned; every other report passes through as its outcome. Writes are
+// serial: one report is handled at a time.
+func NewPost(cfg PostConfig) pipeline.Stage[pipeline.Report, pipeline.Outcome] {
+	if cfg.Label == "" {
+		cfg.Label = DefaultPostLabel
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.WriteSpacing == 0 {
+		cfg.WriteSpacing = DefaultPostWriteSpacing
+	}
+	if cfg.SecondaryWait <= 0 {
+		cfg.SecondaryWait = DefaultPostSecondaryWait
+	}
+	if cfg.MaxWait == 0 {
+		cfg.MaxWait = DefaultPostMaxWait
+	}
+	if cfg.Retries == 0 {
+		cfg.Retries = DefaultPostRetries
+	}
+	cfg.Retries = max(cfg.Retries, 0)
+	if cfg.BackoffBase <= 0 {
+		cfg.BackoffBase = DefaultPostBackoffBase
+	}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = DefaultPostCallTimeout
+	}
+	return func(ctx context.Context, in <-chan pipeline.Report, out chan<- pipeline.Outcome) error {
+		p := &poster{cfg: cfg}
+		for r := range in {
+			o, err := p.handle(ctx, r)
+			if err != nil {
+				return err
+			}
+			if err := pipeline.Send(ctx, out, o); err != nil {
+				return err
+			}
+		}
+		return ctx.Err()
+	}
+}
+
+// poster is one scan's posting state.
+type poster struct {
+	cfg         PostConfig
+	owner, name string
+
+	login        string // the token's login; "" when /user is not allowed
+	loginChecked bool
+	labelChecked bool
+	labelWarned  bool
+	lastWrite    time.Time
+	deferReason  string // set once a rate limit defers the rest of the scan
+
+	// index maps fingerprints to issues seen by marker lookups this scan;
+	// scanned records which list queries already ran to completion.
+	index   map[string]*github.Issue
+	scanned map[string]bool
+}
+
+// postDeferral is a rate limit longer than MaxWait.
+type postDeferral struct{ reason string }
+
+func (e *postDeferral) Error() string { return e.reason }
+
+func (p *poster) handle(ctx context.Context, r pipeline.Report) (pipeline.Outcome, error) {
+	o, settled := Settle(r)
+	if settled {
+		if r.Verdict == pipeline.VerdictKnown && o.Status == pipeline.StatusKnown && p.deferReason == "" {
+			return p.finish(o, p.refreshKnown(ctx, &o), true)
+		}
+		return o, nil
+	}
+	if p.deferReason != "" {
+		o.Status, o.Reason = pipeline.StatusDeferred, p.deferReason
+		return o, nil
+	}
+	return p.finish(o, p.post(ctx, &o), false)
+}
+
+// finish turns a posting error into the outcome or the stage error.
+// lenient keeps the outcome's status on ordinary failures (a known defect
+// whose refresh failed is still known).
+func (p *poster) finish(o pipeline.Outcome, err error, lenient bool) (pipeline.Outcome, error) {
+	if err == nil {
+		return o, nil
+	}
+	var setup *SetupError
+	var deferral *postDeferral
+	switch {
+	case errors.As(err, &setup):
+		return o, setup
+	case postCancelled(err):
+		return o, err
+	case errors.As(err, &deferral):
+		p.deferReason = deferral.reason
+		p.cfg.Log.Warn().Str("fingerprint", o.Fingerprint).Msg(deferral.reason + "; deferring the rest of this scan")
+		if !lenient {
+			o.Status, o.Reason = pipeline.StatusDeferred, deferral.reason
+		}
+		return o, nil
+	case lenient:
+		p.cfg.Log.Warn().Err(err).Str("fingerprint", o.Fingerprint).Msg("could not refresh the known issue")
+		return o, nil
+	}
+	o.Status, o.Error = pipeline.StatusFailed, err.Error()
+	return o, nil
+}
+
+func postCancelled(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+func (p *poster) repo() error {
+	owner, name, ok := strings.Cut(p.cfg.Repo, "/")
+	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
+		return &SetupError{Cause: fmt.Sprintf("repository %q is not owner/name", p.cfg.Repo),
+			Fix: "set selfDiagnosis.repo to the repository issues go to, as owner/name"}
+	}
+	p.owner, p.name = owner, name
+	return nil
+}
+
+// post handles a new defect: find its issue by marker, or create it once.
+func (p *poster) post(ctx context.Context, o *pipeline.Outcome) error {
+	if p.cfg.Repo == "" {
+		p.cfg.Repo = o.Repo
+	}
+	if err := p.repo(); err != nil {
+		return err
+	}
+	fp := o.Fingerprint
+	var ref store.IssueRef
+	var cached, intent bool
+	p.cfg.Store.View(func(st *store.State) {
+		ref, cached = st.Issues[fp]
+		_, intent = st.Intents[fp]
+	})
+	var found *github.Issue
+	if cached && ref.Number > 0 {
+		is, err := p.getIssue(ctx, ref.Number)
+		if err != nil {
+			return err
+		}
+		found = is
+	}
+	if found == nil {
+		is, err := p.lookup(ctx, fp, false)
+		if err != nil {
+			return err
+		}
+		found = is
+	}
+	if found != nil {
+		if intent && p.mine(found) {
+			// Our own create from a run that died before recording it.
+			return p.filed(o, found)
+		}
+		return p.existing(ctx, o, found)
+	}
+	return p.create(ctx, o)
+}
+
+func (p *poster) mine(is *github.Issue) bool {
+	return p.login != "" && strings.EqualFold(is.GetUser().GetLogin(), p.login)
+}
+
+// refreshKnown re-reads the issue of a defect already reported, so a fix
+// that did not hold reopens it and the occurrence comment stays current.
+func (p *poster) refreshKnown(ctx context.Context, o *pipeline.Outcome) error {
+	fp := o.Fingerprint
+	var ref store.IssueRef
+	var cached, dismissed bool
+	var rep store.Reported
+	p.cfg.Store.View(func(st *store.State) {
+		ref, cached = st.Issues[fp]
+		_, dismissed = st.Dismissed[fp]
+		rep = st.Reported[fp]
+	})
+	if p.cfg.Repo == "" {
+		p.cfg.Repo = o.Repo
+	}
+	if dismissed || p.repo() != nil {
+		return nil
+	}
+	number := ref.Number
+	if !cached || number == 0 {
+		// Filed by an older version or by the-loop: only follow it when it
+		// is an issue of this repository.
+		if rep.Number == 0 || !strings.Contains(rep.URL, "/"+p.owner+"/"+p.name+"/issues/") {
+			return nil
+		}
+		number = rep.Number
+	}
+	is, err := p.getIssue(ctx, number)
+	if err != nil || is == nil {
+		return err
+	}
+	return p.existing(ctx, o, is)
+}
+
+// existing handles a defect whose issue is already on GitHub.
+func (p *poster) existing(ctx context.Context, o *pipeline.Outcome, is *github.Issue) error {
+	fp := o.Fingerprint
+	o.URL, o.Number = is.GetHTMLURL(), is.GetNumber()
+	if err := p.remember(fp, is); err != nil {
+		return err
+	}
+	if is.GetState() == "closed" {
+		if reason, dismissed := postDismissed(is); dismissed {
+			err := p.cfg.Store.Update(func(st *store.State) error {
+				st.Dismissed[fp] = store.Dismissal{At: p.cfg.Now(), Reason: reason, URL: is.GetHTMLURL()}
+				return nil
+			})
+			o.Status, o.Reason = pipeline.StatusSettled, fmt.Sprintf("dismissed by a maintainer: %s (%s)", reason, is.GetHTMLURL())
+			return err
+		}
+		return p.reopen(ctx, o, is)
+	}
+	o.Status = pipeline.StatusKnown
+	return p.occurrence(ctx, o, is)
+}
+
+// postDismissed tells a maintainer's "won't fix" from a fix.
+func postDismissed(is *github.Issue) (string, bool) {
+	switch is.GetStateReason() {
+	case "not_planned":
+		return "closed as not planned", true
+	case "duplicate":
+		return "closed as a duplicate", true
+	}
+	for _, l := range is.Labels {
+		if slices.Contains(postDismissLabels, strings.ToLower(l.GetName())) {
+			return "labelled " + l.GetName(), true
+		}
+	}
+	return "", false
+}
+
+// reopen brings back an issue closed as completed: the fix did not hold.
+func (p *poster) reopen(ctx context.Context, o *pipeline.Outcome, is *github.Issue) error {
+	n := is.GetNumber()
+	o.Status, o.Reason = pipeline.StatusKnown, fmt.Sprintf("reopened #%d: it recurred", n)
+	var reopened *github.Issue
+	err := p.do(ctx, ghCall{what: "reopen issue", write: true}, func(ctx context.Context) error {
+		var err error
+		reopened, _, err = p.cfg.Client.Issues.Edit(ctx, p.owner, p.name, n, &github.IssueRequest{State: github.String("open")})
+		return err
+	}, nil)
+	var er *github.ErrorResponse
+	if errors.As(err, &er) && er.Response != nil && er.Response.StatusCode == http.StatusForbidden {
+		// A token without triage rights may not reopen a maintainer's close;
+		// the comment still tells the maintainer.
+		p.cfg.Log.Warn().Int("issue", n).Msg("the token may not reopen this issue; commenting that it recurred instead")
+		o.Reason = fmt.Sprintf("recurred after #%d was closed (the token may not reopen it)", n)
+	} else if err != nil {
+		return err
+	} else if err := p.remember(o.Fingerprint, reopened); err != nil {
+		return err
+	}
+	body := postRecurredBody(o.Count, o.FirstSeen, o.LastSeen, p.cfg.Version)
+	return p.do(ctx, ghCall{what: "comment on the reopened issue", write: true}, func(ctx context.Context) error {
+		_, _, err := p.cfg.Client.Issues.CreateComment(ctx, p.owner, p.name, n, &github.IssueComment{Body: github.String(body)})
+		return err
+	}, nil)
+}
+
+// remember caches what GitHub said about fp's issue.
+func (p *poster) remember(fp string, is *github.Issue) error {
+	return p.cfg.Store.Update(func(st *store.State) error {
+		ref := st.Issues[fp]
+		ref.Number, ref.URL, ref.State, ref.StateReason = is.GetNumber(), is.GetHTMLURL(), is.GetState(), is.GetStateReason()
+		ref.CheckedAt = p.cfg.Now()
+		st.Issues[fp] = ref
+		return nil
+	})
+}
+
+// occurrence tallies this scan's sightings and, at most once an hour, edits
+// the issue's one occurrence comment (creating it the first time).
+func (p *poster) occurrence(ctx context.Context, o *pipeline.Outcome, is *github.Issue) error {
+	fp, now := o.Fingerprint, p.cfg.Now()
+	var ref store.IssueRef
+	err := p.cfg.Store.Update(func(st *store.State) error {
+		ref = st.Issues[fp]
+		ref.Occurrences += max(o.Count, 1)
+		if !o.FirstSeen.IsZero() && (ref.FirstSeen.IsZero() || o.FirstSeen.Before(ref.FirstSeen)) {
+			ref.FirstSeen = o.FirstSeen
+		}
+		if o.LastSeen.After(ref.LastSeen) {
+			ref.LastSeen = o.LastSeen
+		}
+		if v := p.cfg.Version; v != "" && !slices.Contains(ref.Versions, v) {
+			ref.Versions = append(ref.Versions, v)
+		}
+		st.Issues[fp] = ref
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if !ref.CommentEditedAt.IsZero() && now.Sub(ref.CommentEditedAt) < postOccurrenceEvery {
+		return nil
+	}
+	n, body := is.GetNumber(), postOccurrenceBody(fp, ref)
+	id := ref.CommentID
+	if id == 0 {
+		if id, err = p.findOccurrenceComment(ctx, n, fp); err != nil {
+			return err
+		}
+	}
+	if id != 0 {
+		err = p.do(ctx, ghCall{what: "edit the occurrence comment", write: true}, func(ctx context.Context) error {
+			_, _, err := p.cfg.Client.Issues.EditComment(ctx, p.owner, p.name, id, &github.IssueComment{Body: github.String(body)})
+			return err
+		}, nil)
+		var er *github.ErrorResponse
+		if errors.As(err, &er) && er.Response != nil && er.Response.StatusCode == http.StatusNotFound {
+			id, err = 0, nil // deleted by someone: write a fresh one
+		} else if err != nil {
+			return err
+		}
+	}
+	if id == 0 {
+		err = p.do(ctx, ghCall{what: "comment on the issue", write: true}, func(ctx context.Context) error {
+			c, _, err := p.cfg.Client.Issues.CreateComment(ctx, p.owner, p.name, n, &github.IssueComment{Body: github.String(body)})
+			id = c.GetID()
+			return err
+		}, func(ctx context.Context) (bool, error) {
+			// The comment may have landed before the error: look first.
+			found, err := p.findOccurrenceComment(ctx, n, fp)
+			id = found
+			return found != 0, err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return p.cfg.Store.Update(func(st *store.State) error {
+		ref := st.Issues[fp]
+		ref.CommentID, ref.CommentEditedAt = id, now
+		st.Issues[fp] = ref
+		return nil
+	})
+}
+
+// findOccurrenceComment finds our occurrence comment on issue n, if any.
+func (p *poster) findOccurrenceComment(ctx context.Context, n int, fp string) (int64, error) {
+	if err := p.ensureLogin(ctx); err != nil {
+		return 0, err
+	}
+	marker := postOccurrenceMarker(fp)
+	opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
+	for {
+		var list []*github.IssueComment
+		var resp *github.Response
+		err := p.do(ctx, ghCall{what: "list comments"}, func(ctx context.Context) error {
+			var err error
+			list, resp, err = p.cfg.Client.Issues.ListComments(ctx, p.owner, p.name, n, opts)
+			return err
+		}, nil)
+		if err != nil {
+			return 0, err
+		}
+		for _, c := range list {
+			if strings.Contains(c.GetBody(), marker) && (p.login == "" || strings.EqualFold(c.GetUser().GetLogin(), p.login)) {
+				return c.GetID(), nil
+			}
+		}
+		if resp == nil || resp.NextPage == 0 {
+			return 0, nil
+		}
+		opts.Page = resp.NextPage
+	}
+}
+
+// create files the issue: intent first (durable), then one create, with
+// every ambiguous failure reconciled by a marker lookup before a retry.
+func (p *poster) create(ctx context.Context, o *pipeline.Outcome) error {
+	fp := o.Fingerprint
+	title := postFitTitle(o.Title)
+	body, cut := postFitBody(o.Body, fp, PostMaxBody)
+	if cut {
+		p.cfg.Log.Warn().Str("fingerprint", fp).Msg("the issue body was cut to fit GitHub's limit")
+	}
+	err := p.cfg.Store.Update(func(st *store.State) error {
+		st.Intents[fp] = store.Intent{At: p.cfg.Now(), Title: title}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := p.ensureLabel(ctx); err != nil {
+		return err
+	}
+	var created *github.Issue
+	err = p.do(ctx, ghCall{what: "create issue", write: true, repoLevel: true}, func(ctx context.Context) error {
+		is, _, err := p.cfg.Client.Issues.Create(ctx, p.owner, p.name, &github.IssueRequest{
+			Title: github.String(title), Body: github.String(body), Labels: &[]string{p.cfg.Label},
+		})
+		created = is
+		return err
+	}, func(ctx context.Context) (bool, error) {
+		is, err := p.lookup(ctx, fp, true)
+		created = is
+		return is != nil, err
+	})
+	if err != nil {
+		return err
+	}
+	if !p.mine(created) && p.login != "" {
+		// Another deployment won the race while our create was in doubt.
+		return p.existing(ctx, o, created)
+	}
+	if !slices.ContainsFunc(created.Labels, func(l *github.Label) bool { return strings.EqualFold(l.GetName(), p.cfg.Label) }) && !p.labelWarned {
+		p.labelWarned = true
+		p.cfg.Log.Warn().Str("label", p.cfg.Label).Str("url", created.GetHTMLURL()).
+			Msg("GitHub did not apply the label (the token lacks triage rights); the issue body names it")
+	}
+	return p.filed(o, created)
+}
+
+// filed records a created issue as reported at once, so a crash right after
+// still knows it.
+func (p *poster) filed(o *pipeline.Outcome, is *github.Issue) error {
+	fp, now := o.Fingerprint, p.cfg.Now()
+	p.indexIssue(fp, is)
+	o.Status, o.URL, o.Number = pipeline.StatusFiled, is.GetHTMLURL(), is.GetNumber()
+	return p.cfg.Store.Update(func(st *store.State) error {
+		st.Reported[fp] = store.Reported{URL: o.URL, Number: o.Number, At: now, Title: is.GetTitle()}
+		ref := st.Issues[fp]
+		ref.Number, ref.URL, ref.State, ref.StateReason, ref.CheckedAt = o.Number, o.URL, is.GetState(), is.GetStateReason(), now
+		ref.Occurrences = max(o.Count, 1)
+		ref.FirstSeen, ref.LastSeen = o.FirstSeen, o.LastSeen
+		if p.cfg.Version != "" {
+			ref.Versions = []string{p.cfg.Version}
+		}
+		ref.CommentEditedAt = now // the body is this hour's news
+		st.Issues[fp] = ref
+		delete(st.Intents, fp)
+		return nil
+	})
+}
+
+// getIssue refreshes a cached issue; nil when it is gone (deleted or moved).
+func (p *poster) getIssue(ctx context.Context, n int) (*github.Issue, error) {
+	var is *github.Issue
+	err := p.do(ctx, ghCall{what: "get issue"}, func(ctx context.Context) error {
+		var err error
+		is, _, err = p.cfg.Client.Issues.Get(ctx, p.owner, p.name, n)
+		return err
+	}, nil)
+	var er *github.ErrorResponse
+	if errors.As(err, &er) && er.Response != nil && !strings.Contains(er.Message, "disabled") &&
+		(er.Response.StatusCode == http.StatusNotFound || er.Response.StatusCode == http.StatusGone) {
+		return nil, nil
+	}
+	return is, err
+}
+
+// ensureLogin learns the token's login once (for the creator filter and to
+// tell our issues from others'). Tokens that may not read /user (GitHub App
+// installations) simply go without.
+func (p *poster) ensureLogin(ctx context.Context) error {
+	if p.loginChecked {
+		return nil
+	}
+	var u *github.User
+	err := p.do(ctx, ghCall{what: "get the token's user"}, func(ctx context.Context) error {
+		var err error
+		u, _, err = p.cfg.Client.Users.Get(ctx, "")
+		return err
+	}, nil)
+	var er *github.ErrorResponse
+	if err != nil && !(errors.As(err, &er) && er.Response != nil && er.Response.StatusCode == http.StatusForbidden) {
+		return err
+	}
+	p.loginChecked = true
+	p.login = u.GetLogin()
+	return nil
+}
+
+// ensureLabel creates the label once when it is missing and the token may;
+// a token that may not is told once and the issue goes out without it.
+func (p *poster) ensureLabel(ctx context.Context) error {
+	if p.labelChecked {
+		return nil
+	}
+	err := p.do(ctx, ghCall{what: "get label"}, func(ctx context.Context) error {
+		_, _, err := p.cfg.Client.Issues.GetLabel(ctx, p.owner, p.name, p.cfg.Label)
+		return err
+	}, nil)
+	var er *github.ErrorResponse
+	if err == nil || !errors.As(err, &er) || er.Response == nil || er.Response.StatusCode != http.StatusNotFound {
+		p.labelChecked = err == nil
+		return p.bestEffort(err, "could not check the label")
+	}
+	p.labelChecked = true
+	err = p.do(ctx, ghCall{what: "create label", write: true}, func(ctx context.Context) error {
+		_, _, err := p.cfg.Client.Issues.CreateLabel(ctx, p.owner, p.name, &github.Label{
+			Name: github.String(p.cfg.Label), Color: github.String("d93f0b"),
+			Description: github.String("Filed automatically by the-loop-diagnose"),
+		})
+		return err
+	}, nil)
+	if errors.As(err, &er) && er.Response != nil &&
+		(er.Response.StatusCode == http.StatusForbidden || er.Response.StatusCode == http.StatusUnprocessableEntity) {
+		p.cfg.Log.Info().Str("label", p.cfg.Label).Msg("the label does not exist and the token may not create it")
+		return nil
+	}
+	return p.bestEffort(err, "could not create the label")
+}
+
+// bestEffort lets an optional call fail, except for what must stop or
+// defer the scan.
+func (p *poster) bestEffort(err error, msg string) error {
+	var setup *SetupError
+	var deferral *postDeferral
+	if err == nil || errors.As(err, &setup) || errors.As(err, &deferral) || postCancelled(err) {
+		return err
+	}
+	p.cfg.Log.Warn().Err(err).Msg(msg)
+	return nil
+}
+
+// lookup finds fp's issue by its marker through the list-issues endpoint
+// (consistent, unlike search): first the issues carrying our label, then
+// those our login created (the label may have been dropped), then a bounded
+// scan of the newest issues. Every marker seen is indexed for the rest of
+// the scan; fresh forgets the index (after an ambiguous create).
+func (p *poster) lookup(ctx context.Context, fp string, fresh bool) (*github.Issue, error) {
+	if err := p.ensureLogin(ctx); err != nil {
+		return nil, err
+	}
+	if fresh || p.index == nil {
+		p.index, p.scanned = map[string]*github.Issue{}, map[string]bool{}
+	}
+	queries := []struct {
+		key   string
+		opts  github.IssueListByRepoOptions
+		pages int
+	}{
+		{"label", github.IssueListByRepoOptions{Labels: []string{p.cfg.Label}}, 0},
+		{"creator", github.IssueListByRepoOptions{Creator: p.login}, 0},
+		{"recent", github.IssueListByRepoOptions{}, postScanPages},
+	}
+	for _, q := range queries {
+		if is := p.index[fp]; is != nil {
+			return is, nil
+		}
+		if p.scanned[q.key] || (q.key == "creator" && p.login == "") {
+			continue
+		}
+		opts := q.opts
+		opts.State, opts.Sort, opts.Direction = "all", "created", "desc"
+		opts.PerPage = 100
+		for page := 1; ; page++ {
+			var list []*github.Issue
+			var resp *github.Response
+			err := p.do(ctx, ghCall{what: "list issues", repoLevel: true}, func(ctx context.Context) error {
+				var err error
+				list, resp, err = p.cfg.Client.Issues.ListByRepo(ctx, p.owner, p.name, &opts)
+				return err
+			}, nil)
+			if err != nil {
+				return nil, err
+			}
+			for _, is := range list {
+				for _, m := range postMarkerRE.FindAllStringSubmatch(is.GetBody(), -1) {
+					p.indexIssue(m[1], is)
+				}
+			}
+			if resp == nil || resp.NextPage == 0 || (q.pages > 0 && page >= q.pages) {
+				break
+			}
+			opts.Page = resp.NextPage
+		}
+		p.scanned[q.key] = true
+	}
+	return p.index[fp], nil
+}
+
+// indexIssue keeps, per fingerprint, an open issue over a closed one and
+// otherwise the newest (lists arrive newest first).
+func (p *poster) indexIssue(fp string, is *github.Issue) {
+	if p.index == nil {
+		p.index, p.scanned = map[string]*github.Issue{}, map[string]bool{}
+	}
+	old := p.index[fp]
+	if old == nil || (old.GetState() != "open" && is.GetState() == "open") || old.GetNumber() == is.GetNumber() {
+		p.index[fp] = is
+	}
+}
+
+// ghCall describes one API call for do.
+type ghCall struct {
+	what      string
+	write     bool // spaced ≥ WriteSpacing from the previous write
+	repoLevel bool // 403/404/410 mean setup, not this request
+}
+
+// do runs fn under the retry policy: 5xx and network failures back off
+// (exponentially, with jitter) and retry up to Retries times, running
+// reconcile first when given (done=true ends the call as a success);
+// rate limits wait up to MaxWait, uncounted, or defer; the rest return.
+func (p *poster) do(ctx context.Context, c ghCall, fn func(context.Context) error, reconcile func(context.Context) (bool, error)) error {
+	retries, rateWaits := 0, 0
+	inDoubt := false
+	for {
+		if inDoubt && reconcile != nil {
+			done, err := reconcile(ctx)
+			if err != nil {
+				return err
+			}
+			if done {
+				return nil
+			}
+		}
+		if c.write {
+			if err := p.sleep(ctx, time.Until(p.lastWrite.Add(p.cfg.WriteSpacing))); err != nil {
+				return err
+			}
+		}
+		cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
+		err := fn(cctx)
+		cancel()
+		if c.write {
+			p.lastWrite = time.Now()
+		}
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		f := ghClassify(err, p.cfg.Repo, c.repoLevel, p.cfg.SecondaryWait)
+		switch f.kind {
+		case ghSetup:
+			return f.setup
+		case ghRateLimited:
+			if f.wait > p.cfg.MaxWait || rateWaits >= postMaxRateWaits {
+				return &postDeferral{reason: fmt.Sprintf("GitHub rate limit: retry after %s", f.wait.Round(time.Second))}
+			}
+			rateWaits++
+			p.cfg.Log.Info().Dur("wait", f.wait).Str("call", c.what).Msg("GitHub rate limit: waiting")
+			if err := p.sleep(ctx, f.wait); err != nil {
+				return err
+			}
+		case ghTransient:
+			if retries >= p.cfg.Retries {
+				return fmt.Errorf("%s: %w (gave up after %d attempts)", c.what, err, retries+1)
+			}
+			retries++
+			inDoubt = c.write
+			backoff := p.cfg.BackoffBase << (retries - 1)
+			backoff = backoff/2 + rand.N(backoff/2+1)
+			p.cfg.Log.Debug().Err(err).Dur("backoff", backoff).Str("call", c.what).Msg("GitHub call failed; retrying")
+			if err := p.sleep(ctx, backoff); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("%s: %w", c.what, err)
+		}
+	}
+}
+
+func (p *poster) sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

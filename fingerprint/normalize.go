@@ -72,6 +72,12 @@ type normalizer struct {
 	// ("GET /x HTTP/1.1"): such a line reports one request among many, and
 	// its status is per-request data like its length and timing.
 	accessLog bool
+	// next is the raw word after the current one.
+	next string
+	// lastWord and lastBodyEnd delimit the last word written (without its
+	// trailing punctuation), so a list of like values ("blk_<*> blk_<*>")
+	// collapses into one.
+	lastWord, lastBodyEnd int
 	// dateRun is where a run of month/day names starts in out (-1: none),
 	// so "Sun Jul 3 ..." masks its names once the number shows it is a date.
 	dateRun int
@@ -101,6 +107,7 @@ func (n *normalizer) line(s string) {
 	n.lastMasked = false
 	n.accessLog = false
 	n.dateRun = -1
+	n.lastWord = -1
 	start := len(n.out)
 	i := 0
 	for i < len(s) {
@@ -111,6 +118,12 @@ func (n *normalizer) line(s string) {
 			break
 		}
 		j := wordEnd(s, i)
+		// The next word, for the few rules that look ahead ("404 Not Found").
+		k := j
+		for k < len(s) && isSpace(s[k]) {
+			k++
+		}
+		n.next = s[k:wordEnd(s, k)]
 		n.word(s[i:j], start)
 		i = j
 		if len(n.out) > maxTemplate {
@@ -199,7 +212,7 @@ func (n *normalizer) word(w string, lineStart int) {
 			return
 		}
 		n.emit(w, lineStart)
-		n.lastMasked, n.dateRun, n.prev = false, -1, ""
+		n.lastMasked, n.dateRun, n.prev, n.lastWord = false, -1, "", -1
 		return
 	}
 
@@ -224,7 +237,7 @@ func (n *normalizer) word(w string, lineStart int) {
 				n.dateRun = len(n.out)
 			}
 			n.emit(body+suffix, lineStart)
-			n.prev = ""
+			n.prev, n.lastWord = "", -1
 			return
 		}
 	}
@@ -259,10 +272,21 @@ func (n *normalizer) word(w string, lineStart int) {
 			n.maskEnd = len(n.out)
 			n.out = append(n.out, suffix...)
 		}
-		n.lastMasked, n.dateRun, n.prev = true, -1, ""
+		n.lastMasked, n.dateRun, n.prev, n.lastWord = true, -1, "", -1
 		return
 	}
-	n.emit(body+suffix, lineStart)
+	if n.lastWord >= 0 && strings.Contains(body, Mask) && string(n.out[n.lastWord:n.lastBodyEnd]) == body {
+		// Another value of the same shape: "blk_<*> blk_<*>" is a list.
+		n.out = append(n.out[:n.lastBodyEnd], suffix...)
+		return
+	}
+	if len(n.out) > lineStart {
+		n.out = append(n.out, ' ')
+	}
+	n.lastWord = len(n.out)
+	n.out = append(n.out, body...)
+	n.lastBodyEnd = len(n.out)
+	n.out = append(n.out, suffix...)
 	n.lastMasked, n.dateRun = false, -1
 	n.prev = strings.Trim(lowerCore, "[](){}<>#:=,;\"'`")
 }
@@ -310,6 +334,25 @@ var codeWords = map[string]bool{
 	"winerror": true, "hresult": true,
 }
 
+// isHTTPStatus: three digits from 100 to 599.
+func isHTTPStatus(c string) bool {
+	return len(c) == 3 && c[0] >= '1' && c[0] <= '5' && isDigit(c[1]) && isDigit(c[2])
+}
+
+// reasonPhrase words start HTTP reason phrases ("404 Not Found", "502 Bad
+// Gateway", "404 Client Error"): the number before them is a status.
+var reasonPhrase = map[string]bool{
+	"OK": true, "Created": true, "Accepted": true, "No": true, "Moved": true, "Found": true,
+	"See": true, "Not": true, "Temporary": true, "Permanent": true, "Bad": true,
+	"Unauthorized": true, "Payment": true, "Forbidden": true, "Method": true, "Proxy": true,
+	"Request": true, "Conflict": true, "Gone": true, "Length": true, "Precondition": true,
+	"Payload": true, "URI": true, "Unsupported": true, "Range": true, "Expectation": true,
+	"Misdirected": true, "Unprocessable": true, "Locked": true, "Failed": true, "Too": true,
+	"Upgrade": true, "Internal": true, "Service": true, "Gateway": true, "HTTP": true,
+	"Variant": true, "Insufficient": true, "Loop": true, "Network": true, "Client": true,
+	"Server": true, "Validation": true,
+}
+
 // userWords precede a user name, which varies per person, not per defect.
 var userWords = map[string]bool{"user": true, "username": true}
 
@@ -334,10 +377,11 @@ func (n *normalizer) core(c string) bool {
 		return n.core(c[1:]) && false
 	}
 	switch {
-	case isCodeKey(n.prev) && isCodeValue(c) && !n.accessLog:
+	case isCodeKey(n.prev) && isCodeValue(c) && !n.accessLog,
+		isHTTPStatus(c) && reasonPhrase[strings.Trim(n.next, ",.:;()")]:
 		n.out = append(n.out, c...)
 		return false
-	case httpMethods[strings.ToUpper(n.prev)] && c[0] == '/':
+	case httpMethods[strings.ToUpper(n.prev)] && c[0] == '/' && strings.IndexByte(c, '{') < 0:
 		return n.mask()
 	case userWords[n.prev] && isPlainName(c):
 		return n.mask()
@@ -802,6 +846,14 @@ var projectExtensions = map[string]bool{
 
 // isIP: IPv4 (optionally with port or prefix), IPv6, or a MAC address.
 func isIP(c string) bool {
+	// An IPv6 zone ("%eth0") names the local interface the address is on.
+	if k := strings.IndexByte(c, '%'); k > 0 {
+		e := k + 1
+		for e < len(c) && isAlnum(c[e]) {
+			e++
+		}
+		c = c[:k] + c[e:]
+	}
 	colons, dots, hex := 0, 0, 0
 	for i := 0; i < len(c); i++ {
 		ch := c[i]

@@ -63,7 +63,7 @@ func Compose(f pipeline.Finding, cfg ComposeConfig) (title, body string) {
 	section("Summary", a.Summary)
 	section("Root cause hypothesis", a.RootCause)
 	section("Suggested fix", a.SuggestedFix)
-	if a.Verdict != "" || len(a.Evidence) > 0 {
+	if a.Verdict != "" {
 		ev := "- Verdict: " + a.Verdict
 		if a.Confidence != nil {
 			ev += fmt.Sprintf(" (confidence %.2f)", *a.Confidence)

@@ -168,6 +168,10 @@ func decodeLine(raw []byte, size int64, max int, prefilter bool) (*pipeline.Reco
 		return nil, "not a JSON object"
 	}
 	if prefilter && !MayBeCandidate(raw) {
+		// Not decoded, but a cut-off object is still caught cheaply.
+		if trimmed[len(trimmed)-1] != '}' {
+			return nil, "truncated JSON object"
+		}
 		return nil, ""
 	}
 	if !utf8.Valid(raw) {

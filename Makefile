@@ -1,0 +1,43 @@
+# the-loop-diagnose — see README.md
+GO      ?= go
+BIN     := bin/the-loop-diagnose
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+SHARED  ?= ../shared
+
+.PHONY: all build run test vet fmt fuzz bench score-grouping score-redaction clean
+
+all: build
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/the-loop-diagnose
+
+# The README's first command: a dry run with the builtin (no-LLM) harness over
+# the sample event log shipped in the repo. Prints each would-be issue; writes
+# nothing, posts nothing.
+run: build
+	$(BIN) run --dry-run --config testdata/sample-config.yaml
+
+test:
+	$(GO) vet ./...
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+	$(GO) test -race -count=1 ./...
+
+fuzz:
+	$(GO) test ./fingerprint -run '^$$' -fuzz FuzzFingerprint -fuzztime 30s
+	$(GO) test ./redact -run '^$$' -fuzz FuzzScrub -fuzztime 30s
+	$(GO) test ./stages -run '^$$' -fuzz FuzzParseAnswer -fuzztime 30s
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./fingerprint ./redact
+
+# Scores against ../shared (not in this repo): grouping accuracy and redaction.
+score-grouping: build
+	$(SHARED)/tools/grouping-accuracy --cmd '$(CURDIR)/$(BIN) replay --stage fingerprint --log {log}'
+
+score-redaction: build
+	$(SHARED)/tools/redaction-score --cmd '$(CURDIR)/$(BIN) redact' --corpus $(SHARED)/corpus/redaction-sample.jsonl
+
+clean:
+	rm -rf bin

@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/pflag"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailed  = 1 // some defect failed, or a hard error
+	exitUsage   = 2 // bad flags or config, or posting not enabled
+	usageHeader = `the-loop-diagnose — files one GitHub issue per new defect in the-loop's event log
+
+Usage:
+  the-loop-diagnose run     [--config FILE] [--log FILE] [--state FILE] [--harness H] [--repo O/N] [--dry-run]
+  the-loop-diagnose watch   [same flags] [--metrics-addr ADDR]
+  the-loop-diagnose replay  --stage read|filter|fingerprint|dedup|dossier|agent|compose --log FIXTURE
+  the-loop-diagnose status  [--json]
+  the-loop-diagnose redact  < strings.jsonl
+  the-loop-diagnose version
+`
+)
+
+// stdio bundles the process streams so tests can run the CLI in-process.
+type stdio struct {
+	in       io.Reader
+	out, err io.Writer
+}
+
+// Main runs one command line and returns the exit code. Signals become
+// contexts here and nowhere else: the first SIGINT/SIGTERM is a soft stop
+// (finish in-flight work, persist, exit 0), the second a hard stop.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	io := stdio{stdin, stdout, stderr}
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usageHeader)
+		return exitUsage
+	}
+	soft, hard, stop := signalContexts()
+	defer stop()
+	cmd, rest := args[0], args[1:]
+	var err error
+	switch cmd {
+	case "run":
+		err = cmdRun(hard, soft, rest, io, false)
+	case "watch":
+		err = cmdRun(hard, soft, rest, io, true)
+	case "replay":
+		err = cmdReplay(hard, rest, io)
+	case "status":
+		err = cmdStatus(rest, io)
+	case "redact":
+		err = cmdRedact(rest, io)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "the-loop-diagnose", version)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usageHeader)
+	default:
+		fmt.Fprintf(stderr, "the-loop-diagnose: unknown command %q\n\n%s", cmd, usageHeader)
+		return exitUsage
+	}
+	return exitCode(err, stderr)
+}
+
+// exitError carries an exit code and an already-printed or printable message.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return exitOK
+	}
+	if errors.Is(err, pflag.ErrHelp) {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.msg != "" {
+			fmt.Fprintln(stderr, "the-loop-diagnose:", ee.msg)
+		}
+		return ee.code
+	}
+	var ce *ConfigError
+	if errors.As(err, &ce) {
+		fmt.Fprintln(stderr, "the-loop-diagnose:", err)
+		return exitUsage
+	}
+	fmt.Fprintln(stderr, "the-loop-diagnose:", err)
+	return exitFailed
+}
+
+func usageErr(format string, a ...any) error {
+	return &exitError{code: exitUsage, msg: fmt.Sprintf(format, a...)}
+}
+
+// signalContexts: soft is done at the first signal, hard at the second.
+func signalContexts() (soft, hard context.Context, stop func()) {
+	soft, softCancel := context.WithCancel(context.Background())
+	hard, hardCancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-ch:
+				n++
+				if n == 1 {
+					softCancel()
+				} else {
+					hardCancel()
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return soft, hard, func() {
+		signal.Stop(ch)
+		close(done)
+		softCancel()
+		hardCancel()
+	}
+}
+
+// commonFlags are the flags every scanning command shares.
+type commonFlags struct {
+	config, log, state, harness, repo, now string
+	dryRun, verbose                        bool
+}
+
+func (c *commonFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&c.config, "config", "", "the-loop config file (YAML) holding eventLog and selfDiagnosis")
+	fs.StringVar(&c.log, "log", "", "event log to read (overrides eventLog.path)")
+	fs.StringVar(&c.state, "state", "", "state file (overrides selfDiagnosis.statePath)")
+	fs.StringVar(&c.harness, "harness", "", "agent harness: claude, cursor, command or builtin (overrides selfDiagnosis.harness)")
+	fs.StringVar(&c.repo, "repo", "", "target repository owner/name (overrides selfDiagnosis.repo)")
+	fs.StringVar(&c.now, "now", "", "pretend the time is this RFC 3339 instant (tests, replays)")
+	fs.BoolVarP(&c.verbose, "verbose", "v", false, "log debug detail on stderr")
+	_ = fs.MarkHidden("now")
+}
+
+// resolve loads the config and applies flag overrides.
+func (c *commonFlags) resolve() (Config, func() time.Time, error) {
+	cfg, err := LoadConfig(c.config)
+	if err != nil {
+		return cfg, nil, err
+	}
+	if c.log != "" {
+		cfg.EventLog = c.log
+	}
+	if c.state != "" {
+		cfg.StatePath = c.state
+	}
+	if c.harness != "" {
+		cfg.Harness = c.harness
+	}
+	if c.repo != "" {
+		cfg.Repo = c.repo
+	}
+	if err := cfg.validate(orFlags(c.config)); err != nil {
+		return cfg, nil, err
+	}
+	now := time.Now
+	if c.now != "" {
+		t, err := time.Parse(time.RFC3339Nano, c.now)
+		if err != nil {
+			return cfg, nil, usageErr("--now %q: want an RFC 3339 time", c.now)
+		}
+		offset := time.Since(t)
+		now = func() time.Time { return time.Now().Add(-offset) }
+	}
+	return cfg, now, nil
+}
+
+func orFlags(config string) string {
+	if config == "" {
+		return "(flags)"
+	}
+	return config
+}
+
+func newFlagSet(name string, io stdio) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SetOutput(io.err)
+	fs.SortFlags = false
+	return fs
+}
+
+func parseFlags(fs *pflag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return err
+		}
+		return usageErr("%s: %v", fs.Name(), err)
+	}
+	if fs.NArg() > 0 {
+		return usageErr("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+	}
+	return nil
+}
+
+func newLogger(w io.Writer, verbose bool) zerolog.Logger {
+	level := zerolog.InfoLevel
+	if verbose {
+		level = zerolog.DebugLevel
+	}
+	return zerolog.New(zerolog.ConsoleWriter{Out: w, NoColor: true, TimeFormat: time.RFC3339}).
+		Level(level).With().Timestamp().Logger()
+}
+
+func joinLines(lines []string) string { return strings.Join(lines, "\n  ") }

@@ -1,0 +1,268 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/the-loop/the-loop-diagnose/fingerprint"
+	"github.com/the-loop/the-loop-diagnose/redact"
+)
+
+// Config is the-loop's config file, the parts this tool reads: eventLog.path
+// and the selfDiagnosis section. Every key is optional.
+type Config struct {
+	EventLog        string
+	Enabled         bool
+	Repo            string
+	Label           string
+	Harness         string
+	Command         []string
+	Model           string
+	Timeout         time.Duration
+	Interval        time.Duration
+	MaxIssuesPerDay int
+	MaxRetries      int
+	StatePath       string
+	APIURL          string
+	Keywords        []string
+	Rules           []fingerprint.Rule
+	AgentParallel   int
+	Version         string // the deployment's version, when records carry none
+
+	// GitHub pacing: GitHub's defaults; tests set them to zero against the fake.
+	WriteSpacing  time.Duration
+	SecondaryWait time.Duration
+	MaxWait       time.Duration
+	HTTPRetries   int
+}
+
+// DefaultConfig is the-loop's defaults.
+func DefaultConfig() Config {
+	return Config{
+		EventLog:        ".the-loop/logs/events.jsonl",
+		Label:           "the-loop: self-diagnosed",
+		Harness:         "claude",
+		Timeout:         900 * time.Second,
+		Interval:        3600 * time.Second,
+		MaxIssuesPerDay: 3,
+		MaxRetries:      3,
+		StatePath:       ".the-loop/self-diagnosis.json",
+		AgentParallel:   1,
+		WriteSpacing:    time.Second,
+		SecondaryWait:   60 * time.Second,
+		MaxWait:         15 * time.Minute,
+		HTTPRetries:     4,
+	}
+}
+
+// ConfigError names the file and key of a bad value.
+type ConfigError struct {
+	File, Key string
+	Line      int
+	Err       error
+}
+
+func (e *ConfigError) Error() string {
+	where := e.File
+	if e.Line > 0 {
+		where = fmt.Sprintf("%s:%d", e.File, e.Line)
+	}
+	return fmt.Sprintf("config %s: %s: %v", where, e.Key, e.Err)
+}
+
+// LoadConfig reads path over the defaults. Keys are decoded one by one so an
+// error names the exact key (selfDiagnosis.maxIssuesPerDay, ...).
+func LoadConfig(path string) (Config, error) {
+	cfg := DefaultConfig()
+	if path == "" {
+		return cfg, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return cfg, fmt.Errorf("config %s: %w", path, err)
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(b, &root); err != nil {
+		return cfg, fmt.Errorf("config %s: not valid YAML: %w", path, err)
+	}
+	if len(root.Content) == 0 {
+		return cfg, nil
+	}
+	top, err := mapping(root.Content[0])
+	if err != nil {
+		return cfg, &ConfigError{path, "(top level)", root.Content[0].Line, err}
+	}
+	if ev, ok := top["eventLog"]; ok {
+		m, err := mapping(ev)
+		if err != nil {
+			return cfg, &ConfigError{path, "eventLog", ev.Line, err}
+		}
+		if p, ok := m["path"]; ok {
+			if err := decodeKey(path, "eventLog.path", p, &cfg.EventLog); err != nil {
+				return cfg, err
+			}
+		}
+	}
+	sd, ok := top["selfDiagnosis"]
+	if !ok {
+		return cfg, nil
+	}
+	m, err := mapping(sd)
+	if err != nil {
+		return cfg, &ConfigError{path, "selfDiagnosis", sd.Line, err}
+	}
+	seconds := func(key string, dst *time.Duration, n *yaml.Node) error {
+		var s float64
+		if err := decodeKey(path, key, n, &s); err != nil {
+			return err
+		}
+		if s < 0 {
+			return &ConfigError{path, key, n.Line, errors.New("must not be negative")}
+		}
+		*dst = time.Duration(s * float64(time.Second))
+		return nil
+	}
+	for key, n := range m {
+		full := "selfDiagnosis." + key
+		var err error
+		switch key {
+		case "enabled":
+			// Only a literal true enables posting: "yes", "true" in quotes, 1 do not.
+			cfg.Enabled = n.Kind == yaml.ScalarNode && n.Tag == "!!bool" && n.Value == "true"
+		case "repo":
+			err = decodeKey(path, full, n, &cfg.Repo)
+		case "label":
+			err = decodeKey(path, full, n, &cfg.Label)
+		case "harness":
+			err = decodeKey(path, full, n, &cfg.Harness)
+		case "command":
+			err = decodeKey(path, full, n, &cfg.Command)
+		case "model":
+			err = decodeKey(path, full, n, &cfg.Model)
+		case "timeoutSeconds":
+			err = seconds(full, &cfg.Timeout, n)
+		case "intervalSeconds":
+			err = seconds(full, &cfg.Interval, n)
+		case "maxIssuesPerDay":
+			err = decodeKey(path, full, n, &cfg.MaxIssuesPerDay)
+		case "maxRetries":
+			err = decodeKey(path, full, n, &cfg.MaxRetries)
+		case "statePath":
+			err = decodeKey(path, full, n, &cfg.StatePath)
+		case "apiURL":
+			err = decodeKey(path, full, n, &cfg.APIURL)
+		case "controlKeywords":
+			err = decodeKey(path, full, n, &cfg.Keywords)
+		case "fingerprintRules":
+			err = decodeKey(path, full, n, &cfg.Rules)
+		case "agentParallel":
+			err = decodeKey(path, full, n, &cfg.AgentParallel)
+		case "version":
+			err = decodeKey(path, full, n, &cfg.Version)
+		case "writeSpacingSeconds":
+			err = seconds(full, &cfg.WriteSpacing, n)
+		case "secondaryWaitSeconds":
+			err = seconds(full, &cfg.SecondaryWait, n)
+		case "maxWaitSeconds":
+			err = seconds(full, &cfg.MaxWait, n)
+		case "httpRetries":
+			err = decodeKey(path, full, n, &cfg.HTTPRetries)
+		default:
+			// the-loop's own newer keys must not stop this tool: ignore, but
+			// loudly enough that a typo is noticed.
+			fmt.Fprintf(os.Stderr, "the-loop-diagnose: config %s:%d: ignoring unknown key %s\n", path, n.Line, full)
+		}
+		if err != nil {
+			return cfg, err
+		}
+	}
+	return cfg, cfg.validate(path)
+}
+
+func (c *Config) validate(file string) error {
+	bad := func(key, msg string) error {
+		return &ConfigError{File: file, Key: key, Err: errors.New(msg)}
+	}
+	switch c.Harness {
+	case "claude", "cursor", "builtin":
+	case "command":
+		if len(c.Command) == 0 {
+			return bad("selfDiagnosis.command", "harness command needs an argv list, e.g. [my-agent, --prompt-file, \"{promptFile}\"]")
+		}
+	default:
+		return bad("selfDiagnosis.harness", fmt.Sprintf("%q is not one of claude, cursor, command, builtin", c.Harness))
+	}
+	if c.Repo != "" {
+		if parts := strings.Split(c.Repo, "/"); len(parts) != 2 || parts[0] == "" || parts[1] == "" {
+			return bad("selfDiagnosis.repo", fmt.Sprintf("%q is not owner/name", c.Repo))
+		}
+	}
+	if c.MaxIssuesPerDay < 0 {
+		return bad("selfDiagnosis.maxIssuesPerDay", "must not be negative")
+	}
+	if c.MaxRetries < 1 {
+		return bad("selfDiagnosis.maxRetries", "must be at least 1")
+	}
+	if c.Timeout <= 0 {
+		return bad("selfDiagnosis.timeoutSeconds", "must be positive")
+	}
+	if c.Interval <= 0 {
+		return bad("selfDiagnosis.intervalSeconds", "must be positive")
+	}
+	if c.AgentParallel < 1 {
+		return bad("selfDiagnosis.agentParallel", "must be at least 1")
+	}
+	if strings.TrimSpace(c.Label) == "" {
+		return bad("selfDiagnosis.label", "must not be empty")
+	}
+	// The label must never arm the-loop: it may not hold a control keyword.
+	if redact.Defang(c.Label, c.Keywords) != c.Label {
+		return bad("selfDiagnosis.label", fmt.Sprintf("%q holds a the-loop control keyword", c.Label))
+	}
+	if _, err := fingerprint.New(c.Rules); err != nil {
+		return &ConfigError{File: file, Key: "selfDiagnosis.fingerprintRules", Err: err}
+	}
+	return nil
+}
+
+func mapping(n *yaml.Node) (map[string]*yaml.Node, error) {
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	if n.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("want a mapping, got %s", kindName(n))
+	}
+	m := map[string]*yaml.Node{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		m[n.Content[i].Value] = n.Content[i+1]
+	}
+	return m, nil
+}
+
+func decodeKey(file, key string, n *yaml.Node, dst any) error {
+	if err := n.Decode(dst); err != nil {
+		msg := err.Error()
+		if i := strings.LastIndex(msg, ": "); i >= 0 {
+			msg = msg[i+2:]
+		}
+		return &ConfigError{File: file, Key: key, Line: n.Line, Err: fmt.Errorf("%s (got %s)", msg, kindName(n))}
+	}
+	return nil
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		return fmt.Sprintf("%q", n.Value)
+	}
+	return "nothing"
+}

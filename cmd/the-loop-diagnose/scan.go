@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/the-loop/the-loop-diagnose/fingerprint"
+	"github.com/the-loop/the-loop-diagnose/pipeline"
+	"github.com/the-loop/the-loop-diagnose/redact"
+	"github.com/the-loop/the-loop-diagnose/stages"
+	"github.com/the-loop/the-loop-diagnose/store"
+)
+
+// scanner runs scans: one for `run`, one per wake-up for `watch`.
+type scanner struct {
+	cfg    Config
+	now    func() time.Time
+	io     stdio
+	log    zerolog.Logger
+	dryRun bool
+
+	fp    *fingerprint.Fingerprinter
+	red   *redact.Redactor
+	agent pipeline.Stage[pipeline.Dossier, pipeline.Finding]
+	sink  func(*store.Store) (pipeline.Stage[pipeline.Report, pipeline.Outcome], error)
+}
+
+func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, dryRun bool) (*scanner, error) {
+	fp, err := fingerprint.New(cfg.Rules)
+	if err != nil {
+		return nil, &ConfigError{File: "config", Key: "selfDiagnosis.fingerprintRules", Err: err}
+	}
+	agent, err := stages.NewAgent(stages.AgentConfig{
+		Harness: cfg.Harness, Command: cfg.Command, Model: cfg.Model,
+		Timeout: cfg.Timeout, Parallel: cfg.AgentParallel, Log: log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s := &scanner{cfg: cfg, now: now, io: io, log: log, dryRun: dryRun, fp: fp,
+		red: redact.FromEnvironment(), agent: agent}
+	if dryRun {
+		s.sink = func(*store.Store) (pipeline.Stage[pipeline.Report, pipeline.Outcome], error) {
+			return stages.NewPrint(io.out), nil
+		}
+	} else {
+		s.sink = s.newPost
+	}
+	return s, nil
+}
+
+// errSkipped means the scan did not run because another holds the lock.
+var errSkipped = errors.New("skipped")
+
+// scan runs one pass over what is new in the event log. hard cancels
+// everything; soft stops the reader at a line boundary and lets the rest drain.
+func (s *scanner) scan(hard, soft context.Context, st *store.Store) (*stages.Summary, error) {
+	f, err := os.Open(s.cfg.EventLog)
+	if err != nil {
+		return nil, fmt.Errorf("event log %s: %w (set eventLog.path or --log)", s.cfg.EventLog, err)
+	}
+	defer f.Close()
+	var prev *store.Cursor
+	st.View(func(state *store.State) { prev = state.Cursor })
+	pos, err := store.Resume(f, s.cfg.EventLog, prev)
+	if err != nil {
+		return nil, err
+	}
+	if pos.Warning != "" {
+		s.log.Warn().Str("log", s.cfg.EventLog).Msg(pos.Warning)
+	}
+	if _, err := f.Seek(pos.Offset, 0); err != nil {
+		return nil, fmt.Errorf("event log %s: %w", s.cfg.EventLog, err)
+	}
+	sink, err := s.sink(st)
+	if err != nil {
+		return nil, err
+	}
+	var stats stages.ReadStats
+	sum := &stages.Summary{}
+	r := pipeline.New(hard)
+	records := pipeline.From(r, stages.NewRead(stages.ReadConfig{
+		Source: f, Name: s.cfg.EventLog, Start: pos.Offset, StartLine: pos.Line,
+		Prefilter: true, Stop: soft.Done(),
+	}, &stats))
+	candidates := pipeline.Then(r, records, stages.NewFilter())
+	occurrences := pipeline.Then(r, candidates, stages.NewFingerprint(s.fp))
+	groups := pipeline.Then(r, occurrences, stages.NewDedup(stages.DedupConfig{
+		Store: st, Now: s.now, MaxIssuesPerDay: s.cfg.MaxIssuesPerDay, MaxRetries: s.cfg.MaxRetries,
+	}))
+	dossiers := pipeline.Then(r, groups, stages.NewDossier(stages.DossierConfig{Scrubber: s.red, ToolVersion: version}))
+	findings := pipeline.Then(r, dossiers, s.agent)
+	reports := pipeline.Then(r, findings, stages.NewCompose(stages.ComposeConfig{
+		Scrubber: s.red, Keywords: s.cfg.Keywords, Repo: s.cfg.Repo, Label: s.cfg.Label,
+	}))
+	outcomes := pipeline.Then(r, reports, sink)
+	pipeline.Into(r, outcomes, stages.NewPersist(stages.PersistConfig{
+		Store: st, Now: s.now, MaxRetries: s.cfg.MaxRetries, Summary: sum,
+	}))
+	runErr := r.Wait()
+	s.log.Debug().Int64("lines", stats.Lines.Load()).Int64("corrupt", stats.Corrupt.Load()).
+		Int64("from", pos.Offset).Int64("to", stats.End.Load()).Msg("read")
+	if n := stats.Corrupt.Load(); n > 0 {
+		ev := s.log.Warn().Int64("corrupt_lines", n).Str("log", s.cfg.EventLog)
+		for _, ex := range stats.Examples {
+			if ex != "" {
+				ev = ev.Str("example", ex)
+				break
+			}
+		}
+		ev.Msg("skipped corrupt lines")
+	}
+	if runErr != nil {
+		// Outcomes already persisted stay; the cursor does not move, so the
+		// records of unfinished groups are read again next scan.
+		return sum, runErr
+	}
+	cursor := pos.Cursor
+	cursor.Offset, cursor.Line = stats.End.Load(), stats.EndLine.Load()
+	// A fresh, bounded context: the pipeline's is finished.
+	if err := stages.FinishScan(st, &cursor, s.eventLogForEvents(), sum, s.now()); err != nil {
+		return sum, err
+	}
+	sum.Lines, sum.Corrupt = stats.Lines.Load(), stats.Corrupt.Load()
+	return sum, nil
+}
+
+// eventLogForEvents is where diagnosis.* events go: the log itself, as the-loop
+// does, except in a dry run, which writes nothing.
+func (s *scanner) eventLogForEvents() string {
+	if s.dryRun {
+		return ""
+	}
+	return s.cfg.EventLog
+}
+
+func (s *scanner) newPost(st *store.Store) (pipeline.Stage[pipeline.Report, pipeline.Outcome], error) {
+	apiURL := os.Getenv("GITHUB_API_URL")
+	if apiURL == "" {
+		apiURL = s.cfg.APIURL
+	}
+	if apiURL == "" {
+		apiURL = "https://api.github.com/"
+	}
+	client, err := stages.NewGitHubClient(apiURL, os.Getenv)
+	if err != nil {
+		return nil, &exitError{code: exitFailed, msg: err.Error()}
+	}
+	return stages.NewPost(stages.PostConfig{
+		Client: client, Repo: s.cfg.Repo, Label: s.cfg.Label, Store: st, Now: s.now,
+		WriteSpacing: s.cfg.WriteSpacing, SecondaryWait: s.cfg.SecondaryWait, MaxWait: s.cfg.MaxWait,
+		Retries: s.cfg.HTTPRetries, Version: version, Log: s.log,
+	}), nil
+}

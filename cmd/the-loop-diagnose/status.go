@@ -1,0 +1,84 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/the-loop/the-loop-diagnose/stages"
+	"github.com/the-loop/the-loop-diagnose/store"
+)
+
+// cmdStatus prints what the state says: reported issues, the backlog,
+// settled and abandoned defects, retry counts and the daily window's use.
+func cmdStatus(args []string, io stdio) error {
+	fs := newFlagSet("status", io)
+	var c commonFlags
+	c.register(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	cfg, now, err := c.resolve()
+	if err != nil {
+		return err
+	}
+	st, err := store.Load(cfg.StatePath)
+	if err != nil {
+		return err
+	}
+	t := now()
+	used := st.PostedSince(t.Add(-stages.Window))
+	report := map[string]any{
+		"state":     cfg.StatePath,
+		"reported":  st.Reported,
+		"deferred":  st.Deferred,
+		"dismissed": st.Dismissed,
+		"abandoned": st.Abandoned,
+		"attempts":  st.Attempts,
+		"window":    map[string]any{"issues_used": used, "issues_max": cfg.MaxIssuesPerDay, "hours": stages.Window.Hours()},
+		"cursor":    st.Cursor,
+	}
+	if *asJSON {
+		enc := json.NewEncoder(io.out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(report)
+	}
+	w := io.out
+	fmt.Fprintf(w, "state %s\n", cfg.StatePath)
+	fmt.Fprintf(w, "issues filed in the last 24 h: %d of %d\n", used, cfg.MaxIssuesPerDay)
+	fmt.Fprintf(w, "\nreported (%d):\n", len(st.Reported))
+	for _, fp := range store.Fingerprints(st.Reported) {
+		r := st.Reported[fp]
+		fmt.Fprintf(w, "  %s  %s  %s\n", fp, orDash(r.URL), r.Title)
+	}
+	fmt.Fprintf(w, "\ndeferred (%d):\n", len(st.Deferred))
+	for _, fp := range store.Fingerprints(st.Deferred) {
+		d := st.Deferred[fp]
+		diagnosed := "not yet diagnosed"
+		if len(d.Finding) > 0 {
+			diagnosed = "diagnosed"
+		}
+		fmt.Fprintf(w, "  %s  %s ×%d since %s, %s, attempts %d\n", fp, d.Event, d.Count, d.Since.Format(time.RFC3339), diagnosed, st.Attempts[fp])
+	}
+	fmt.Fprintf(w, "\ndismissed by a maintainer (%d):\n", len(st.Dismissed))
+	for _, fp := range store.Fingerprints(st.Dismissed) {
+		d := st.Dismissed[fp]
+		fmt.Fprintf(w, "  %s  %s  %s\n", fp, d.Reason, orDash(d.URL))
+	}
+	fmt.Fprintf(w, "\nabandoned (%d):\n", len(st.Abandoned))
+	for _, fp := range store.Fingerprints(st.Abandoned) {
+		fmt.Fprintf(w, "  %s  %s\n", fp, st.Abandoned[fp].Reason)
+	}
+	if st.Cursor != nil {
+		fmt.Fprintf(w, "\nread cursor: %s at byte %d (line %d)\n", st.Cursor.Path, st.Cursor.Offset, st.Cursor.Line)
+	}
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,223 @@
+// Package test holds end-to-end tests: they build the real binary once and
+// run it against a generated event log, the fake GitHub server and the fake
+// agent, asserting what a user sees.
+package test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	fakegh "github.com/the-loop/the-loop-diagnose/fakes/github"
+)
+
+var (
+	binary    string // the-loop-diagnose under test
+	fakeAgent string // fakes/agent
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "the-loop-diagnose-e2e-")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "the-loop-diagnose")
+	fakeAgent = filepath.Join(dir, "fake-agent")
+	for target, pkg := range map[string]string{binary: "./cmd/the-loop-diagnose", fakeAgent: "./fakes/agent"} {
+		cmd := exec.Command("go", "build", "-o", target, pkg)
+		cmd.Dir = ".."
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, out)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// deployment is one the-loop installation: a work dir with its event log,
+// config and state, pointed at a fake GitHub.
+type deployment struct {
+	t      *testing.T
+	dir    string
+	log    string
+	state  string
+	config string
+	gh     *fakegh.Server
+	env    []string
+}
+
+type deployOpts struct {
+	harness   string   // default: command with the fake agent
+	agentMode string   // FAKE_AGENT_MODE, default valid
+	maxPerDay int      // default 3
+	extra     string   // more selfDiagnosis YAML lines
+	env       []string // more environment
+}
+
+func newDeployment(t *testing.T, gh *fakegh.Server, o deployOpts) *deployment {
+	t.Helper()
+	dir := t.TempDir()
+	d := &deployment{t: t, dir: dir, gh: gh,
+		log:   filepath.Join(dir, "logs", "events.jsonl"),
+		state: filepath.Join(dir, "self-diagnosis.json"), config: filepath.Join(dir, "the-loop.yaml")}
+	os.MkdirAll(filepath.Dir(d.log), 0o755)
+	if o.maxPerDay == 0 {
+		o.maxPerDay = 3
+	}
+	if o.agentMode == "" {
+		o.agentMode = "raw"
+	}
+	harness := "harness: command\n  command: [" + quote(fakeAgent) + ", --prompt-file, \"{promptFile}\"]"
+	if o.harness != "" {
+		harness = "harness: " + o.harness
+	}
+	apiURL := ""
+	if gh != nil {
+		apiURL = gh.URL() + "/api/v3/"
+	}
+	cfg := fmt.Sprintf(`eventLog:
+  path: %s
+selfDiagnosis:
+  enabled: true
+  repo: acme/widgets
+  %s
+  timeoutSeconds: 20
+  maxIssuesPerDay: %d
+  maxRetries: 3
+  statePath: %s
+  apiURL: %q
+  writeSpacingSeconds: 0
+  secondaryWaitSeconds: 0
+  httpRetries: 2
+%s`, quote(d.log), harness, o.maxPerDay, quote(d.state), apiURL, o.extra)
+	if err := os.WriteFile(d.config, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d.env = append([]string{"GH_TOKEN=test-token", "FAKE_AGENT_MODE=" + o.agentMode, "HOME=" + dir}, o.env...)
+	return d
+}
+
+func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// result is one finished run of the binary.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func (d *deployment) run(args ...string) result {
+	d.t.Helper()
+	cmd := d.command(args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		d.t.Fatalf("run %v: %v", args, err)
+	}
+	return result{code, out.String(), errb.String()}
+}
+
+func (d *deployment) command(args ...string) *exec.Cmd {
+	full := append([]string{}, args...)
+	if len(args) > 0 && args[0] != "redact" {
+		full = append(full, "--config", d.config)
+	}
+	cmd := exec.Command(binary, full...)
+	cmd.Dir = d.dir
+	cmd.Env = append(cleanEnv(), d.env...)
+	return cmd
+}
+
+// cleanEnv drops anything that could point the binary at a real GitHub.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name := kv[:strings.IndexByte(kv, '=')]
+		switch name {
+		case "GH_TOKEN", "GITHUB_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN", "GITHUB_API_URL", "GH_HOST":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+// appendLog appends event records to the deployment's log.
+func (d *deployment) appendLog(lines ...string) {
+	d.t.Helper()
+	f, err := os.OpenFile(d.log, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	defer f.Close()
+	for _, l := range lines {
+		fmt.Fprintln(f, l)
+	}
+}
+
+// failure renders one the-loop failure record.
+func failure(ts time.Time, event, errText string, extra ...string) string {
+	rec := map[string]any{"ts": ts.UTC().Format("2006-01-02T15:04:05.000Z"), "event": event, "level": "error",
+		"source": "webhook", "harness": "claude", "work_item": "acme/private#1", "cwd": "/home/alice/w", "error": errText}
+	for i := 0; i+1 < len(extra); i += 2 {
+		rec[extra[i]] = extra[i+1]
+	}
+	b, _ := json.Marshal(rec)
+	return string(b)
+}
+
+func info(ts time.Time, event string) string {
+	return fmt.Sprintf(`{"ts":%q,"event":%q,"level":"info","source":"webhook"}`, ts.UTC().Format(time.RFC3339Nano), event)
+}
+
+func (d *deployment) readState() map[string]json.RawMessage {
+	d.t.Helper()
+	b, err := os.ReadFile(d.state)
+	if err != nil {
+		d.t.Fatalf("state file: %v", err)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		d.t.Fatalf("state file is not valid JSON: %v\n%s", err, b)
+	}
+	return m
+}
+
+func (d *deployment) stateMap(key string) map[string]json.RawMessage {
+	var m map[string]json.RawMessage
+	json.Unmarshal(d.readState()[key], &m)
+	return m
+}
+
+func (d *deployment) events(prefix string) []map[string]any {
+	b, _ := os.ReadFile(d.log)
+	var out []map[string]any
+	for _, line := range strings.Split(string(b), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil {
+			if ev, _ := m["event"].(string); strings.HasPrefix(ev, prefix) {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+func newGitHub(t *testing.T) *fakegh.Server {
+	gh := fakegh.New(fakegh.Options{})
+	t.Cleanup(gh.Close)
+	return gh
+}
+
+var t0 = time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)

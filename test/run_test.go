@@ -1,0 +1,272 @@
+package test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gofrs/flock"
+)
+
+func TestNewDefectFilesExactlyOneIssueAndARerunFilesNothing(t *testing.T) {
+	gh := newGitHub(t)
+	d := newDeployment(t, gh, deployOpts{})
+	d.appendLog(info(t0, "dispatch.started"),
+		failure(t0.Add(time.Second), "dispatch.failed", "claude exited 1: open /tmp/the-loop-8f3a1c/dossier.md: no such file or directory"),
+		info(t0.Add(2*time.Second), "dispatch.succeeded"))
+	res := d.run("run")
+	if res.code != 0 {
+		t.Fatalf("run exit %d\n%s", res.code, res.stderr)
+	}
+	issues := gh.Issues()
+	if len(issues) != 1 {
+		t.Fatalf("filed %d issues, want 1", len(issues))
+	}
+	is := issues[0]
+	if !strings.HasPrefix(is.Title, "[self-diagnosed] ") || !strings.Contains(is.Body, "<!-- the-loop-diagnose fingerprint:") ||
+		!strings.HasSuffix(strings.TrimSpace(is.Body), "<!-- the-loop:agent-comment -->") {
+		t.Fatalf("issue lacks the title prefix or markers:\n%s\n%s", is.Title, is.Body)
+	}
+	if strings.Contains(is.Body, "acme/private") || strings.Contains(is.Body, "alice") {
+		t.Fatalf("issue leaks a private field:\n%s", is.Body)
+	}
+	if len(is.Labels) != 1 || is.Labels[0] != "the-loop: self-diagnosed" {
+		t.Errorf("labels = %v", is.Labels)
+	}
+	if len(d.stateMap("reported")) != 1 {
+		t.Fatalf("state reported = %v", d.stateMap("reported"))
+	}
+	if ev := d.events("diagnosis.posted"); len(ev) != 1 {
+		t.Fatalf("diagnosis.posted events = %v", ev)
+	}
+
+	// A rerun: nothing new (the diagnosis.* events it appended are ignored).
+	if res := d.run("run"); res.code != 0 {
+		t.Fatalf("rerun exit %d\n%s", res.code, res.stderr)
+	}
+	// The same defect again, later, from a different run: still one issue.
+	d.appendLog(failure(t0.Add(time.Hour), "dispatch.failed", "claude exited 1: open /tmp/the-loop-77aa02/dossier.md: no such file or directory"))
+	if res := d.run("run"); res.code != 0 {
+		t.Fatalf("third run exit %d\n%s", res.code, res.stderr)
+	}
+	if n := gh.CountCreates(); n != 1 {
+		t.Fatalf("created %d issues over three runs, want 1", n)
+	}
+}
+
+func TestRetriesWithVolatileTokensAreOneIssue(t *testing.T) {
+	gh := newGitHub(t)
+	d := newDeployment(t, gh, deployOpts{})
+	for i := 0; i < 5; i++ {
+		d.appendLog(failure(t0.Add(time.Duration(i)*time.Minute), "worker.crashed",
+			fmt.Sprintf("worker pid %d crashed at 2026-11-28T09:%02d:13Z reading /home/user%d/.cache/the-loop/run-%x.json after 1.%ds",
+				4000+i*17, i, i, 0xabc0+i, i), "attempts", fmt.Sprint(i)))
+	}
+	if res := d.run("run"); res.code != 0 {
+		t.Fatalf("exit %d\n%s", res.code, res.stderr)
+	}
+	if n := gh.CountCreates(); n != 1 {
+		t.Fatalf("created %d issues for one defect seen 5 times, want 1", n)
+	}
+	if body := gh.Issues()[0].Body; !strings.Contains(body, "Occurrences: 5") {
+		t.Fatalf("issue does not count the occurrences:\n%s", body)
+	}
+}
+
+func TestDailyCapDefersTheFourthDefectUntilTheWindowMoves(t *testing.T) {
+	gh := newGitHub(t)
+	d := newDeployment(t, gh, deployOpts{maxPerDay: 3})
+	for i, op := range []string{"push", "fetch", "clone", "rebase"} {
+		d.appendLog(failure(t0.Add(time.Duration(i)*time.Second), "git.failed", "git "+op+" failed: exit status 128"))
+	}
+	now := t0.Add(time.Hour)
+	res := d.run("run", "--now", now.Format(time.RFC3339))
+	if res.code != 0 || gh.CountCreates() != 3 {
+		t.Fatalf("first run: exit %d, %d issues, want 3\n%s", res.code, gh.CountCreates(), res.stderr)
+	}
+	if len(d.stateMap("deferred")) != 1 {
+		t.Fatalf("the 4th defect was not deferred: %v", d.stateMap("deferred"))
+	}
+	if ev := d.events("diagnosis.deferred"); len(ev) != 1 {
+		t.Fatalf("want one diagnosis.deferred summary, got %v", ev)
+	}
+	// Still inside the window: nothing more.
+	d.run("run", "--now", now.Add(12*time.Hour).Format(time.RFC3339))
+	if gh.CountCreates() != 3 {
+		t.Fatalf("filed past the cap inside the window: %d", gh.CountCreates())
+	}
+	// The window moved: the deferred defect is filed, though its lines lie
+	// behind the read cursor.
+	res = d.run("run", "--now", now.Add(25*time.Hour).Format(time.RFC3339))
+	if res.code != 0 || gh.CountCreates() != 4 {
+		t.Fatalf("after the window moved: exit %d, %d issues, want 4\n%s", res.code, gh.CountCreates(), res.stderr)
+	}
+	if len(d.stateMap("deferred")) != 0 {
+		t.Fatalf("backlog not emptied: %v", d.stateMap("deferred"))
+	}
+	last := gh.Issues()[3].Body
+	if !strings.Contains(last, "rebase") {
+		t.Fatalf("the deferred issue lost its dossier:\n%s", last)
+	}
+}
+
+func TestGarbageAgentIsRetriedThenAbandonedAndNothingPosted(t *testing.T) {
+	gh := newGitHub(t)
+	d := newDeployment(t, gh, deployOpts{agentMode: "garbage"})
+	d.appendLog(failure(t0, "dispatch.failed", "boom"))
+	for i := 1; i <= 3; i++ {
+		res := d.run("run")
+		if res.code == 0 {
+			t.Fatalf("run %d: exit 0 although the agent failed\n%s", i, res.stderr)
+		}
+		if !strings.Contains(res.stderr, "retried") && i < 3 {
+			t.Errorf("run %d stderr lacks a summary: %s", i, res.stderr)
+		}
+	}
+	if gh.CountCreates() != 0 {
+		t.Fatalf("posted %d issues from a garbage answer", gh.CountCreates())
+	}
+	if len(d.stateMap("abandoned")) != 1 {
+		t.Fatalf("not abandoned after 3 failures: %s", d.readState()["abandoned"])
+	}
+	// Abandoned: the next run does nothing and succeeds.
+	if res := d.run("run"); res.code != 0 {
+		t.Fatalf("run after abandonment: exit %d\n%s", res.code, res.stderr)
+	}
+	if ev := d.events("diagnosis.failed"); len(ev) != 3 || ev[0]["level"] != "warning" {
+		t.Fatalf("diagnosis.failed events = %v", ev)
+	}
+}
+
+func TestHeldLockSkipsTheScan(t *testing.T) {
+	gh := newGitHub(t)
+	d := newDeployment(t, gh, deployOpts{})
+	d.appendLog(failure(t0, "dispatch.failed", "boom"))
+	lock := flock.New(d.state + ".lock")
+	if ok, err := lock.TryLock(); !ok || err != nil {
+		t.Fatal("cannot take the lock", err)
+	}
+	defer lock.Unlock()
+	res := d.run("run")
+	if res.code != 0 || !strings.Contains(res.stderr, "skipping") {
+		t.Fatalf("exit %d, stderr %q: want 0 and a skip message", res.code, res.stderr)
+	}
+	if gh.CountCreates() != 0 {
+		t.Fatal("a skipped scan posted")
+	}
+}
+
+func TestCorruptLinesAreCountedAndSkipped(t *testing.T) {
+	gh := newGitHub(t)
+	d := newDeployment(t, gh, deployOpts{})
+	d.appendLog(`{"event":"broken",`, "not json at all", "", `[1,2]`, "{\"event\":\"x\",\"level\":\"error\",\"error\":\"\xff\"}",
+		failure(t0, "dispatch.failed", "boom"))
+	res := d.run("run")
+	if res.code != 0 {
+		t.Fatalf("exit %d\n%s", res.code, res.stderr)
+	}
+	if !strings.Contains(res.stderr, "5 corrupt") {
+		t.Fatalf("stderr does not count 5 corrupt lines:\n%s", res.stderr)
+	}
+	if gh.CountCreates() != 1 {
+		t.Fatalf("created %d issues, want 1 (the good line)", gh.CountCreates())
+	}
+}
+
+func TestDryRunLeavesStateByteIdenticalAndPostsNothing(t *testing.T) {
+	gh := newGitHub(t)
+	d := newDeployment(t, gh, deployOpts{})
+	d.appendLog(failure(t0, "dispatch.failed", "first defect"))
+	d.run("run")
+	d.appendLog(failure(t0.Add(time.Minute), "queue.failed", "second defect: queue full"))
+	before, _ := os.ReadFile(d.state)
+	logBefore, _ := os.ReadFile(d.log)
+	res := d.run("run", "--dry-run")
+	if res.code != 0 {
+		t.Fatalf("dry run exit %d\n%s", res.code, res.stderr)
+	}
+	if !strings.Contains(res.stdout, "would file an issue in acme/widgets") || !strings.Contains(res.stdout, "queue full") {
+		t.Fatalf("dry run did not print the would-be issue:\n%s", res.stdout)
+	}
+	if strings.Contains(res.stdout, "first defect") {
+		t.Fatal("dry run re-reported an already filed defect")
+	}
+	after, _ := os.ReadFile(d.state)
+	logAfter, _ := os.ReadFile(d.log)
+	if !bytes.Equal(before, after) || !bytes.Equal(logBefore, logAfter) {
+		t.Fatal("dry run changed the state file or the event log")
+	}
+	if gh.CountCreates() != 1 {
+		t.Fatal("dry run posted")
+	}
+}
+
+func TestDisabledRefusesToPost(t *testing.T) {
+	d := newDeployment(t, nil, deployOpts{})
+	cfg, _ := os.ReadFile(d.config)
+	os.WriteFile(d.config, bytes.Replace(cfg, []byte("enabled: true"), []byte(`enabled: "true"`), 1), 0o644)
+	d.appendLog(failure(t0, "dispatch.failed", "boom"))
+	res := d.run("run")
+	if res.code != 2 || !strings.Contains(res.stderr, "selfDiagnosis.enabled") || !strings.Contains(res.stderr, "--dry-run") {
+		t.Fatalf("exit %d, stderr %q", res.code, res.stderr)
+	}
+	if res := d.run("run", "--dry-run"); res.code != 0 || !strings.Contains(res.stdout, "would file") {
+		t.Fatalf("dry run while disabled: exit %d\n%s", res.code, res.stderr)
+	}
+}
+
+func TestMalformedConfigNamesTheKeyAndRunsNothing(t *testing.T) {
+	gh := newGitHub(t)
+	d := newDeployment(t, gh, deployOpts{})
+	cfg, _ := os.ReadFile(d.config)
+	os.WriteFile(d.config, bytes.Replace(cfg, []byte("maxIssuesPerDay: 3"), []byte("maxIssuesPerDay: lots"), 1), 0o644)
+	d.appendLog(failure(t0, "dispatch.failed", "boom"))
+	res := d.run("run")
+	if res.code != 2 || !strings.Contains(res.stderr, "selfDiagnosis.maxIssuesPerDay") {
+		t.Fatalf("exit %d, stderr %q", res.code, res.stderr)
+	}
+	if _, err := os.Stat(d.state); err == nil || gh.CountCreates() != 0 {
+		t.Fatal("a bad config still ran")
+	}
+}
+
+func TestSigtermDuringWatchLeavesAValidStateFile(t *testing.T) {
+	gh := newGitHub(t)
+	d := newDeployment(t, gh, deployOpts{})
+	d.appendLog(failure(t0, "dispatch.failed", "boom"))
+	cmd := d.command("watch")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for gh.CountCreates() == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	// New work arrives; stop while the watcher may be scanning it.
+	d.appendLog(failure(t0.Add(time.Minute), "queue.failed", "second defect"))
+	time.Sleep(100 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("watch exited with %v after SIGTERM\n%s", err, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("watch did not exit after SIGTERM\n%s", stderr.String())
+	}
+	d.readState() // fails the test when not valid JSON
+	if gh.CountCreates() < 1 {
+		t.Fatal("watch filed nothing")
+	}
+	_ = exec.ErrNotFound
+}

@@ -100,7 +100,7 @@ var bugSpecs = []spec{
 	{"cursor-unhandled-rejection", "agent.failed", "error", "queue", "issues", "cursor", "queue", 1,
 		"cursor exited 1: node:internal/process/promises:{line}\n    triggerUncaughtException(err, true /* fromPromise */);\n    ^\n\n[UnhandledPromiseRejection: This error originated either by throwing inside of an async function without a catch block, or by rejecting a promise which was not handled with .catch(). The promise rejected with the reason \"socket hang up ({ip}:{port})\".] {\n  code: 'ERR_UNHANDLED_REJECTION'\n}\n\nNode.js v22.11.0"},
 	{"rebase-conflict-unhandled", "git.rebase.failed", "error", "webhook", "pull_request", "claude", "queue", 1,
-		"git rebase origin/main: exit status 1: Auto-merging src/{reponame}/handler.go\nCONFLICT (content): Merge conflict in src/{reponame}/handler.go\nerror: could not apply {ssha}... the-loop: address review on #{issue}\nhint: Resolve all conflicts manually, mark them as resolved with\nhint: \"git add/rm <conflicted_files>\", then run \"git rebase --continue\"."},
+		"git rebase origin/main: exit status 1: Auto-merging internal/webhook/handler.go\nCONFLICT (content): Merge conflict in internal/webhook/handler.go\nerror: could not apply {ssha}... the-loop: address review on #{issue}\nhint: Resolve all conflicts manually, mark them as resolved with\nhint: \"git add/rm <conflicted_files>\", then run \"git rebase --continue\"."},
 	{"state-lock-held", "state.lock.failed", "error", "cli", "", "", "direct", 0,
 		"flock {home}/.local/state/the-loop/the-loop.lock: resource temporarily unavailable (held by pid {pid} since {ts})"},
 	{"prompt-invalid-utf8", "agent.failed", "error", "queue", "issue_comment", "claude", "queue", 1,
@@ -112,7 +112,7 @@ var bugSpecs = []spec{
 	{"windows-rename-eperm", "dispatch.failed", "error", "webhook", "issues", "claude", "direct", 1,
 		"claude exited 1: Error: EPERM: operation not permitted, rename 'C:\\Users\\{user}\\AppData\\Local\\Temp\\the-loop-{hex6}\\out.json.tmp' -> 'C:\\Users\\{user}\\AppData\\Local\\Temp\\the-loop-{hex6}\\out.json'"},
 	{"pr-already-exists", "pr.create.failed", "error", "webhook", "issues", "claude", "queue", 0,
-		"POST https://api.github.com/repos/{repo}/pulls: 422 Validation Failed [{Resource:PullRequest Field: Code:custom Message:A pull request already exists for {owner}:{branch}.}] (X-GitHub-Request-Id: {req})"},
+		"POST https://api.github.com/repos/{repo}/pulls: 422 Validation Failed [{Resource:PullRequest Field: Code:custom Message:A pull request already exists for the-loop-bot:{branch}.}] (X-GitHub-Request-Id: {req})"},
 	{"sqlite-busy-state", "state.save.failed", "error", "queue", "", "", "queue", 0,
 		"save {home}/.local/state/the-loop/state.db: database is locked (5) (SQLITE_BUSY) after {dur}"},
 	{"main-deadlock", "worker.crashed", "error", "cli", "", "", "direct", 2,
@@ -133,9 +133,9 @@ var bugSpecs = []spec{
 	{"codex-sandbox-denied", "agent.failed", "error", "queue", "pull_request", "codex", "queue", 1,
 		"codex exited 1: sandbox error: command was killed by a signal: landlock denied write to {home}/work/{reponame}/.git/index.lock"},
 	{"pr-body-yaml-frontmatter", "pr.create.failed", "error", "webhook", "issues", "cursor", "queue", 0,
-		"render PR body for {repo}#{issue}: yaml: line {n}: mapping values are not allowed in this context"},
+		"render PR body for #{issue}: yaml: line {n}: mapping values are not allowed in this context"},
 	{"gh-cli-json-field", "github.cli.failed", "error", "poll", "pull_request", "", "queue", 1,
-		"gh pr view {issue} --repo {repo} --json reviewDecision,statusCheckRollup: exit status 1: Unknown JSON field: \"statusCheckRollup\"\nAvailable fields:\n  additions\n  assignees\n  author\n  reviewDecision"},
+		"gh pr view {issue} --json reviewDecision,statusCheckRollup: exit status 1: Unknown JSON field: \"statusCheckRollup\"\nAvailable fields:\n  additions\n  assignees\n  author\n  reviewDecision"},
 }
 
 var transientSpecs = []spec{
@@ -165,7 +165,7 @@ var environmentSpecs = []spec{
 	{"dns-lookup-github", "github.api.failed", "error", "webhook", "issue_comment", "", "queue", 0,
 		"Post \"https://api.github.com/repos/{repo}/issues/{issue}/comments\": dial tcp: lookup api.github.com on 127.0.0.53:53: server misbehaving"},
 	{"ssh-host-key-unknown", "git.clone.failed", "error", "webhook", "issues", "claude", "queue", 128,
-		"git clone git@github.com:{repo}.git {tmp}/src: exit status 128: Host key verification failed.\nfatal: Could not read from remote repository.\n\nPlease make sure you have the correct access rights\nand the repository exists."},
+		"git clone {tmp}/src: exit status 128: Host key verification failed.\nfatal: Could not read from remote repository.\n\nPlease make sure you have the correct access rights\nand the repository exists."},
 	{"x509-unknown-authority", "github.api.failed", "error", "poll", "pull_request", "", "queue", 0,
 		"Get \"https://api.github.com/repos/{repo}/pulls?state=open\": tls: failed to verify certificate: x509: certificate signed by unknown authority (proxy {ip}:{port})"},
 	{"cursor-not-authenticated", "dispatch.failed", "error", "webhook", "issues", "cursor", "queue", 1,

@@ -21,6 +21,9 @@ var (
 		"lab-portal", "nucleus", "middle-out", "jarvis"}
 	models   = []string{"claude-sonnet-4-5", "claude-opus-4-1", "gpt-5.1-codex", "gpt-5-mini", "composer-1"}
 	versions = []string{"1.4.1", "1.4.2"}
+	// branchSlugs are issue-title slugs in per-run branch names.
+	branchSlugs = []string{"fix-flaky-login", "handle-empty-payload", "bump-deps", "retry-budget",
+		"docs-typo", "nil-check-in-claim", "rate-limit-backoff", "support-ghes"}
 )
 
 // fakeGitHubToken is a ghp_-shaped token made from a fixed seed, so it is the
@@ -110,7 +113,6 @@ var placeholderDocs = map[string]string{
 	"branch":     "per-run branch name",
 	"repo":       "owner/name",
 	"reponame":   "repository name",
-	"owner":      "repository owner",
 	"issue":      "issue or PR number",
 	"model":      "model name (quoted value)",
 	"token":      "fake GitHub token " + "ghp_… (secret)",
@@ -195,19 +197,17 @@ func (x *renderer) expand(b []byte, name string) []byte {
 		b = append(b, "+0x"...)
 		return appendHex(b, r.next(), 3)
 	case "branch":
+		// Named after the issue, as the-loop does, so the slug varies too.
 		b = append(b, "the-loop/"...)
-		b = append(b, repoNames[sc.repo]...)
-		b = append(b, '-')
 		b = strconv.AppendInt(b, int64(sc.issue), 10)
+		b = append(b, '-')
+		b = append(b, r.pick(branchSlugs)...)
 		b = append(b, '-')
 		return appendHex(b, r.next(), 6)
 	case "repo":
 		return append(b, repos[sc.repo]...)
 	case "reponame":
 		return append(b, repoNames[sc.repo]...)
-	case "owner":
-		repo := repos[sc.repo]
-		return append(b, repo[:strings.IndexByte(repo, '/')]...)
 	case "issue":
 		return strconv.AppendInt(b, int64(sc.issue), 10)
 	case "model":

@@ -81,6 +81,17 @@ type Group struct {
 	// records lie before the read cursor, so its dossier comes from state.
 	Backlog       bool   `json:"backlog,omitempty"`
 	CachedDossier string `json:"cached_dossier,omitempty"`
+	// Healed counts this scan's occurrences whose operation later succeeded.
+	Healed int `json:"healed,omitempty"`
+	// Settle is set when the machine settled the group without a human.
+	Settle *Settlement `json:"settle,omitempty"`
+}
+
+// Settlement is a machine verdict with the evidence it rests on.
+type Settlement struct {
+	Verdict  string         `json:"verdict"` // healed | environment | fixed-upstream | transient | agent-environment
+	Reason   string         `json:"reason"`
+	Evidence map[string]any `json:"evidence,omitempty"`
 }
 
 // Dossier is a group with the scrubbed, allow-listed report of it that the
@@ -107,6 +118,9 @@ type Finding struct {
 	Dossier
 	Answer  *Answer `json:"answer,omitempty"`
 	Failure string  `json:"failure,omitempty"` // non-empty when the agent failed
+	// AgentRan is true when an agent ran for it this scan (not a cached
+	// answer): it counts toward the diagnosis budget.
+	AgentRan bool `json:"agent_ran,omitempty"`
 }
 
 // Report is a finding composed into an issue ready to post.

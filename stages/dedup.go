@@ -14,21 +14,30 @@ import (
 // with the number of distinct fingerprints, never with the log.
 const DefaultSamples = 20
 
-// DedupConfig holds the policy knobs and the state snapshot dedup reads.
+// Policy is what dedup decides with: retry and diagnosis budgets, and the
+// mechanical triage checks.
+type Policy struct {
+	MaxRetries          int
+	MaxDiagnosesPerScan int // agent runs per scan (default 5)
+	MaxDiagnosesPerDay  int // agent runs per rolling 24 h (default 20)
+	// Backlog brings back defects deferred by earlier scans; a watcher woken
+	// by new lines leaves them for the interval scan.
+	Backlog bool
+	Triage  TriageConfig
+}
+
+// DedupConfig configures the dedup stage.
 type DedupConfig struct {
-	Store           *store.Store
-	Now             func() time.Time
-	MaxIssuesPerDay int
-	MaxRetries      int
-	Samples         int
-	// SkipBacklog leaves defects deferred by earlier scans alone (a watcher
-	// woken by new lines); they are retried on the interval instead.
-	SkipBacklog bool
+	Store   *store.Store
+	Now     func() time.Time
+	Policy  Policy
+	Samples int
 }
 
 // NewDedup groups occurrences by fingerprint, then decides each group's
 // verdict once the input is done (it is the pipeline's one barrier: a scan's
-// groups are only complete at the end of its input).
+// groups are only complete at the end of its input). Success records passed
+// along by the filter feed the healing check here, in log order.
 func NewDedup(cfg DedupConfig) pipeline.Stage[pipeline.Occurrence, pipeline.Group] {
 	if cfg.Samples <= 0 {
 		cfg.Samples = DefaultSamples
@@ -36,7 +45,13 @@ func NewDedup(cfg DedupConfig) pipeline.Stage[pipeline.Occurrence, pipeline.Grou
 	return func(ctx context.Context, in <-chan pipeline.Occurrence, out chan<- pipeline.Group) error {
 		groups := map[string]*pipeline.Group{}
 		var order []string
+		heals := newHealTracker(cfg.Policy.Triage)
 		for o := range in {
+			if o.Reason == ReasonSuccess {
+				heals.success(o.Record)
+				continue
+			}
+			heals.failure(o)
 			g, ok := groups[o.Fingerprint]
 			if !ok {
 				g = &pipeline.Group{Fingerprint: o.Fingerprint, Aliases: o.Aliases, Template: o.Template,
@@ -53,9 +68,11 @@ func NewDedup(cfg DedupConfig) pipeline.Stage[pipeline.Occurrence, pipeline.Grou
 		cfg.Store.View(func(st *store.State) {
 			list := make([]pipeline.Group, 0, len(order))
 			for _, fp := range order {
-				list = append(list, *groups[fp])
+				g := groups[fp]
+				g.Healed = heals.healed[fp]
+				list = append(list, *g)
 			}
-			decided = Decide(list, st, cfg.Now(), cfg.MaxIssuesPerDay, cfg.MaxRetries, !cfg.SkipBacklog)
+			decided = Decide(list, st, cfg.Now(), cfg.Policy)
 		})
 		for _, g := range decided {
 			if err := pipeline.Send(ctx, out, g); err != nil {
@@ -92,14 +109,14 @@ func AddOccurrence(g *pipeline.Group, o pipeline.Occurrence, samples int) {
 // Window is the rolling period of the daily issue cap.
 const Window = 24 * time.Hour
 
-// Decide is the pure dedup/rate-limit policy. Groups already reported (under
-// their fingerprint or an older version's alias) are known; abandoned ones are
-// skipped; the rest are new, up to what the rolling 24 h cap leaves, and the
-// excess is deferred — never dropped. Backlog groups deferred by an earlier
-// scan and not seen in this one are brought back so the cap releases them.
-// Candidates are interleaved round-robin across event types (oldest first
-// within a type) so a flood of one kind cannot starve another.
-func Decide(groups []pipeline.Group, st *store.State, now time.Time, maxPerDay, maxRetries int, backlog bool) []pipeline.Group {
+// Decide is the pure dedup and triage policy. Groups already reported
+// (under their fingerprint or an older version's alias) are known; dismissed,
+// abandoned and machine-settled ones stop here; the rest are new, up to the
+// diagnosis budget, and the excess is deferred — never dropped. Backlog
+// groups deferred by an earlier scan come back so a budget or cap can release
+// them. Candidates are interleaved round-robin across event types (oldest
+// first within a type) so a flood of one kind cannot starve another.
+func Decide(groups []pipeline.Group, st *store.State, now time.Time, p Policy) []pipeline.Group {
 	seen := map[string]bool{}
 	for i := range groups {
 		seen[groups[i].Fingerprint] = true
@@ -108,11 +125,10 @@ func Decide(groups []pipeline.Group, st *store.State, now time.Time, maxPerDay, 
 		}
 	}
 	for _, fp := range store.Fingerprints(st.Deferred) {
-		if backlog && !seen[fp] {
+		if p.Backlog && !seen[fp] {
 			groups = append(groups, backlogGroup(fp, st.Deferred[fp]))
 		}
 	}
-	budget := maxPerDay - st.PostedSince(now.Add(-Window))
 	var fresh []*pipeline.Group
 	for i := range groups {
 		g := &groups[i]
@@ -123,24 +139,48 @@ func Decide(groups []pipeline.Group, st *store.State, now time.Time, maxPerDay, 
 			continue
 		}
 		if d, ok := st.Dismissed[g.Fingerprint]; ok {
-			g.Verdict, g.Reason = pipeline.VerdictSettled, "dismissed: "+d.Reason
+			g.Verdict, g.Reason = pipeline.VerdictSettled, "dismissed by a maintainer: "+d.Reason
 			continue
 		}
 		if fp, ok := st.IsAbandoned(all...); ok {
 			g.Verdict, g.Reason = pipeline.VerdictAbandoned, st.Abandoned[fp].Reason
 			continue
 		}
-		if maxRetries > 0 && g.Attempt >= maxRetries {
+		if p.MaxRetries > 0 && g.Attempt >= p.MaxRetries {
 			g.Verdict, g.Reason = pipeline.VerdictAbandoned, "retries exhausted"
+			continue
+		}
+		prev, active := st.Settled[g.Fingerprint]
+		active = active && now.Before(prev.Until)
+		// The mechanical checks are cheap: they run every scan, so new
+		// evidence (a healed failure turning flaky) reopens a settlement.
+		if s := Triage(g, st, now, p.Triage); s != nil {
+			g.Verdict, g.Reason = pipeline.VerdictSettled, s.Reason
+			if !active || prev.Verdict != s.Verdict {
+				g.Settle = s // a new settlement: recorded in the ledger
+			}
+			continue
+		}
+		if active && g.Reason == "" && prev.Evidence["agent_evidence"] != nil {
+			// Settled on an agent's verdict: not re-diagnosed until it expires.
+			g.Verdict, g.Reason = pipeline.VerdictSettled, "settled earlier: "+prev.Reason
 			continue
 		}
 		fresh = append(fresh, g)
 	}
-	for i, g := range interleave(fresh) {
-		if i < budget {
+	budget := p.MaxDiagnosesPerDay - store.CountSince(st.Diagnosed, now.Add(-Window))
+	if p.MaxDiagnosesPerScan < budget {
+		budget = p.MaxDiagnosesPerScan
+	}
+	for _, g := range interleave(fresh) {
+		switch {
+		case g.Finding != nil: // diagnosed by an earlier scan: no agent run needed
 			g.Verdict = pipeline.VerdictNew
-		} else {
-			g.Verdict, g.Reason = pipeline.VerdictDeferred, "daily issue cap reached"
+		case budget > 0:
+			budget--
+			g.Verdict = pipeline.VerdictNew
+		default:
+			g.Verdict, g.Reason = pipeline.VerdictDeferred, "diagnosis budget reached"
 		}
 	}
 	return groups

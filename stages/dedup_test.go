@@ -21,6 +21,10 @@ func occ(line int64, fp, event string) pipeline.Occurrence {
 	}
 }
 
+func testPolicy() Policy {
+	return Policy{MaxRetries: 3, MaxDiagnosesPerScan: 3, MaxDiagnosesPerDay: 20, Backlog: true, Triage: DefaultTriage()}
+}
+
 func verdicts(groups []pipeline.Group) map[string]pipeline.Verdict {
 	m := map[string]pipeline.Verdict{}
 	for _, g := range groups {
@@ -37,7 +41,7 @@ func TestDedupGroupsAndDecides(t *testing.T) {
 		s.Attempts["tired"] = 3
 		return nil
 	})
-	stage := NewDedup(DedupConfig{Store: st, Now: func() time.Time { return now }, MaxIssuesPerDay: 3, MaxRetries: 3})
+	stage := NewDedup(DedupConfig{Store: st, Now: func() time.Time { return now }, Policy: testPolicy()})
 	got, err := pipeline.Collect(context.Background(), stage,
 		occ(1, "new", "a"), occ(2, "known", "a"), occ(3, "new", "a"), occ(4, "gone", "a"), occ(5, "tired", "a"))
 	if err != nil {
@@ -59,7 +63,7 @@ func TestDedupGroupsAndDecides(t *testing.T) {
 }
 
 func TestDedupKeepsOnlyTheNewestSamples(t *testing.T) {
-	stage := NewDedup(DedupConfig{Store: store.OpenMemory(), Now: func() time.Time { return now }, MaxIssuesPerDay: 3, MaxRetries: 3, Samples: 5})
+	stage := NewDedup(DedupConfig{Store: store.OpenMemory(), Now: func() time.Time { return now }, Policy: testPolicy(), Samples: 5})
 	var in []pipeline.Occurrence
 	for i := int64(1); i <= 100; i++ {
 		in = append(in, occ(i, "x", "a"))
@@ -70,24 +74,37 @@ func TestDedupKeepsOnlyTheNewestSamples(t *testing.T) {
 	}
 }
 
-func TestCapDefersTheExcessAndReleasesItWhenTheWindowMoves(t *testing.T) {
+func TestDiagnosisBudgetDefersTheExcessAndTheBacklogComesBack(t *testing.T) {
 	st := store.NewState()
-	st.Posted = []time.Time{now.Add(-23 * time.Hour), now.Add(-time.Hour)}
+	st.Diagnosed = []time.Time{now.Add(-25 * time.Hour), now.Add(-time.Hour)}
+	p := testPolicy()
+	p.MaxDiagnosesPerDay = 2
 	groups := []pipeline.Group{{Fingerprint: "a", Event: "x", FirstLine: 1}, {Fingerprint: "b", Event: "x", FirstLine: 2}}
-	got := verdicts(Decide(groups, st, now, 3, 3, true))
+	got := verdicts(Decide(groups, st, now, p))
 	if got["a"] != pipeline.VerdictNew || got["b"] != pipeline.VerdictDeferred {
-		t.Fatalf("with 2 of 3 used: %v", got)
+		t.Fatalf("with 1 of 2 daily diagnoses used: %v", got)
 	}
-	// b was deferred; two hours later the oldest post left the window.
+	// b was deferred; its records now lie behind the cursor.
 	st.Deferred["b"] = store.Deferred{Since: now, Event: "x", Count: 1, Dossier: "d"}
 	st.Reported["a"] = store.Reported{}
-	st.Posted = append(st.Posted, now)
-	later := Decide(nil, st, now.Add(2*time.Hour), 3, 3, true)
+	later := Decide(nil, st, now.Add(2*time.Hour), p)
 	if len(later) != 1 || later[0].Fingerprint != "b" || later[0].Verdict != pipeline.VerdictNew || !later[0].Backlog || later[0].CachedDossier != "d" {
 		t.Fatalf("backlog not released: %+v", later)
 	}
-	if skipped := Decide(nil, st, now.Add(2*time.Hour), 3, 3, false); len(skipped) != 0 {
-		t.Fatalf("SkipBacklog still brought back %+v", skipped)
+	p.Backlog = false
+	if skipped := Decide(nil, st, now.Add(2*time.Hour), p); len(skipped) != 0 {
+		t.Fatalf("without Backlog it still brought back %+v", skipped)
+	}
+}
+
+func TestACachedFindingNeedsNoDiagnosisBudget(t *testing.T) {
+	st := store.NewState()
+	st.Deferred["b"] = store.Deferred{Since: now, Event: "x", Count: 1, Finding: []byte(`{"title":"t","summary":"s"}`)}
+	p := testPolicy()
+	p.MaxDiagnosesPerScan = 0
+	got := Decide(nil, st, now, p)
+	if len(got) != 1 || got[0].Verdict != pipeline.VerdictNew || got[0].Finding == nil || got[0].Finding.Title != "t" {
+		t.Fatalf("a diagnosed backlog defect was held back by the diagnosis budget: %+v", got)
 	}
 }
 
@@ -97,7 +114,7 @@ func TestFloodOfOneEventTypeCannotStarveAnother(t *testing.T) {
 		groups = append(groups, pipeline.Group{Fingerprint: fmt.Sprintf("flood-%d", i), Event: "dispatch.failed", FirstLine: int64(i + 1)})
 	}
 	groups = append(groups, pipeline.Group{Fingerprint: "lone", Event: "git.push_failed", FirstLine: 41})
-	got := verdicts(Decide(groups, store.NewState(), now, 3, 3, true))
+	got := verdicts(Decide(groups, store.NewState(), now, testPolicy()))
 	if got["lone"] != pipeline.VerdictNew {
 		t.Fatalf("the lone defect of another type was deferred behind a flood")
 	}

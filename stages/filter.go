@@ -29,10 +29,17 @@ func SelectCandidate(r pipeline.Record) (reason string, ok bool) {
 	return "", false
 }
 
-// NewFilter is the filter stage.
-func NewFilter() pipeline.Stage[pipeline.Record, pipeline.Candidate] {
+// NewFilter is the filter stage. Besides candidates it passes along the
+// success events the healing check correlates (Reason == ReasonSuccess);
+// a nil triage passes candidates only.
+func NewFilter(triage *TriageConfig) pipeline.Stage[pipeline.Record, pipeline.Candidate] {
 	return pipeline.Map(func(_ context.Context, r pipeline.Record) (pipeline.Candidate, bool, error) {
-		reason, ok := SelectCandidate(r)
-		return pipeline.Candidate{Record: r, Reason: reason}, ok, nil
+		if reason, ok := SelectCandidate(r); ok {
+			return pipeline.Candidate{Record: r, Reason: reason}, true, nil
+		}
+		if triage != nil && triage.IsSuccess(r) {
+			return pipeline.Candidate{Record: r, Reason: ReasonSuccess}, true, nil
+		}
+		return pipeline.Candidate{}, false, nil
 	})
 }

@@ -11,6 +11,9 @@ import (
 // lives in package fingerprint, behind one call.
 func NewFingerprint(fp *fingerprint.Fingerprinter) pipeline.Stage[pipeline.Candidate, pipeline.Occurrence] {
 	return pipeline.Map(func(_ context.Context, c pipeline.Candidate) (pipeline.Occurrence, bool, error) {
+		if c.Reason == ReasonSuccess { // not a failure: passed on for the healing check
+			return pipeline.Occurrence{Candidate: c}, true, nil
+		}
 		res := fp.Compute(fingerprint.Input{Event: c.Str("event"), Error: c.Str("error"), Fields: c.Fields})
 		return pipeline.Occurrence{
 			Candidate:   c,

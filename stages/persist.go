@@ -35,7 +35,9 @@ func (s *Summary) add(o pipeline.Outcome) {
 	case pipeline.StatusFailed, pipeline.StatusAbandoned:
 		s.Failures = append(s.Failures, o.Fingerprint+": "+o.Error)
 	case pipeline.StatusSettled:
-		s.Settled = append(s.Settled, o.Fingerprint+": "+o.Reason)
+		if o.Settle != nil {
+			s.Settled = append(s.Settled, fmt.Sprintf("%s (%s): %s: %s", o.Fingerprint, o.Event, o.Settle.Verdict, o.Settle.Reason))
+		}
 	}
 }
 
@@ -68,10 +70,12 @@ func (s *Summary) String() string {
 
 // PersistConfig configures the persist sink.
 type PersistConfig struct {
-	Store      *store.Store
-	Now        func() time.Time
-	MaxRetries int
-	Summary    *Summary
+	Store       *store.Store
+	Now         func() time.Time
+	MaxRetries  int
+	SettleFor   time.Duration // how long a machine settlement holds
+	ToolVersion string
+	Summary     *Summary
 }
 
 // NewPersist returns the sink that makes each outcome durable before the
@@ -82,15 +86,23 @@ func NewPersist(cfg PersistConfig) func(context.Context, pipeline.Outcome) error
 		var events []store.Event
 		err := cfg.Store.Update(func(st *store.State) error {
 			events = Apply(st, o, now, cfg.MaxRetries)
+			recordTriage(st, o, now, cfg.SettleFor)
 			return nil
 		})
 		if err != nil {
 			return err
 		}
+		if o.Settle != nil && !cfg.Store.ReadOnly() {
+			entry := store.LedgerEntry{Time: now, Fingerprint: o.Fingerprint, Verdict: o.Settle.Verdict,
+				Reason: o.Settle.Reason, Evidence: o.Settle.Evidence, ToolVersion: cfg.ToolVersion}
+			if err := store.AppendLedger(store.LedgerPath(cfg.Store.Path()), []store.LedgerEntry{entry}); err != nil {
+				return err
+			}
+		}
 		cfg.Summary.add(o)
 		cfg.Summary.mu.Lock()
+		defer cfg.Summary.mu.Unlock()
 		cfg.Summary.events = append(cfg.Summary.events, events...)
-		cfg.Summary.mu.Unlock()
 		return nil
 	}
 }
@@ -126,6 +138,14 @@ func Apply(st *store.State, o pipeline.Outcome, now time.Time, maxRetries int) [
 		clearPending(st, fp)
 	case pipeline.StatusSettled:
 		delete(st.Deferred, fp)
+		if o.Settle != nil {
+			level := "info"
+			if o.Settle.Verdict == SettledEnvironment {
+				level = "warning" // the operator's to fix
+			}
+			return []store.Event{ev("diagnosis.settled", level, map[string]any{
+				"verdict": o.Settle.Verdict, "reason": o.Settle.Reason, "evidence": o.Settle.Evidence})}
+		}
 	case pipeline.StatusDeferred:
 		if !keepForLater(st, o, now) {
 			return []store.Event{ev("diagnosis.deferred", "info", map[string]any{"reason": o.Reason})}
@@ -146,6 +166,29 @@ func Apply(st *store.State, o pipeline.Outcome, now time.Time, maxRetries int) [
 			"error": o.Error, "attempts": st.Attempts[fp]})}
 	}
 	return nil
+}
+
+// recordTriage keeps what the next scans' triage needs: a new settlement
+// (until it expires), each heal (to tell transient from flaky) and each agent
+// run (the daily diagnosis budget).
+func recordTriage(st *store.State, o pipeline.Outcome, now time.Time, settleFor time.Duration) {
+	if o.Settle != nil {
+		prev := st.Settled[o.Fingerprint]
+		count := 1
+		if prev.Verdict == o.Settle.Verdict {
+			count = prev.Count + 1
+		}
+		st.Settled[o.Fingerprint] = store.Settlement{Verdict: o.Settle.Verdict, Reason: o.Settle.Reason,
+			Evidence: o.Settle.Evidence, At: now, Until: now.Add(settleFor), Count: count}
+	} else if o.Status != pipeline.StatusSettled {
+		delete(st.Settled, o.Fingerprint) // went on to a human: the old settlement no longer holds
+	}
+	for i := 0; i < o.Healed; i++ {
+		st.Heals[o.Fingerprint] = append(st.Heals[o.Fingerprint], now)
+	}
+	if o.AgentRan {
+		st.Diagnosed = append(st.Diagnosed, now)
+	}
 }
 
 // keepForLater puts a defect in the backlog with what a later scan needs to
@@ -184,6 +227,7 @@ func clearPending(st *store.State, fp string) {
 // after every outcome is on disk) and the diagnosis.* events are appended,
 // with one diagnosis.deferred summary instead of one line per deferral.
 func FinishScan(s *store.Store, cursor *store.Cursor, eventLog string, sum *Summary, now time.Time) error {
+
 	err := s.Update(func(st *store.State) error {
 		st.PrunePosted(now.Add(-Window))
 		if cursor != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -15,18 +16,9 @@ type Event struct {
 	Fields map[string]any // extra fields (fingerprint, url, reason, ...)
 }
 
-// AppendEvents appends events to the log at path, one write per line with
-// O_APPEND, so a concurrent writer (the-loop itself) never interleaves
-// within a line.
+// AppendEvents appends events to the log at path in the-loop's record shape.
 func AppendEvents(path string, events []Event) error {
-	if len(events) == 0 {
-		return nil
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return fmt.Errorf("event log %s: %w", path, err)
-	}
-	defer f.Close()
+	lines := make([]any, 0, len(events))
 	for _, e := range events {
 		m := map[string]any{}
 		for k, v := range e.Fields {
@@ -36,13 +28,55 @@ func AppendEvents(path string, events []Event) error {
 		m["event"] = e.Type
 		m["level"] = e.Level
 		m["source"] = "the-loop-diagnose"
-		line, err := json.Marshal(m)
+		lines = append(lines, m)
+	}
+	return appendJSONLines(path, "event log", lines)
+}
+
+// LedgerEntry is one settlement in diagnoses.jsonl: what the machine decided
+// without a human, and the evidence it used.
+type LedgerEntry struct {
+	Time        time.Time      `json:"time"`
+	Fingerprint string         `json:"fingerprint"`
+	Verdict     string         `json:"verdict"`
+	Reason      string         `json:"reason"`
+	Evidence    map[string]any `json:"evidence,omitempty"`
+	ToolVersion string         `json:"tool_version"`
+}
+
+// LedgerPath is the settlement ledger beside the state file.
+func LedgerPath(statePath string) string {
+	return filepath.Join(filepath.Dir(statePath), "diagnoses.jsonl")
+}
+
+// AppendLedger appends settlements to the append-only ledger.
+func AppendLedger(path string, entries []LedgerEntry) error {
+	lines := make([]any, len(entries))
+	for i := range entries {
+		lines[i] = entries[i]
+	}
+	return appendJSONLines(path, "ledger", lines)
+}
+
+// appendJSONLines appends one JSON line per item with O_APPEND, one write per
+// line, so a concurrent writer (the-loop itself) never interleaves within a line.
+func appendJSONLines(path, what string, items []any) error {
+	if len(items) == 0 {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", what, path, err)
+	}
+	defer f.Close()
+	for _, it := range items {
+		line, err := json.Marshal(it)
 		if err != nil {
-			return fmt.Errorf("event log %s: encode %s: %w", path, e.Type, err)
+			return fmt.Errorf("%s %s: encode: %w", what, path, err)
 		}
 		if _, err := f.Write(append(line, '\n')); err != nil {
-			return fmt.Errorf("event log %s: %w", path, err)
+			return fmt.Errorf("%s %s: %w", what, path, err)
 		}
 	}
-	return nil
+	return f.Sync()
 }

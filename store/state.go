@@ -67,6 +67,16 @@ type Deferred struct {
 	Finding  json.RawMessage `json:"finding,omitempty"` // the agent's answer, when it already ran
 }
 
+// Settlement is a machine verdict that kept a defect from a human.
+type Settlement struct {
+	Verdict  string         `json:"verdict"` // healed | environment | fixed-upstream | transient
+	Reason   string         `json:"reason"`
+	Evidence map[string]any `json:"evidence,omitempty"`
+	At       time.Time      `json:"at"`
+	Until    time.Time      `json:"until"`
+	Count    int            `json:"count,omitempty"` // times settled in a row with the same verdict
+}
+
 // Cursor is how far the event log has been read, and which file that was.
 type Cursor struct {
 	Path     string `json:"path"`
@@ -92,6 +102,15 @@ type State struct {
 	Deferred  map[string]Deferred  `json:"deferred,omitempty"`
 	Failures  map[string]string    `json:"last_failure,omitempty"`
 	Cursor    *Cursor              `json:"cursor,omitempty"`
+
+	// Settled defects were settled by the machine without a human, until
+	// their settlement expires or their evidence changes.
+	Settled map[string]Settlement `json:"settled,omitempty"`
+	// Heals are when each defect last healed (a retried failure that later
+	// succeeded), to tell a transient from a flaky defect.
+	Heals map[string][]time.Time `json:"heals,omitempty"`
+	// Diagnosed are the times agents ran, for the daily diagnosis budget.
+	Diagnosed []time.Time `json:"diagnosed,omitempty"`
 
 	extra map[string]json.RawMessage
 }
@@ -131,12 +150,18 @@ func (s *State) init() {
 	if s.Posted == nil {
 		s.Posted = []time.Time{}
 	}
+	if s.Settled == nil {
+		s.Settled = map[string]Settlement{}
+	}
+	if s.Heals == nil {
+		s.Heals = map[string][]time.Time{}
+	}
 }
 
 var knownKeys = map[string]bool{
 	"reported": true, "abandoned": true, "attempts": true, "posted": true,
 	"intents": true, "issues": true, "dismissed": true, "deferred": true,
-	"last_failure": true, "cursor": true,
+	"last_failure": true, "cursor": true, "settled": true, "heals": true, "diagnosed": true,
 }
 
 // stateFields has State's JSON shape without its methods, so decoding it does
@@ -194,9 +219,26 @@ func (s *State) MarshalJSON() ([]byte, error) {
 }
 
 // PostedSince counts posts at or after t (the rolling daily window).
-func (s *State) PostedSince(t time.Time) int {
+func (s *State) PostedSince(t time.Time) int { return CountSince(s.Posted, t) }
+
+// PrunePosted drops post, diagnosis and heal times older than t; the
+// rolling windows never need them.
+func (s *State) PrunePosted(t time.Time) {
+	s.Posted = since(s.Posted, t)
+	s.Diagnosed = since(s.Diagnosed, t)
+	for fp, times := range s.Heals {
+		if kept := since(times, t); len(kept) > 0 {
+			s.Heals[fp] = kept
+		} else {
+			delete(s.Heals, fp)
+		}
+	}
+}
+
+// CountSince counts the times at or after t.
+func CountSince(times []time.Time, t time.Time) int {
 	n := 0
-	for _, p := range s.Posted {
+	for _, p := range times {
 		if !p.Before(t) {
 			n++
 		}
@@ -204,15 +246,14 @@ func (s *State) PostedSince(t time.Time) int {
 	return n
 }
 
-// PrunePosted drops post times older than t; the window never needs them.
-func (s *State) PrunePosted(t time.Time) {
-	kept := s.Posted[:0]
-	for _, p := range s.Posted {
+func since(times []time.Time, t time.Time) []time.Time {
+	kept := times[:0]
+	for _, p := range times {
 		if !p.Before(t) {
 			kept = append(kept, p)
 		}
 	}
-	s.Posted = kept
+	return kept
 }
 
 // IsReported reports whether any of the fingerprints was filed or dismissed.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/the-loop/the-loop-diagnose/fingerprint"
 	"github.com/the-loop/the-loop-diagnose/redact"
+	"github.com/the-loop/the-loop-diagnose/stages"
 )
 
 // Config is the-loop's config file, the parts this tool reads: eventLog.path
@@ -33,6 +34,12 @@ type Config struct {
 	Rules           []fingerprint.Rule
 	AgentParallel   int
 	Version         string // the deployment's version, when records carry none
+
+	// Triage before a human: budgets and the mechanical checks.
+	MaxDiagnosesPerScan int
+	MaxDiagnosesPerDay  int
+	Triage              stages.TriageConfig
+	SourceCheckout      string // a git clone of the target repo, for "fixed upstream"
 
 	// GitHub pacing: GitHub's defaults; tests set them to zero against the fake.
 	WriteSpacing  time.Duration
@@ -57,6 +64,10 @@ func DefaultConfig() Config {
 		SecondaryWait:   60 * time.Second,
 		MaxWait:         15 * time.Minute,
 		HTTPRetries:     4,
+
+		MaxDiagnosesPerScan: 5,
+		MaxDiagnosesPerDay:  20,
+		Triage:              stages.DefaultTriage(),
 	}
 }
 
@@ -172,6 +183,27 @@ func LoadConfig(path string) (Config, error) {
 			err = seconds(full, &cfg.MaxWait, n)
 		case "httpRetries":
 			err = decodeKey(path, full, n, &cfg.HTTPRetries)
+		case "maxDiagnosesPerScan":
+			err = decodeKey(path, full, n, &cfg.MaxDiagnosesPerScan)
+		case "maxDiagnosesPerDay":
+			err = decodeKey(path, full, n, &cfg.MaxDiagnosesPerDay)
+		case "verdictConfidence":
+			err = decodeKey(path, full, n, &cfg.Triage.Confidence)
+		case "settleDays":
+			var days float64
+			if err = decodeKey(path, full, n, &days); err == nil {
+				cfg.Triage.SettleFor = time.Duration(days * 24 * float64(time.Hour))
+			}
+		case "flakyThreshold":
+			err = decodeKey(path, full, n, &cfg.Triage.FlakyThreshold)
+		case "correlationKeys":
+			err = decodeKey(path, full, n, &cfg.Triage.CorrelationKeys)
+		case "successSuffixes":
+			err = decodeKey(path, full, n, &cfg.Triage.SuccessSuffixes)
+		case "environmentRules":
+			err = decodeKey(path, full, n, &cfg.Triage.EnvRules)
+		case "sourceCheckout":
+			err = decodeKey(path, full, n, &cfg.SourceCheckout)
 		default:
 			// the-loop's own newer keys must not stop this tool: ignore, but
 			// loudly enough that a typo is noticed.
@@ -224,6 +256,26 @@ func (c *Config) validate(file string) error {
 	if redact.Defang(c.Label, c.Keywords) != c.Label {
 		return bad("selfDiagnosis.label", fmt.Sprintf("%q holds a the-loop control keyword", c.Label))
 	}
+	if c.MaxDiagnosesPerScan < 0 {
+		return bad("selfDiagnosis.maxDiagnosesPerScan", "must not be negative")
+	}
+	if c.MaxDiagnosesPerDay < 0 {
+		return bad("selfDiagnosis.maxDiagnosesPerDay", "must not be negative")
+	}
+	if c.Triage.Confidence < 0 || c.Triage.Confidence > 1 {
+		return bad("selfDiagnosis.verdictConfidence", "must be between 0 and 1")
+	}
+	if c.Triage.SettleFor <= 0 {
+		return bad("selfDiagnosis.settleDays", "must be positive")
+	}
+	if c.Triage.FlakyThreshold < 1 {
+		return bad("selfDiagnosis.flakyThreshold", "must be at least 1")
+	}
+	rules, err := stages.CompileEnvRules(c.Triage.EnvRules)
+	if err != nil {
+		return &ConfigError{File: file, Key: "selfDiagnosis.environmentRules", Err: err}
+	}
+	c.Triage.EnvRules = rules
 	if _, err := fingerprint.New(c.Rules); err != nil {
 		return &ConfigError{File: file, Key: "selfDiagnosis.fingerprintRules", Err: err}
 	}

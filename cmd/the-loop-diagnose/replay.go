@@ -73,9 +73,12 @@ func cmdReplay(ctx context.Context, args []string, io stdio) error {
 		})
 		return finishReplay(r, &stats, io)
 	}
-	candidates := pipeline.Then(r, records, stages.NewFilter())
+	candidates := pipeline.Then(r, records, stages.NewFilter(&cfg.Triage))
 	if *stage == "filter" {
 		pipeline.Into(r, candidates, func(_ context.Context, v pipeline.Candidate) error {
+			if v.Reason == stages.ReasonSuccess {
+				return nil
+			}
 			return emit(map[string]any{"line": v.Line, "reason": v.Reason, "event": v.Str("event")})
 		})
 		return finishReplay(r, &stats, io)
@@ -83,12 +86,15 @@ func cmdReplay(ctx context.Context, args []string, io stdio) error {
 	occurrences := pipeline.Then(r, candidates, stages.NewFingerprint(sc.fp))
 	if *stage == "fingerprint" {
 		pipeline.Into(r, occurrences, func(_ context.Context, v pipeline.Occurrence) error {
+			if v.Reason == stages.ReasonSuccess {
+				return nil
+			}
 			return emit(map[string]any{"line": v.Line, "fingerprint": v.Fingerprint, "template": v.Template})
 		})
 		return finishReplay(r, &stats, io)
 	}
 	groups := pipeline.Then(r, occurrences, stages.NewDedup(stages.DedupConfig{
-		Store: st, Now: now, MaxIssuesPerDay: cfg.MaxIssuesPerDay, MaxRetries: cfg.MaxRetries, SkipBacklog: true,
+		Store: st, Now: now, Policy: sc.policy(false),
 	}))
 	groupLine := func(g pipeline.Group) map[string]any {
 		lines := make([]int64, 0, len(g.Samples))
@@ -97,7 +103,8 @@ func cmdReplay(ctx context.Context, args []string, io stdio) error {
 		}
 		sort.Slice(lines, func(i, j int) bool { return lines[i] < lines[j] })
 		return map[string]any{"line": g.FirstLine, "fingerprint": g.Fingerprint, "verdict": g.Verdict,
-			"count": g.Count, "event": g.Event, "template": g.Template, "sample_lines": lines}
+			"count": g.Count, "event": g.Event, "template": g.Template, "sample_lines": lines,
+			"reason": g.Reason, "settle": g.Settle, "healed": g.Healed}
 	}
 	if *stage == "dedup" {
 		pipeline.Into(r, groups, func(_ context.Context, g pipeline.Group) error { return emit(groupLine(g)) })
@@ -112,7 +119,9 @@ func cmdReplay(ctx context.Context, args []string, io stdio) error {
 		})
 		return finishReplay(r, &stats, io)
 	}
-	findings := pipeline.Then(r, dossiers, sc.agent)
+	findings := pipeline.Then(r, pipeline.Then(r, dossiers, sc.agent), stages.NewGate(stages.GateConfig{
+		Store: st, Now: now, MaxIssuesPerDay: cfg.MaxIssuesPerDay, Confidence: cfg.Triage.Confidence,
+	}))
 	if *stage == "agent" {
 		pipeline.Into(r, findings, func(_ context.Context, f pipeline.Finding) error {
 			m := groupLine(f.Group)

@@ -113,11 +113,13 @@ func (s *scanner) watch(hard, soft context.Context) error {
 			}
 			s.log.Warn().Msg(ee.msg)
 		}
+		s.skipBacklog = false
 		select {
 		case <-soft.Done():
 			return nil
 		case <-ticker.C:
 		case <-changed:
+			s.skipBacklog = true
 			select {
 			case <-time.After(settle):
 			case <-soft.Done():

@@ -27,6 +27,9 @@ type scanner struct {
 	fp    *fingerprint.Fingerprinter
 	red   *redact.Redactor
 	agent pipeline.Stage[pipeline.Dossier, pipeline.Finding]
+	// skipBacklog is set by a watcher woken by new lines: the backlog is
+	// retried on the interval, not on every append.
+	skipBacklog bool
 	sink  func(*store.Store) (pipeline.Stage[pipeline.Report, pipeline.Outcome], error)
 }
 
@@ -52,6 +55,12 @@ func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, 
 		s.sink = s.newPost
 	}
 	return s, nil
+}
+
+// policy is dedup's policy from the config.
+func (s *scanner) policy(backlog bool) stages.Policy {
+	return stages.Policy{MaxRetries: s.cfg.MaxRetries, MaxDiagnosesPerScan: s.cfg.MaxDiagnosesPerScan,
+		MaxDiagnosesPerDay: s.cfg.MaxDiagnosesPerDay, Backlog: backlog, Triage: s.cfg.Triage}
 }
 
 // errSkipped means the scan did not run because another holds the lock.
@@ -88,19 +97,23 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store) (*stages.Sum
 		Source: f, Name: s.cfg.EventLog, Start: pos.Offset, StartLine: pos.Line,
 		Prefilter: true, Stop: soft.Done(),
 	}, &stats))
-	candidates := pipeline.Then(r, records, stages.NewFilter())
+	candidates := pipeline.Then(r, records, stages.NewFilter(&s.cfg.Triage))
 	occurrences := pipeline.Then(r, candidates, stages.NewFingerprint(s.fp))
 	groups := pipeline.Then(r, occurrences, stages.NewDedup(stages.DedupConfig{
-		Store: st, Now: s.now, MaxIssuesPerDay: s.cfg.MaxIssuesPerDay, MaxRetries: s.cfg.MaxRetries,
+		Store: st, Now: s.now, Policy: s.policy(!s.skipBacklog),
 	}))
 	dossiers := pipeline.Then(r, groups, stages.NewDossier(stages.DossierConfig{Scrubber: s.red, ToolVersion: version}))
-	findings := pipeline.Then(r, dossiers, s.agent)
+	diagnosed := pipeline.Then(r, dossiers, s.agent)
+	findings := pipeline.Then(r, diagnosed, stages.NewGate(stages.GateConfig{
+		Store: st, Now: s.now, MaxIssuesPerDay: s.cfg.MaxIssuesPerDay, Confidence: s.cfg.Triage.Confidence,
+	}))
 	reports := pipeline.Then(r, findings, stages.NewCompose(stages.ComposeConfig{
 		Scrubber: s.red, Keywords: s.cfg.Keywords, Repo: s.cfg.Repo, Label: s.cfg.Label,
 	}))
 	outcomes := pipeline.Then(r, reports, sink)
 	pipeline.Into(r, outcomes, stages.NewPersist(stages.PersistConfig{
-		Store: st, Now: s.now, MaxRetries: s.cfg.MaxRetries, Summary: sum,
+		Store: st, Now: s.now, MaxRetries: s.cfg.MaxRetries, SettleFor: s.cfg.Triage.SettleFor,
+		ToolVersion: version, Summary: sum,
 	}))
 	runErr := r.Wait()
 	s.log.Debug().Int64("lines", stats.Lines.Load()).Int64("corrupt", stats.Corrupt.Load()).

@@ -1,0 +1,307 @@
+package stages
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/the-loop/the-loop-diagnose/pipeline"
+	"github.com/the-loop/the-loop-diagnose/store"
+)
+
+// Machine verdicts.
+const (
+	SettledHealed        = "healed"
+	SettledEnvironment   = "environment"
+	SettledFixedUpstream = "fixed-upstream"
+	SettledTransient     = "transient"
+)
+
+// ReasonSuccess marks a record that is not a failure but a success event
+// the healing check needs (dispatch.succeeded after dispatch.failed).
+const ReasonSuccess = "success"
+
+// TriageConfig is what the mechanical checks need. The zero value is not
+// usable; start from DefaultTriage.
+type TriageConfig struct {
+	CorrelationKeys []string      // fields tying a retry to its success: work_item, delivery_id
+	SuccessSuffixes []string      // success events of a family: succeeded, completed, ...
+	FlakyThreshold  int           // heals in 24 h that make a transient a flaky defect
+	SettleFor       time.Duration // how long a settlement holds before re-examination
+	MaxPending      int           // retried failures awaiting their success, per scan
+	EnvRules        []EnvRule     // operator rules, checked before the built-in ones
+	Confidence      float64       // agent verdicts settle only at or above this
+}
+
+// DefaultTriage holds the defaults.
+func DefaultTriage() TriageConfig {
+	return TriageConfig{
+		CorrelationKeys: []string{"work_item", "delivery_id"},
+		SuccessSuffixes: []string{"succeeded", "completed", "success"},
+		FlakyThreshold:  5,
+		SettleFor:       7 * 24 * time.Hour,
+		MaxPending:      100_000,
+		Confidence:      0.8,
+	}
+}
+
+// EnvRule says a failure is the operator's environment, not the project's bug.
+type EnvRule struct {
+	Name   string `yaml:"name"`
+	Event  string `yaml:"event"` // exact event, or a prefix ending in '*'
+	Error  string `yaml:"error"` // RE2 over the error text
+	Reason string `yaml:"reason"`
+	re     *regexp.Regexp
+}
+
+// CompileEnvRules validates operator rules; errors name the rule.
+func CompileEnvRules(rules []EnvRule) ([]EnvRule, error) {
+	out := make([]EnvRule, len(rules))
+	for i, r := range rules {
+		name := r.Name
+		if name == "" {
+			name = fmt.Sprint(i + 1)
+		}
+		if r.Event == "" && r.Error == "" {
+			return nil, fmt.Errorf("environment rule %s: needs event or error", name)
+		}
+		if r.Error != "" {
+			re, err := regexp.Compile(r.Error)
+			if err != nil {
+				return nil, fmt.Errorf("environment rule %s: error regex: %v", name, err)
+			}
+			r.re = re
+		}
+		if r.Reason == "" {
+			r.Reason = "operator rule " + name
+		}
+		out[i] = r
+	}
+	return out, nil
+}
+
+func (r EnvRule) matches(event, errText string) bool {
+	if r.Event != "" {
+		if p, ok := strings.CutSuffix(r.Event, "*"); ok {
+			if !strings.HasPrefix(event, p) {
+				return false
+			}
+		} else if event != r.Event {
+			return false
+		}
+	}
+	return r.re == nil || r.re.MatchString(errText)
+}
+
+// environmentSigns are failures of the operator's setup, not the project's
+// code. Each is specific enough not to catch a real defect by accident.
+var environmentSigns = []struct {
+	re     *regexp.Regexp
+	reason string
+}{
+	{regexp.MustCompile(`(?i)executable file not found|command not found|no such file or directory.*\b(exec|spawn)\b|\b(exec|spawn)\b.*(ENOENT|no such file or directory)`), "an executable is missing from PATH"},
+	{regexp.MustCompile(`(?i)\b401\b.*(unauthori[sz]ed|bad credentials)|bad credentials|invalid api key|authentication failed|invalid_grant`), "credentials are missing or invalid (401)"},
+	{regexp.MustCompile(`(?i)permission denied|\bEACCES\b|\bEPERM\b|operation not permitted`), "permission denied on the host"},
+	{regexp.MustCompile(`(?i)no space left on device|\bENOSPC\b|disk quota exceeded|\bEDQUOT\b`), "the disk is full"},
+	{regexp.MustCompile(`(?i)no such host|name or service not known|temporary failure in name resolution|getaddrinfo (ENOTFOUND|EAI_AGAIN)|could not resolve host`), "DNS resolution failed"},
+}
+
+// classifyEnvironment returns why every sample of g is an environment
+// failure, or "" when any is not (fail-safe: one real error keeps it for a human).
+func classifyEnvironment(g *pipeline.Group, rules []EnvRule) (reason string, lines []int64) {
+	if len(g.Samples) == 0 {
+		return "", nil
+	}
+	for _, s := range g.Samples {
+		r := environmentReason(s.Str("event"), s.Str("error"), rules)
+		if r == "" || (reason != "" && r != reason) {
+			return "", nil
+		}
+		reason = r
+		lines = append(lines, s.Line)
+	}
+	return reason, lines
+}
+
+func environmentReason(event, errText string, rules []EnvRule) string {
+	for _, r := range rules {
+		if r.matches(event, errText) {
+			return r.Reason
+		}
+	}
+	if errText == "" {
+		return ""
+	}
+	for _, s := range environmentSigns {
+		if s.re.MatchString(errText) {
+			return s.reason
+		}
+	}
+	return ""
+}
+
+// Triage runs the mechanical checks on a group not yet reported: healed
+// (unless flaky) and environment. It returns nil when the group must go on
+// to a human; otherwise the settlement. It may set g.Reason to say why a
+// group that looked settled goes on (flaky; environment persisting).
+func Triage(g *pipeline.Group, st *store.State, now time.Time, cfg TriageConfig) *pipeline.Settlement {
+	lines := sampleLines(g)
+	if g.Healed > 0 && g.Healed == g.Count {
+		heals := store.CountSince(st.Heals[g.Fingerprint], now.Add(-Window)) + g.Healed
+		if heals >= cfg.FlakyThreshold {
+			g.Reason = fmt.Sprintf("flaky: it failed and then healed %d times in 24 h", heals)
+			return nil
+		}
+		return &pipeline.Settlement{Verdict: SettledHealed,
+			Reason:   fmt.Sprintf("every retried failure later succeeded (%d of %d)", g.Healed, g.Count),
+			Evidence: map[string]any{"lines": lines, "heals_24h": heals}}
+	}
+	if reason, envLines := classifyEnvironment(g, cfg.EnvRules); reason != "" {
+		if prev, ok := st.Settled[g.Fingerprint]; ok && prev.Verdict == SettledEnvironment && !now.Before(prev.Until) {
+			g.Reason = fmt.Sprintf("environment failure (%s) persisted past its settlement of %s", reason, prev.At.Format(time.RFC3339))
+			return nil
+		}
+		return &pipeline.Settlement{Verdict: SettledEnvironment, Reason: reason,
+			Evidence: map[string]any{"lines": envLines}}
+	}
+	return nil
+}
+
+// AgentSettlement settles on the agent's own verdict only when it is
+// environment or transient, confident enough, and backed by evidence;
+// anything else — bug, inconclusive, missing or malformed — goes to a human.
+func AgentSettlement(a *pipeline.Answer, threshold float64) *pipeline.Settlement {
+	if a == nil || a.Confidence == nil || *a.Confidence < threshold || len(nonEmpty(a.Evidence)) == 0 {
+		return nil
+	}
+	verdict := ""
+	switch a.Verdict {
+	case "environment":
+		verdict = SettledEnvironment
+	case "transient":
+		verdict = SettledTransient
+	default:
+		return nil
+	}
+	return &pipeline.Settlement{Verdict: verdict,
+		Reason:   fmt.Sprintf("the agent judged it %s with confidence %.2f", a.Verdict, *a.Confidence),
+		Evidence: map[string]any{"agent_evidence": nonEmpty(a.Evidence)}}
+}
+
+func nonEmpty(list []string) []string {
+	var out []string
+	for _, s := range list {
+		if strings.TrimSpace(s) != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func sampleLines(g *pipeline.Group) []int64 {
+	lines := make([]int64, 0, len(g.Samples))
+	for _, s := range g.Samples {
+		lines = append(lines, s.Line)
+	}
+	return lines
+}
+
+// healTracker follows retried failures to their later success, in log
+// order, inside the dedup goroutine. It holds only failures still awaiting a
+// success, at most max of them; one evicted is simply not healed (fail-safe).
+type healTracker struct {
+	cfg     TriageConfig
+	pending map[string][]pendingFailure // family + key → retried failures awaiting success
+	order   []string            // pending keys, oldest first, for eviction
+	healed  map[string]int
+}
+
+type pendingFailure struct {
+	line int64
+	fp   string
+}
+
+func newHealTracker(cfg TriageConfig) *healTracker {
+	return &healTracker{cfg: cfg, pending: map[string][]pendingFailure{}, healed: map[string]int{}}
+}
+
+// family is an event's operation: dispatch.failed → dispatch.
+func family(event string) (fam, last string) {
+	i := strings.LastIndexByte(event, '.')
+	if i < 0 {
+		return "", event
+	}
+	return event[:i], event[i+1:]
+}
+
+func (h *healTracker) keys(r pipeline.Record) []string {
+	fam, _ := family(r.Str("event"))
+	var keys []string
+	for _, k := range h.cfg.CorrelationKeys {
+		if v := fmt.Sprint(r.Fields[k]); r.Fields[k] != nil && v != "" {
+			keys = append(keys, fam+"\x00"+k+"\x00"+v)
+		}
+	}
+	return keys
+}
+
+// IsSuccess reports whether r is a success event the tracker can correlate.
+func (cfg TriageConfig) IsSuccess(r pipeline.Record) bool {
+	fam, last := family(r.Str("event"))
+	if fam == "" {
+		return false
+	}
+	ok := false
+	for _, s := range cfg.SuccessSuffixes {
+		ok = ok || last == s
+	}
+	if !ok {
+		return false
+	}
+	for _, k := range cfg.CorrelationKeys {
+		if r.Fields[k] != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *healTracker) failure(o pipeline.Occurrence) {
+	if retry, ok := o.Bool("will_retry"); !ok || !retry {
+		return
+	}
+	for _, k := range h.keys(o.Record) {
+		if _, ok := h.pending[k]; !ok {
+			h.order = append(h.order, k)
+		}
+		h.pending[k] = append(h.pending[k], pendingFailure{o.Line, o.Fingerprint})
+	}
+	for len(h.pending) > h.cfg.MaxPending && len(h.order) > 0 {
+		delete(h.pending, h.order[0])
+		h.order = h.order[1:]
+	}
+	// Keys healed since are stale in order: compact so it stays bounded.
+	if len(h.order) > 2*len(h.pending)+1024 {
+		kept := h.order[:0]
+		for _, k := range h.order {
+			if _, ok := h.pending[k]; ok {
+				kept = append(kept, k)
+			}
+		}
+		h.order = kept
+	}
+}
+
+func (h *healTracker) success(r pipeline.Record) {
+	seen := map[int64]bool{} // a failure heals once, whichever key matched
+	for _, k := range h.keys(r) {
+		for _, p := range h.pending[k] {
+			if !seen[p.line] {
+				seen[p.line] = true
+				h.healed[p.fp]++
+			}
+		}
+		delete(h.pending, k)
+	}
+}

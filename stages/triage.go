@@ -213,7 +213,7 @@ func sampleLines(g *pipeline.Group) []int64 {
 type healTracker struct {
 	cfg     TriageConfig
 	pending map[string][]pendingFailure // family + key → retried failures awaiting success
-	order   []string            // pending keys, oldest first, for eviction
+	order   []string                    // pending keys, oldest first, for eviction
 	healed  map[string]int
 }
 

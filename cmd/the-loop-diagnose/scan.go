@@ -30,7 +30,7 @@ type scanner struct {
 	// skipBacklog is set by a watcher woken by new lines: the backlog is
 	// retried on the interval, not on every append.
 	skipBacklog bool
-	sink  func(*store.Store) (pipeline.Stage[pipeline.Report, pipeline.Outcome], error)
+	sink        func(*store.Store) (pipeline.Stage[pipeline.Report, pipeline.Outcome], error)
 }
 
 func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, dryRun bool) (*scanner, error) {

@@ -1,6 +1,7 @@
 package fingerprint
 
 import (
+	"bytes"
 	"strings"
 	"unicode/utf8"
 )
@@ -27,7 +28,7 @@ func Normalize(errorText string) string {
 		}
 		return normalizeLines(errorText)
 	}
-	var n normalizer
+	n := normalizer{out: make([]byte, 0, len(errorText)+16)}
 	n.line(errorText)
 	return n.finish()
 }
@@ -78,6 +79,8 @@ type normalizer struct {
 	// trailing punctuation), so a list of like values ("blk_<*> blk_<*>")
 	// collapses into one.
 	lastWord, lastBodyEnd int
+	// scratch holds a word's normalized body before it is written.
+	scratch []byte
 	// dateRun is where a run of month/day names starts in out (-1: none),
 	// so "Sun Jul 3 ..." masks its names once the number shows it is a date.
 	dateRun int
@@ -109,7 +112,7 @@ func (n *normalizer) line(s string) {
 	n.dateRun = -1
 	n.lastWord = -1
 	start := len(n.out)
-	i := 0
+	i, nextEnd := 0, 0
 	for i < len(s) {
 		for i < len(s) && isSpace(s[i]) {
 			i++
@@ -117,13 +120,17 @@ func (n *normalizer) line(s string) {
 		if i >= len(s) {
 			break
 		}
-		j := wordEnd(s, i)
+		j := nextEnd
+		if j <= i {
+			j = wordEnd(s, i)
+		}
 		// The next word, for the few rules that look ahead ("404 Not Found").
 		k := j
 		for k < len(s) && isSpace(s[k]) {
 			k++
 		}
-		n.next = s[k:wordEnd(s, k)]
+		nextEnd = wordEnd(s, k)
+		n.next = s[k:nextEnd]
 		n.word(s[i:j], start)
 		i = j
 		if len(n.out) > maxTemplate {
@@ -216,27 +223,31 @@ func (n *normalizer) word(w string, lineStart int) {
 		return
 	}
 
-	mark := len(n.out)
-	n.out = append(n.out, prefix...) // provisional: core() appends after it
+	// core() appends to n.out; point it at the scratch buffer meanwhile,
+	// so the body can be inspected before it is written (no allocation).
+	out := n.out
+	n.out = append(n.scratch[:0], prefix...)
 	masked := n.core(core)
-	body := string(n.out[mark:]) // prefix + normalized core
-	n.out = n.out[:mark]
+	body := n.out // prefix + normalized core
+	n.scratch = body
+	n.out = out
 
-	lowerCore := strings.ToLower(core)
+	var lowerBuf [16]byte
+	lowerCore := lowerInto(lowerBuf[:0], core)
 	// A unit after a masked number is part of the measurement: "850.0 B"
 	// and "5.2 KB" are one size, "3 ms" and "2 s" one duration.
-	if !masked && prefix == "" && n.lastMasked && units[lowerCore] {
+	if !masked && prefix == "" && n.lastMasked && units[string(lowerCore)] {
 		masked = true
 	}
 	// Month and day names next to a masked number are part of a timestamp.
-	if !masked && prefix == "" && isMonthOrDay(lowerCore) {
+	if !masked && prefix == "" && monthsAndDays[string(lowerCore)] {
 		if n.lastMasked {
 			masked = true
 		} else {
 			if n.dateRun < 0 {
 				n.dateRun = len(n.out)
 			}
-			n.emit(body+suffix, lineStart)
+			n.emit2(body, suffix, lineStart)
 			n.prev, n.lastWord = "", -1
 			return
 		}
@@ -275,7 +286,7 @@ func (n *normalizer) word(w string, lineStart int) {
 		n.lastMasked, n.dateRun, n.prev, n.lastWord = true, -1, "", -1
 		return
 	}
-	if n.lastWord >= 0 && strings.Contains(body, Mask) && string(n.out[n.lastWord:n.lastBodyEnd]) == body {
+	if n.lastWord >= 0 && bytes.Contains(body, maskBytes) && bytes.Equal(n.out[n.lastWord:n.lastBodyEnd], body) {
 		// Another value of the same shape: "blk_<*> blk_<*>" is a list.
 		n.out = append(n.out[:n.lastBodyEnd], suffix...)
 		return
@@ -288,12 +299,58 @@ func (n *normalizer) word(w string, lineStart int) {
 	n.lastBodyEnd = len(n.out)
 	n.out = append(n.out, suffix...)
 	n.lastMasked, n.dateRun = false, -1
-	n.prev = strings.Trim(lowerCore, "[](){}<>#:=,;\"'`")
+	n.prev = trimPunct(core)
+}
+
+var maskBytes = []byte(Mask)
+
+// lowerInto lower-cases an ASCII word into buf; a word longer than buf's
+// capacity yields an empty result (no keyword is that long).
+func lowerInto(buf []byte, s string) []byte {
+	if len(s) > cap(buf) {
+		return buf[:0]
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf = append(buf, c)
+	}
+	return buf
+}
+
+// trimPunct strips brackets, quotes and punctuation around a keyword.
+func trimPunct(s string) string {
+	isP := func(c byte) bool { return strings.IndexByte("[](){}<>#:=,;\"'`", c) >= 0 }
+	for len(s) > 0 && isP(s[0]) {
+		s = s[1:]
+	}
+	for len(s) > 0 && isP(s[len(s)-1]) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// prevIs reports whether the previous word, lower-cased, is in set.
+func (n *normalizer) prevIs(set map[string]bool) bool {
+	var buf [16]byte
+	l := lowerInto(buf[:0], n.prev)
+	return len(l) > 0 && set[string(l)]
 }
 
 // isEmptyBrackets: "()", "[]", "{}" or "<>", alone.
 func isEmptyBrackets(w string) bool {
 	return w == "()" || w == "[]" || w == "{}" || w == "<>"
+}
+
+// emit2 appends body and suffix as the next word of the line.
+func (n *normalizer) emit2(body []byte, suffix string, lineStart int) {
+	if len(n.out) > lineStart {
+		n.out = append(n.out, ' ')
+	}
+	n.out = append(n.out, body...)
+	n.out = append(n.out, suffix...)
 }
 
 // emit appends s as the next word of the line.
@@ -332,6 +389,16 @@ var codeWords = map[string]bool{
 	"http": true, "status": true, "code": true, "exit": true, "errno": true,
 	"signal": true, "sig": true, "sqlstate": true, "rc": true, "ora": true,
 	"winerror": true, "hresult": true,
+}
+
+func (n *normalizer) prevIsCodeKey() bool {
+	var buf [24]byte
+	l := lowerInto(buf[:0], n.prev)
+	return len(l) > 0 && isCodeKey(string(l))
+}
+
+var lowerHTTPMethods = map[string]bool{
+	"get": true, "post": true, "put": true, "delete": true, "patch": true, "head": true, "options": true,
 }
 
 // isHTTPStatus: three digits from 100 to 599.
@@ -377,13 +444,13 @@ func (n *normalizer) core(c string) bool {
 		return n.core(c[1:]) && false
 	}
 	switch {
-	case isCodeKey(n.prev) && isCodeValue(c) && !n.accessLog,
+	case isCodeValue(c) && !n.accessLog && n.prevIsCodeKey(),
 		isHTTPStatus(c) && reasonPhrase[strings.Trim(n.next, ",.:;()")]:
 		n.out = append(n.out, c...)
 		return false
-	case httpMethods[strings.ToUpper(n.prev)] && c[0] == '/' && strings.IndexByte(c, '{') < 0:
+	case c[0] == '/' && n.prevIs(lowerHTTPMethods) && strings.IndexByte(c, '{') < 0:
 		return n.mask()
-	case userWords[n.prev] && isPlainName(c):
+	case n.prev != "" && n.prevIs(userWords) && isPlainName(c):
 		return n.mask()
 	case strings.Contains(c, "://"):
 		k := strings.Index(c, "://")
@@ -583,11 +650,10 @@ func isPlainName(s string) bool {
 }
 
 func isBoolean(s string) bool {
-	switch strings.ToLower(s) {
-	case "true", "false", "null":
-		return true
+	if len(s) < 4 || len(s) > 5 {
+		return false
 	}
-	return false
+	return strings.EqualFold(s, "true") || strings.EqualFold(s, "false") || strings.EqualFold(s, "null")
 }
 
 // isUUID: 8-4-4-4-12 hex digits (a UUID with no decimal digit in one group
@@ -668,10 +734,7 @@ func appendTokenMasked(b []byte, s string) []byte {
 			i++
 			continue
 		}
-		j := i
-		for j < len(s) && isAlnum(s[j]) {
-			j++
-		}
+		j := runEnd(s, i)
 		if run := s[i:j]; volatileRun(run) {
 			writeMask(i)
 		} else {
@@ -682,6 +745,22 @@ func appendTokenMasked(b []byte, s string) []byte {
 		sepStart, i = j, j
 	}
 	return append(b, s[sepStart:]...)
+}
+
+// runEnd returns the end of the alphanumeric run at i. A micro sign
+// (µ or μ) inside a run belongs to it, so "81.7µs" masks like "81.7ms".
+func runEnd(s string, i int) int {
+	for i < len(s) {
+		switch {
+		case isAlnum(s[i]):
+			i++
+		case i+1 < len(s) && (s[i] == 0xC2 && s[i+1] == 0xB5 || s[i] == 0xCE && s[i+1] == 0xBC):
+			i += 2
+		default:
+			return i
+		}
+	}
+	return i
 }
 
 func isSegmentDelim(c byte) bool {

@@ -200,4 +200,3 @@ func TestGateSettlesThenCapsAndCachesTheFinding(t *testing.T) {
 		t.Fatal("deferred finding not cached in state")
 	}
 }
-

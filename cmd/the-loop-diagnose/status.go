@@ -29,15 +29,19 @@ func cmdStatus(args []string, io stdio) error {
 	}
 	t := now()
 	used := st.PostedSince(t.Add(-stages.Window))
+	diagnosed := store.CountSince(st.Diagnosed, t.Add(-stages.Window))
 	report := map[string]any{
 		"state":     cfg.StatePath,
 		"reported":  st.Reported,
 		"deferred":  st.Deferred,
 		"dismissed": st.Dismissed,
+		"settled":   st.Settled,
+		"ledger":    store.LedgerPath(cfg.StatePath),
 		"abandoned": st.Abandoned,
 		"attempts":  st.Attempts,
-		"window":    map[string]any{"issues_used": used, "issues_max": cfg.MaxIssuesPerDay, "hours": stages.Window.Hours()},
-		"cursor":    st.Cursor,
+		"window": map[string]any{"issues_used": used, "issues_max": cfg.MaxIssuesPerDay,
+			"diagnoses_used": diagnosed, "diagnoses_max": cfg.MaxDiagnosesPerDay, "hours": stages.Window.Hours()},
+		"cursor": st.Cursor,
 	}
 	if *asJSON {
 		enc := json.NewEncoder(io.out)
@@ -46,7 +50,7 @@ func cmdStatus(args []string, io stdio) error {
 	}
 	w := io.out
 	fmt.Fprintf(w, "state %s\n", cfg.StatePath)
-	fmt.Fprintf(w, "issues filed in the last 24 h: %d of %d\n", used, cfg.MaxIssuesPerDay)
+	fmt.Fprintf(w, "issues filed in the last 24 h: %d of %d; agent diagnoses: %d of %d\n", used, cfg.MaxIssuesPerDay, diagnosed, cfg.MaxDiagnosesPerDay)
 	fmt.Fprintf(w, "\nreported (%d):\n", len(st.Reported))
 	for _, fp := range store.Fingerprints(st.Reported) {
 		r := st.Reported[fp]
@@ -61,10 +65,25 @@ func cmdStatus(args []string, io stdio) error {
 		}
 		fmt.Fprintf(w, "  %s  %s ×%d since %s, %s, attempts %d\n", fp, d.Event, d.Count, d.Since.Format(time.RFC3339), diagnosed, st.Attempts[fp])
 	}
+	fmt.Fprintf(w, "\nsettled by the machine, not filed (%d; evidence in %s):\n", len(st.Settled), store.LedgerPath(cfg.StatePath))
+	for _, fp := range store.Fingerprints(st.Settled) {
+		s := st.Settled[fp]
+		state := "until " + s.Until.Format(time.RFC3339)
+		if !t.Before(s.Until) {
+			state = "expired: re-examined next time it occurs"
+		}
+		fmt.Fprintf(w, "  %s  %s: %s (%s)\n", fp, s.Verdict, s.Reason, state)
+	}
 	fmt.Fprintf(w, "\ndismissed by a maintainer (%d):\n", len(st.Dismissed))
 	for _, fp := range store.Fingerprints(st.Dismissed) {
 		d := st.Dismissed[fp]
 		fmt.Fprintf(w, "  %s  %s  %s\n", fp, d.Reason, orDash(d.URL))
+	}
+	if len(st.Attempts) > 0 {
+		fmt.Fprintf(w, "\nretry counts:\n")
+		for _, fp := range store.Fingerprints(st.Attempts) {
+			fmt.Fprintf(w, "  %s  %d of %d  %s\n", fp, st.Attempts[fp], cfg.MaxRetries, st.Failures[fp])
+		}
 	}
 	fmt.Fprintf(w, "\nabandoned (%d):\n", len(st.Abandoned))
 	for _, fp := range store.Fingerprints(st.Abandoned) {

@@ -1,0 +1,609 @@
+package stages
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/go-github/v66/github"
+	"github.com/rs/zerolog"
+
+	fakegh "github.com/the-loop/the-loop-diagnose/fakes/github"
+	"github.com/the-loop/the-loop-diagnose/pipeline"
+	"github.com/the-loop/the-loop-diagnose/store"
+)
+
+// postLog is a goroutine-safe log sink the tests read back.
+type postLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *postLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *postLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+type postHarness struct {
+	srv *fakegh.Server
+	st  *store.Store
+	log *postLog
+	cfg PostConfig
+
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (h *postHarness) clock() time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.now
+}
+
+func (h *postHarness) advance(d time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.now = h.now.Add(d)
+}
+
+func newPostHarness(t *testing.T, opts fakegh.Options, token string) *postHarness {
+	t.Helper()
+	srv := fakegh.New(opts)
+	t.Cleanup(srv.Close)
+	if token == "" {
+		token = "test-token"
+	}
+	client, err := github.NewClient(nil).WithAuthToken(token).WithEnterpriseURLs(srv.APIURL(), srv.APIURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &postHarness{srv: srv, st: store.OpenMemory(), log: &postLog{}, now: time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)}
+	h.cfg = PostConfig{
+		Client:        client,
+		Repo:          srv.Repo(),
+		Store:         h.st,
+		Now:           h.clock,
+		WriteSpacing:  -1,
+		SecondaryWait: 20 * time.Millisecond,
+		MaxWait:       3 * time.Second,
+		Retries:       3,
+		BackoffBase:   time.Millisecond,
+		Version:       "v1.2.3",
+		Log:           zerolog.New(h.log),
+	}
+	return h
+}
+
+// withFreshState is another deployment: same repository and token, its own
+// empty state.
+func (h *postHarness) withFreshState() *postHarness {
+	other := &postHarness{srv: h.srv, st: store.OpenMemory(), log: h.log, cfg: h.cfg, now: h.clock()}
+	other.cfg.Store = other.st
+	other.cfg.Now = other.clock
+	return other
+}
+
+func (h *postHarness) run(t *testing.T, reports ...pipeline.Report) ([]pipeline.Outcome, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	return pipeline.Collect(ctx, NewPost(h.cfg), reports...)
+}
+
+func (h *postHarness) runOne(t *testing.T, r pipeline.Report) pipeline.Outcome {
+	t.Helper()
+	out, err := h.run(t, r)
+	if err != nil {
+		t.Fatalf("post: %v", err)
+	}
+	if len(out) != 1 {
+		t.Fatalf("want 1 outcome, got %d", len(out))
+	}
+	return out[0]
+}
+
+func (h *postHarness) state() *store.State {
+	var copyOf store.State
+	h.st.View(func(st *store.State) { copyOf = *st })
+	return &copyOf
+}
+
+// postBody renders a body shaped like compose's, with trigger as the dossier.
+func postBody(fp, trigger string) string {
+	return "## Summary\n\nThe widget frobnicator panics.\n\n## Trigger\n\n" + trigger +
+		"\n## Environment\n\nlinux/amd64\n---\n_Filed automatically. Intended label: `" + DefaultPostLabel + "`._\n\n" +
+		FingerprintMarker(fp) + "\n" + SelfAuthoredMarker + "\n"
+}
+
+func postReport(fp string) pipeline.Report {
+	var r pipeline.Report
+	r.Fingerprint = fp
+	r.Event = "tool.failed"
+	r.Count = 3
+	r.FirstSeen = time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
+	r.LastSeen = time.Date(2025, 6, 1, 11, 0, 0, 0, time.UTC)
+	r.Verdict = pipeline.VerdictNew
+	r.Answer = &pipeline.Answer{Title: "frobnicator panics"}
+	r.Title = "[self-diagnosed] frobnicator panics on " + fp
+	r.Body = postBody(fp, "```\npanic: nil map\n```\n")
+	r.Label = DefaultPostLabel
+	r.Repo = "acme/widgets"
+	return r
+}
+
+func known(r pipeline.Report) pipeline.Report {
+	r.Verdict = pipeline.VerdictKnown
+	r.Answer, r.Title, r.Body = nil, "", ""
+	return r
+}
+
+func TestPostFilesNewDefectOnceWithLabelAndMarker(t *testing.T) {
+	h := newPostHarness(t, fakegh.Options{}, "")
+	o := h.runOne(t, postReport("fp-aaa"))
+	if o.Status != pipeline.StatusFiled || o.Number != 1 || o.URL != h.srv.URL()+"/acme/widgets/issues/1" {
+		t.Fatalf("outcome %+v", o)
+	}
+	issues := h.srv.Issues()
+	if len(issues) != 1 {
+		t.Fatalf("%d issues", len(issues))
+	}
+	is := issues[0]
+	if len(is.Labels) != 1 || is.Labels[0] != DefaultPostLabel {
+		t.Fatalf("labels %v", is.Labels)
+	}
+	if !strings.Contains(is.Body, FingerprintMarker("fp-aaa")) || !strings.Contains(is.Body, SelfAuthoredMarker) {
+		t.Fatalf("markers missing from body:\n%s", is.Body)
+	}
+	if labels := h.srv.Labels(); len(labels) != 1 || labels[0].Color != "d93f0b" {
+		t.Fatalf("the label should be created with its colour: %+v", labels)
+	}
+	st := h.state()
+	if st.Reported["fp-aaa"].Number != 1 || st.Issues["fp-aaa"].Number != 1 || len(st.Intents) != 0 {
+		t.Fatalf("state: reported %+v issues %+v intents %+v", st.Reported, st.Issues, st.Intents)
+	}
+
+	// Seen as new again (say, the persist stage never ran): the cache finds
+	// the issue, nothing is filed twice.
+	if o := h.runOne(t, postReport("fp-aaa")); o.Status != pipeline.StatusKnown || o.Number != 1 {
+		t.Fatalf("second scan: %+v", o)
+	}
+	// A deployment with empty state finds it by its marker.
+	other := h.withFreshState()
+	if o := other.runOne(t, postReport("fp-aaa")); o.Status != pipeline.StatusKnown || o.Number != 1 {
+		t.Fatalf("fresh state: %+v", o)
+	}
+	if h.srv.CountCreates() != 1 {
+		t.Fatalf("CountCreates = %d, want 1", h.srv.CountCreates())
+	}
+}
+
+func TestPostMarkerLookupUsesListEndpointNotSearch(t *testing.T) {
+	h := newPostHarness(t, fakegh.Options{}, "")
+	if _, err := h.run(t, postReport("fp-1"), postReport("fp-2")); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range h.srv.Requests() {
+		if strings.Contains(r.Path, "/search/") {
+			t.Fatalf("search API used: %s", r.Path)
+		}
+	}
+	lists := h.srv.RequestsTo(fakegh.RouteListIssues)
+	if len(lists) == 0 || lists[0].Query.Get("state") != "all" || lists[0].Query.Get("labels") != DefaultPostLabel ||
+		lists[0].Query.Get("sort") != "created" || lists[0].Query.Get("direction") != "desc" {
+		t.Fatalf("first lookup %+v", lists)
+	}
+	// One scan's index serves every fingerprint: label, creator and recent
+	// queries each run once, not once per defect.
+	if len(lists) != 3 {
+		t.Fatalf("%d list requests for two defects, want 3", len(lists))
+	}
+}
+
+func TestPostExistingOpenIssueKeepsOneOccurrenceComment(t *testing.T) {
+	h := newPostHarness(t, fakegh.Options{}, "")
+	n := h.srv.AddIssue(fakegh.Issue{Title: "filed elsewhere", Body: postBody("fp-x", "x"), Login: "other-deployment", Labels: []string{DefaultPostLabel}})
+
+	o := h.runOne(t, postReport("fp-x"))
+	if o.Status != pipeline.StatusKnown || o.Number != n || !strings.HasSuffix(o.URL, "/issues/1") {
+		t.Fatalf("outcome %+v", o)
+	}
+	if h.srv.CountCreates() != 0 {
+		t.Fatal("an issue was filed although one with the marker exists")
+	}
+	comments := h.srv.Comments(n)
+	if len(comments) != 1 || !strings.Contains(comments[0].Body, "| Occurrences | 3 |") || !strings.Contains(comments[0].Body, "v1.2.3") {
+		t.Fatalf("occurrence comment: %+v", comments)
+	}
+
+	// Ten minutes later: tallied locally, not edited (one edit an hour).
+	h.advance(10 * time.Minute)
+	h.runOne(t, known(postReport("fp-x")))
+	if got := h.srv.Comments(n); len(got) != 1 || got[0].Body != comments[0].Body {
+		t.Fatalf("edited within the hour: %+v", got)
+	}
+	if h.state().Issues["fp-x"].Occurrences != 6 {
+		t.Fatalf("tally %d, want 6", h.state().Issues["fp-x"].Occurrences)
+	}
+
+	// Past the hour, with a new version: the same comment is edited.
+	h.advance(time.Hour)
+	h.cfg.Version = "v1.3.0"
+	h.runOne(t, known(postReport("fp-x")))
+	got := h.srv.Comments(n)
+	if len(got) != 1 || !strings.Contains(got[0].Body, "| Occurrences | 9 |") || !strings.Contains(got[0].Body, "v1.2.3, v1.3.0") {
+		t.Fatalf("after the hour: %+v", got)
+	}
+	if edits := h.srv.RequestsTo(fakegh.RouteEditComment); len(edits) != 1 {
+		t.Fatalf("%d comment edits, want 1", len(edits))
+	}
+}
+
+func TestPostOccurrenceCommentFoundAgainAfterLostState(t *testing.T) {
+	h := newPostHarness(t, fakegh.Options{}, "")
+	n := h.srv.AddIssue(fakegh.Issue{Title: "t", Body: postBody("fp-y", "x"), Labels: []string{DefaultPostLabel}})
+	h.runOne(t, postReport("fp-y"))
+	// State lost (a crash before the comment id was saved, say).
+	h.st = store.OpenMemory()
+	h.cfg.Store = h.st
+	h.runOne(t, postReport("fp-y"))
+	if got := h.srv.Comments(n); len(got) != 1 || !strings.Contains(got[0].Body, "| Occurrences | 3 |") {
+		t.Fatalf("want the one comment edited, got %+v", got)
+	}
+}
+
+func TestPostReopensIssueClosedAsCompleted(t *testing.T) {
+	h := newPostHarness(t, fakegh.Options{}, "")
+	h.runOne(t, postReport("fp-r"))
+	h.srv.SetIssueState(1, "closed", "completed")
+
+	o := h.runOne(t, known(postReport("fp-r")))
+	if o.Status != pipeline.StatusKnown || !strings.Contains(o.Reason, "reopened #1") {
+		t.Fatalf("outcome %+v", o)
+	}
+	is, _ := h.srv.Issue(1)
+	if is.State != "open" {
+		t.Fatalf("issue state %q", is.State)
+	}
+	c := h.srv.Comments(1)
+	if len(c) != 1 || !strings.Contains(c[0].Body, "recurred") || !strings.Contains(c[0].Body, "v1.2.3") || !strings.Contains(c[0].Body, SelfAuthoredMarker) {
+		t.Fatalf("recurrence comment %+v", c)
+	}
+	if h.srv.CountCreates() != 1 {
+		t.Fatal("a recurrence must not file a new issue")
+	}
+}
+
+func TestPostRespectsMaintainerDismissal(t *testing.T) {
+	for name, setup := range map[string]func(*fakegh.Server) int{
+		"not planned": func(s *fakegh.Server) int {
+			return s.AddIssue(fakegh.Issue{Title: "t", Body: postBody("fp-d", "x"), State: "closed", StateReason: "not_planned"})
+		},
+		"wontfix label": func(s *fakegh.Server) int {
+			return s.AddIssue(fakegh.Issue{Title: "t", Body: postBody("fp-d", "x"), State: "closed", StateReason: "completed", Labels: []string{"wontfix"}})
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newPostHarness(t, fakegh.Options{}, "")
+			n := setup(h.srv)
+			o := h.runOne(t, postReport("fp-d"))
+			if o.Status != pipeline.StatusSettled || !strings.Contains(o.Reason, "dismissed") || o.Number != n {
+				t.Fatalf("outcome %+v", o)
+			}
+			is, _ := h.srv.Issue(n)
+			if is.State != "closed" || len(h.srv.Comments(n)) != 0 || h.srv.CountCreates() != 0 {
+				t.Fatalf("touched a dismissed issue: %+v comments %d creates %d", is, len(h.srv.Comments(n)), h.srv.CountCreates())
+			}
+			d := h.state().Dismissed["fp-d"]
+			if d.URL == "" || d.Reason == "" || d.At.IsZero() {
+				t.Fatalf("dismissal not recorded with evidence: %+v", d)
+			}
+			for _, r := range h.srv.Requests() {
+				if r.Method != http.MethodGet {
+					t.Fatalf("wrote to GitHub: %s %s", r.Method, r.Path)
+				}
+			}
+		})
+	}
+}
+
+func TestPostAmbiguousCreateIsReconciledNotDuplicated(t *testing.T) {
+	for name, fault := range map[string]fakegh.Fault{
+		"5xx after create":     fakegh.ServerErrorAfter(502),
+		"timeout after create": fakegh.SlowAfter(2 * time.Second),
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newPostHarness(t, fakegh.Options{}, "")
+			h.cfg.CallTimeout = 200 * time.Millisecond
+			h.srv.Inject(fakegh.RouteCreateIssue, fault)
+			o := h.runOne(t, postReport("fp-amb"))
+			if o.Status != pipeline.StatusFiled || o.Number != 1 {
+				t.Fatalf("outcome %+v", o)
+			}
+			if h.srv.CountCreates() != 1 || len(h.srv.Issues()) != 1 {
+				t.Fatalf("duplicate: %d creates", h.srv.CountCreates())
+			}
+			if len(h.state().Intents) != 0 || h.state().Reported["fp-amb"].Number != 1 {
+				t.Fatalf("state not reconciled: %+v", h.state())
+			}
+		})
+	}
+}
+
+func TestPostRetriesServerErrorsThenFiles(t *testing.T) {
+	h := newPostHarness(t, fakegh.Options{}, "")
+	h.srv.Inject(fakegh.RouteCreateIssue, fakegh.ServerError(500), fakegh.ServerError(503))
+	o := h.runOne(t, postReport("fp-5"))
+	if o.Status != pipeline.StatusFiled || h.srv.CountCreates() != 1 {
+		t.Fatalf("outcome %+v creates %d", o, h.srv.CountCreates())
+	}
+	if n := len(h.srv.RequestsTo(fakegh.RouteCreateIssue)); n != 3 {
+		t.Fatalf("%d create requests, want 3", n)
+	}
+}
+
+func TestPostRetriesAreBoundedAndIntentReconciledNextScan(t *testing.T) {
+	h := newPostHarness(t, fakegh.Options{}, "")
+	h.cfg.Retries = 1
+	h.srv.Inject(fakegh.RouteCreateIssue, fakegh.ServerError(502), fakegh.ServerErrorAfter(502))
+	o := h.runOne(t, postReport("fp-b"))
+	if o.Status != pipeline.StatusFailed || !strings.Contains(o.Error, "gave up after 2 attempts") {
+		t.Fatalf("outcome %+v", o)
+	}
+	if _, ok := h.state().Intents["fp-b"]; !ok {
+		t.Fatal("the intent must survive a failed create")
+	}
+	// The last attempt did create the issue. The next scan reconciles it as
+	// our own create: filed, once.
+	o = h.runOne(t, postReport("fp-b"))
+	if o.Status != pipeline.StatusFiled || h.srv.CountCreates() != 1 {
+		t.Fatalf("next scan: %+v, %d creates", o, h.srv.CountCreates())
+	}
+}
+
+func TestPostCrashAfterCreateIsReconciledFromIntent(t *testing.T) {
+	h := newPostHarness(t, fakegh.Options{}, "")
+	// A previous run wrote its intent, created the issue, and died.
+	_ = h.st.Update(func(st *store.State) error {
+		st.Intents["fp-c"] = store.Intent{At: h.clock(), Title: "t"}
+		return nil
+	})
+	h.srv.AddIssue(fakegh.Issue{Title: "t", Body: postBody("fp-c", "x"), Login: "loop-bot"})
+	o := h.runOne(t, postReport("fp-c"))
+	if o.Status != pipeline.StatusFiled || o.Number != 1 || h.srv.CountCreates() != 0 {
+		t.Fatalf("outcome %+v creates %d", o, h.srv.CountCreates())
+	}
+	if len(h.state().Intents) != 0 {
+		t.Fatal("intent not cleared")
+	}
+}
+
+func TestPostRateLimits(t *testing.T) {
+	t.Run("secondary without Retry-After waits SecondaryWait", func(t *testing.T) {
+		h := newPostHarness(t, fakegh.Options{}, "")
+		h.cfg.SecondaryWait = 150 * time.Millisecond
+		h.srv.Inject(fakegh.RouteCreateIssue, fakegh.SecondaryRateLimit(-1))
+		o := h.runOne(t, postReport("fp-s"))
+		if o.Status != pipeline.StatusFiled {
+			t.Fatalf("outcome %+v", o)
+		}
+		creates := h.srv.RequestsTo(fakegh.RouteCreateIssue)
+		if len(creates) != 2 || creates[1].At.Sub(creates[0].At) < 150*time.Millisecond {
+			t.Fatalf("the wait was not honoured: %d creates", len(creates))
+		}
+	})
+	t.Run("secondary Retry-After is honoured", func(t *testing.T) {
+		h := newPostHarness(t, fakegh.Options{}, "")
+		h.srv.Inject(fakegh.RouteCreateIssue, fakegh.SecondaryRateLimit(time.Second))
+		o := h.runOne(t, postReport("fp-s"))
+		creates := h.srv.RequestsTo(fakegh.RouteCreateIssue)
+		if o.Status != pipeline.StatusFiled || len(creates) != 2 || creates[1].At.Sub(creates[0].At) < time.Second {
+			t.Fatalf("outcome %+v, %d creates", o, len(creates))
+		}
+	})
+	t.Run("primary waits for x-ratelimit-reset", func(t *testing.T) {
+		h := newPostHarness(t, fakegh.Options{}, "")
+		h.srv.Inject(fakegh.RouteCreateIssue, fakegh.PrimaryRateLimit(time.Second))
+		o := h.runOne(t, postReport("fp-p"))
+		creates := h.srv.RequestsTo(fakegh.RouteCreateIssue)
+		if o.Status != pipeline.StatusFiled || len(creates) != 2 {
+			t.Fatalf("outcome %+v, %d creates", o, len(creates))
+		}
+		reset := creates[0].At.Add(time.Second).Truncate(time.Second)
+		if creates[1].At.Before(reset) {
+			t.Fatalf("retried at %v, before the reset %v", creates[1].At, reset)
+		}
+	})
+	t.Run("a wait beyond MaxWait defers the rest of the scan", func(t *testing.T) {
+		h := newPostHarness(t, fakegh.Options{}, "")
+		h.cfg.MaxWait = 100 * time.Millisecond
+		h.srv.Inject(fakegh.RouteCreateIssue, fakegh.SecondaryRateLimit(2*time.Minute))
+		out, err := h.run(t, postReport("fp-1"), postReport("fp-2"), known(postReport("fp-3")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out[0].Status != pipeline.StatusDeferred || out[1].Status != pipeline.StatusDeferred || out[2].Status != pipeline.StatusKnown {
+			t.Fatalf("statuses %s %s %s", out[0].Status, out[1].Status, out[2].Status)
+		}
+		if !strings.Contains(out[1].Reason, "rate limit") || out[0].Error != "" {
+			t.Fatalf("deferral must not read as a failure: %+v", out[1])
+		}
+		if n := len(h.srv.RequestsTo(fakegh.RouteCreateIssue)); n != 1 || h.srv.CountCreates() != 0 {
+			t.Fatalf("%d create requests after the deferral", n)
+		}
+	})
+}
+
+func TestPostSetupFailuresStopTheScan(t *testing.T) {
+	cases := []struct {
+		name   string
+		route  fakegh.Route
+		fault  fakegh.Fault
+		status int
+		cause  string
+	}{
+		{"401", fakegh.RouteUser, fakegh.Unauthorized(), 401, "token was rejected"},
+		{"404", fakegh.RouteListIssues, fakegh.RepoNotFound(), 404, "was not found"},
+		{"410", fakegh.RouteListIssues, fakegh.IssuesDisabled(), 410, "issues are disabled"},
+		{"403", fakegh.RouteCreateIssue, fakegh.NoPermission(), 403, "may not create issues"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newPostHarness(t, fakegh.Options{}, "")
+			h.srv.Inject(tc.route, tc.fault)
+			out, err := h.run(t, postReport("fp-1"), postReport("fp-2"))
+			var se *SetupError
+			if !errors.As(err, &se) || se.Status != tc.status || !strings.Contains(se.Cause, tc.cause) || se.Fix == "" {
+				t.Fatalf("want a SetupError %d about %q, got %v", tc.status, tc.cause, err)
+			}
+			if len(out) != 0 {
+				t.Fatalf("a setup failure must not produce outcomes (they would count as retries): %+v", out)
+			}
+			if n := len(h.srv.RequestsTo(tc.route)); n != 1 {
+				t.Fatalf("setup failure retried: %d requests", n)
+			}
+		})
+	}
+	t.Run("wrong token never appears", func(t *testing.T) {
+		h := newPostHarness(t, fakegh.Options{}, "ghp_SuperSecretValue123")
+		_, err := h.run(t, postReport("fp-1"))
+		var se *SetupError
+		if !errors.As(err, &se) || se.Status != 401 {
+			t.Fatalf("want 401 SetupError, got %v", err)
+		}
+		if strings.Contains(err.Error(), "SuperSecret") || strings.Contains(h.log.String(), "SuperSecret") {
+			t.Fatal("the token leaked into an error or a log line")
+		}
+	})
+	t.Run("read-only token", func(t *testing.T) {
+		h := newPostHarness(t, fakegh.Options{Tokens: map[string]fakegh.Token{"ro": {Login: "reader", ReadOnly: true}}}, "ro")
+		_, err := h.run(t, postReport("fp-1"))
+		var se *SetupError
+		if !errors.As(err, &se) || se.Status != 403 {
+			t.Fatalf("want 403 SetupError, got %v", err)
+		}
+	})
+}
+
+func TestPostValidationFailureFailsWithoutRetry(t *testing.T) {
+	h := newPostHarness(t, fakegh.Options{}, "")
+	h.srv.Inject(fakegh.RouteCreateIssue, fakegh.Unprocessable("body is invalid"))
+	out, err := h.run(t, postReport("fp-422"), postReport("fp-ok"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out[0].Status != pipeline.StatusFailed || !strings.Contains(out[0].Error, "422") {
+		t.Fatalf("outcome %+v", out[0])
+	}
+	if out[1].Status != pipeline.StatusFiled {
+		t.Fatalf("the next defect must still be filed: %+v", out[1])
+	}
+	if n := len(h.srv.RequestsTo(fakegh.RouteCreateIssue)); n != 2 {
+		t.Fatalf("%d create requests, want 2 (no retry of the 422)", n)
+	}
+}
+
+func TestPostCutsOversizedBodyKeepingMarkers(t *testing.T) {
+	h := newPostHarness(t, fakegh.Options{}, "")
+	r := postReport("fp-big")
+	r.Body = postBody("fp-big", "```\n"+strings.Repeat("log line é\n", 12000)+"```\n")
+	r.Title = strings.Repeat("t", 400)
+	o := h.runOne(t, r)
+	if o.Status != pipeline.StatusFiled {
+		t.Fatalf("outcome %+v", o)
+	}
+	is := h.srv.Issues()[0]
+	if n := utf8.RuneCountInString(is.Body); n > PostMaxBody {
+		t.Fatalf("body %d characters", n)
+	}
+	if utf8.RuneCountInString(is.Title) > PostMaxTitle {
+		t.Fatal("title too long")
+	}
+	for _, want := range []string{FingerprintMarker("fp-big"), SelfAuthoredMarker, "was cut to fit", "## Environment", "## Summary"} {
+		if !strings.Contains(is.Body, want) {
+			t.Fatalf("body lost %q", want)
+		}
+	}
+	if strings.Count(is.Body, "```")%2 != 0 {
+		t.Fatal("a code fence was left open")
+	}
+}
+
+func TestPostDroppedLabelLoggedOnce(t *testing.T) {
+	h := newPostHarness(t, fakegh.Options{Tokens: map[string]fakegh.Token{"weak": {Login: "drive-by"}}}, "weak")
+	out, err := h.run(t, postReport("fp-1"), postReport("fp-2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out[0].Status != pipeline.StatusFiled || out[1].Status != pipeline.StatusFiled {
+		t.Fatalf("outcomes %+v", out)
+	}
+	for _, is := range h.srv.Issues() {
+		if len(is.Labels) != 0 {
+			t.Fatalf("fake kept labels: %v", is.Labels)
+		}
+	}
+	if n := strings.Count(h.log.String(), "did not apply the label"); n != 1 {
+		t.Fatalf("label warning logged %d times:\n%s", n, h.log.String())
+	}
+	if n := len(h.srv.RequestsTo(fakegh.RouteCreateLabel)); n != 1 {
+		t.Fatalf("label creation tried %d times", n)
+	}
+	// Without the label, the creator query still finds our issues.
+	fresh := h.withFreshState()
+	if o := fresh.runOne(t, postReport("fp-2")); o.Status != pipeline.StatusKnown || h.srv.CountCreates() != 2 {
+		t.Fatalf("unlabelled issue not found: %+v, %d creates", o, h.srv.CountCreates())
+	}
+}
+
+func TestPostPassesThroughWhatItMustNotPost(t *testing.T) {
+	h := newPostHarness(t, fakegh.Options{}, "")
+	failed := postReport("fp-f")
+	failed.Failure = "agent timed out"
+	deferred := postReport("fp-d")
+	deferred.Verdict = pipeline.VerdictDeferred
+	abandoned := postReport("fp-a")
+	abandoned.Verdict = pipeline.VerdictAbandoned
+	settled := postReport("fp-s")
+	settled.Verdict = pipeline.VerdictSettled
+	out, err := h.run(t, failed, deferred, abandoned, settled, known(postReport("fp-k")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []pipeline.Status{pipeline.StatusFailed, pipeline.StatusDeferred, pipeline.StatusSkipped, pipeline.StatusSettled, pipeline.StatusKnown}
+	for i, o := range out {
+		if o.Status != want[i] {
+			t.Errorf("%s: status %s, want %s", o.Fingerprint, o.Status, want[i])
+		}
+	}
+	if out[0].Error != "agent timed out" {
+		t.Fatalf("failure not carried: %+v", out[0])
+	}
+	if n := len(h.srv.Requests()); n != 0 {
+		t.Fatalf("%d requests for reports that must not be posted", n)
+	}
+}
+
+func TestPostHonoursCancellationDuringBackoff(t *testing.T) {
+	h := newPostHarness(t, fakegh.Options{}, "")
+	h.cfg.BackoffBase = time.Hour
+	h.srv.Inject(fakegh.RouteCreateIssue, fakegh.ServerError(503))
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := pipeline.Collect(ctx, NewPost(h.cfg), postReport("fp-1"))
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("want the context's error, got %v", err)
+	}
+}

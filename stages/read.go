@@ -30,6 +30,9 @@ type ReadConfig struct {
 	// Prefilter skips decoding lines that cannot be candidates (see
 	// MayBeCandidate). Replay of the read stage turns it off to show every record.
 	Prefilter bool
+	// AlsoDecode lists byte patterns that make the prefilter decode a line
+	// that is not a candidate: the success events the healing check needs.
+	AlsoDecode [][]byte
 	// FinalPartialLine treats a last line without a newline as complete
 	// (fixtures). Otherwise it is left unread: a writer may be mid-line.
 	FinalPartialLine bool
@@ -98,7 +101,7 @@ func NewRead(cfg ReadConfig, stats *ReadStats) pipeline.Source[pipeline.Record] 
 			offset += size
 			stats.Lines.Add(1)
 			stats.Bytes.Add(size)
-			rec, reason := decodeLine(raw, size, cfg.MaxLine, cfg.Prefilter)
+			rec, reason := decodeLine(raw, size, cfg.MaxLine, cfg.Prefilter && !containsAny(raw, cfg.AlsoDecode))
 			stats.End.Store(offset)
 			stats.EndLine.Store(line)
 			switch {
@@ -192,4 +195,13 @@ func MayBeCandidate(line []byte) bool {
 	return bytes.Contains(line, []byte("error")) ||
 		bytes.Contains(line, []byte("will_retry")) ||
 		bytes.Contains(line, []byte(`\u`))
+}
+
+func containsAny(line []byte, patterns [][]byte) bool {
+	for _, p := range patterns {
+		if bytes.Contains(line, p) {
+			return true
+		}
+	}
+	return false
 }

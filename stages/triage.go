@@ -246,6 +246,16 @@ func (h *healTracker) keys(r pipeline.Record) []string {
 	return keys
 }
 
+// SuccessPatterns are the bytes a success line must hold (its event's last
+// part), so the reader's prefilter decodes it for the healing check.
+func (cfg TriageConfig) SuccessPatterns() [][]byte {
+	var out [][]byte
+	for _, s := range cfg.SuccessSuffixes {
+		out = append(out, []byte("."+s))
+	}
+	return out
+}
+
 // IsSuccess reports whether r is a success event the tracker can correlate.
 func (cfg TriageConfig) IsSuccess(r pipeline.Record) bool {
 	fam, last := family(r.Str("event"))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"syscall"
 )
 
@@ -19,6 +20,19 @@ type Position struct {
 	Line    int64
 	Cursor  Cursor // identity of the open file (offset filled in after the scan)
 	Warning string // why the scan restarts from the beginning, if it does
+	// Rotated is the file the cursor was in, renamed within the log's
+	// directory since the last scan and still holding unread bytes: read it
+	// from Rotated.Offset to its end before reading the live file from Offset.
+	Rotated *Rotated
+}
+
+// Rotated is a rotated-away log file to finish before the live one.
+type Rotated struct {
+	Path   string // where the old file lives now, e.g. events.jsonl.1
+	Offset int64  // the previous cursor: where to resume in it
+	Line   int64
+	Size   int64  // its size when found: read up to here
+	Cursor Cursor // its identity (Path is the live log's, so a resumed cursor finds it again)
 }
 
 // Identify computes f's identity: device, inode, and a hash of its first
@@ -29,9 +43,7 @@ func Identify(f *os.File, path string, upTo int64) (Cursor, error) {
 		return Cursor{}, fmt.Errorf("event log %s: %w", path, err)
 	}
 	c := Cursor{Path: path}
-	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
-		c.Device, c.Inode = uint64(sys.Dev), uint64(sys.Ino)
-	}
+	c.Device, c.Inode = fileID(fi)
 	n := int64(headBytes)
 	if upTo < n {
 		n = upTo
@@ -48,17 +60,29 @@ func Identify(f *os.File, path string, upTo int64) (Cursor, error) {
 	return c, nil
 }
 
+func fileID(fi os.FileInfo) (device, inode uint64) {
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(sys.Dev), uint64(sys.Ino)
+	}
+	return 0, 0
+}
+
 // Resume decides where to start reading f given the previous cursor: at the
-// cursor when f is the same file and has not shrunk; from the beginning,
+// cursor when f is the same file and has not shrunk; when f is a new file
+// and the cursor's file was renamed within the same directory (rotation),
+// first the rest of that one, then f from the beginning; from the beginning,
 // with a warning, when it was truncated or replaced.
 func Resume(f *os.File, path string, prev *Cursor) (Position, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return Position{}, fmt.Errorf("event log %s: %w", path, err)
 	}
-	if prev == nil || prev.Offset == 0 {
+	fresh := func(warning string) (Position, error) {
 		id, err := Identify(f, path, fi.Size())
-		return Position{Cursor: id}, err
+		return Position{Cursor: id, Warning: warning}, err
+	}
+	if prev == nil || prev.Offset == 0 {
+		return fresh("")
 	}
 	same, err := Identify(f, path, int64(prev.HeadLen))
 	if err != nil {
@@ -67,11 +91,17 @@ func Resume(f *os.File, path string, prev *Cursor) (Position, error) {
 	sameInode := same.Device == prev.Device && same.Inode == prev.Inode
 	switch {
 	case sameInode && fi.Size() < prev.Offset:
-		id, err := Identify(f, path, fi.Size())
-		return Position{Cursor: id, Warning: fmt.Sprintf("event log shrank from %d to %d bytes (truncated): reading it from the beginning", prev.Offset, fi.Size())}, err
-	case !sameInode || same.HeadHash != prev.HeadHash:
-		id, err := Identify(f, path, fi.Size())
-		return Position{Cursor: id, Warning: "event log was replaced since the last scan: reading it from the beginning"}, err
+		return fresh(fmt.Sprintf("event log shrank from %d to %d bytes (truncated): reading it from the beginning", prev.Offset, fi.Size()))
+	case sameInode && same.HeadHash != prev.HeadHash:
+		return fresh("event log was replaced since the last scan: reading it from the beginning")
+	case !sameInode:
+		rot, warning, err := findRotated(path, prev)
+		if err != nil {
+			return Position{}, err
+		}
+		pos, err := fresh(warning)
+		pos.Rotated = rot
+		return pos, err
 	}
 	// Same file: keep the identity hash growing up to headBytes as it fills.
 	id, err := Identify(f, path, fi.Size())
@@ -79,4 +109,54 @@ func Resume(f *os.File, path string, prev *Cursor) (Position, error) {
 		return Position{}, err
 	}
 	return Position{Offset: prev.Offset, Line: prev.Line, Cursor: id}, nil
+}
+
+// findRotated looks in path's directory for the file the cursor was in (the
+// same device and inode, the same first bytes): a rotation renamed it, e.g.
+// to events.jsonl.1, and created a new log. Without one, the old file is gone
+// (deleted, compressed, moved elsewhere) and what was not read of it is lost:
+// the warning says so.
+func findRotated(path string, prev *Cursor) (*Rotated, string, error) {
+	const replaced = "event log was replaced since the last scan (the file the cursor was in is no longer in its directory): reading it from the beginning"
+	dir := filepath.Dir(path)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, "", fmt.Errorf("event log directory %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue // renamed or removed while we looked
+		}
+		if dev, ino := fileID(info); dev != prev.Device || ino != prev.Inode {
+			continue
+		}
+		old := filepath.Join(dir, e.Name())
+		f, err := os.Open(old)
+		if err != nil {
+			return nil, "", fmt.Errorf("rotated event log %s: %w", old, err)
+		}
+		defer f.Close()
+		id, err := Identify(f, path, int64(prev.HeadLen))
+		if err != nil {
+			return nil, "", err
+		}
+		size := info.Size()
+		if st, err := f.Stat(); err == nil {
+			size = st.Size()
+		}
+		if size < prev.Offset {
+			return nil, fmt.Sprintf("rotated event log %s shrank below the cursor (%d < %d bytes): reading the new log from the beginning", old, size, prev.Offset), nil
+		}
+		// Identify the open file, not the name: it may have been renamed again.
+		if id.Device != prev.Device || id.Inode != prev.Inode || id.HeadHash != prev.HeadHash {
+			return nil, replaced, nil
+		}
+		id.Offset, id.Line = prev.Offset, prev.Line
+		return &Rotated{Path: old, Offset: prev.Offset, Line: prev.Line, Size: size, Cursor: id}, "", nil
+	}
+	return nil, replaced, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/term"
 
 	"github.com/the-loop/the-loop-diagnose/fingerprint"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
@@ -69,22 +70,18 @@ var errSkipped = errors.New("skipped")
 // scan runs one pass over what is new in the event log. hard cancels
 // everything; soft stops the reader at a line boundary and lets the rest drain.
 func (s *scanner) scan(hard, soft context.Context, st *store.Store) (*stages.Summary, error) {
-	f, err := os.Open(s.cfg.EventLog)
-	if err != nil {
-		return nil, fmt.Errorf("event log %s: %w (set eventLog.path or --log)", s.cfg.EventLog, err)
-	}
-	defer f.Close()
 	var prev *store.Cursor
 	st.View(func(state *store.State) { prev = state.Cursor })
-	pos, err := store.Resume(f, s.cfg.EventLog, prev)
+	src, err := stages.OpenLog(s.cfg.EventLog, prev)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w (set eventLog.path or --log)", err)
 	}
-	if pos.Warning != "" {
-		s.log.Warn().Str("log", s.cfg.EventLog).Msg(pos.Warning)
+	defer src.Close()
+	if src.Warning != "" {
+		s.log.Warn().Str("log", s.cfg.EventLog).Msg(src.Warning)
 	}
-	if _, err := f.Seek(pos.Offset, 0); err != nil {
-		return nil, fmt.Errorf("event log %s: %w", s.cfg.EventLog, err)
+	if old := src.Rotated(); old != "" {
+		s.log.Info().Str("log", s.cfg.EventLog).Str("rotated", old).Msg("event log was rotated: finishing the old file first")
 	}
 	sink, err := s.sink(st)
 	if err != nil {
@@ -93,10 +90,8 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store) (*stages.Sum
 	var stats stages.ReadStats
 	sum := &stages.Summary{}
 	r := pipeline.New(hard)
-	records := pipeline.From(r, stages.NewRead(stages.ReadConfig{
-		Source: f, Name: s.cfg.EventLog, Start: pos.Offset, StartLine: pos.Line,
-		Prefilter: true, Stop: soft.Done(),
-	}, &stats))
+	records := pipeline.From(r, src.Read(stages.ReadConfig{Prefilter: true, AlsoDecode: s.cfg.Triage.SuccessPatterns(), Stop: soft.Done()}, &stats))
+	stopProgress := s.showProgress(src, &stats)
 	candidates := pipeline.Then(r, records, stages.NewFilter(&s.cfg.Triage))
 	occurrences := pipeline.Then(r, candidates, stages.NewFingerprint(s.fp))
 	groups := pipeline.Then(r, occurrences, stages.NewDedup(stages.DedupConfig{
@@ -116,8 +111,9 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store) (*stages.Sum
 		ToolVersion: version, Summary: sum,
 	}))
 	runErr := r.Wait()
+	stopProgress()
 	s.log.Debug().Int64("lines", stats.Lines.Load()).Int64("corrupt", stats.Corrupt.Load()).
-		Int64("from", pos.Offset).Int64("to", stats.End.Load()).Msg("read")
+		Int64("from", src.Start()).Int64("to", stats.End.Load()).Msg("read")
 	if n := stats.Corrupt.Load(); n > 0 {
 		ev := s.log.Warn().Int64("corrupt_lines", n).Str("log", s.cfg.EventLog)
 		for _, ex := range stats.Examples {
@@ -133,10 +129,14 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store) (*stages.Sum
 		// records of unfinished groups are read again next scan.
 		return sum, runErr
 	}
-	cursor := pos.Cursor
-	cursor.Offset, cursor.Line = stats.End.Load(), stats.EndLine.Load()
-	// A fresh, bounded context: the pipeline's is finished.
-	if err := stages.FinishScan(st, &cursor, s.eventLogForEvents(), sum, s.now()); err != nil {
+	// Only now, with every outcome durable, may the cursor move past the
+	// records read. A pipe has none (nil keeps the stored one), and is no
+	// place to append diagnosis.* events to.
+	eventLog := s.eventLogForEvents()
+	if !src.Persistent() {
+		eventLog = ""
+	}
+	if err := stages.FinishScan(st, src.Cursor(&stats), eventLog, sum, s.now()); err != nil {
 		return sum, err
 	}
 	sum.Lines, sum.Corrupt = stats.Lines.Load(), stats.Corrupt.Load()
@@ -170,3 +170,18 @@ func (s *scanner) newPost(st *store.Store) (pipeline.Stage[pipeline.Report, pipe
 		Retries: s.cfg.HTTPRetries, Version: version, Log: s.log,
 	}), nil
 }
+
+// showProgress draws "bytes read of total" on stderr, rewritten in place a
+// few times a second, when stderr is a terminal and the backlog is large
+// enough to take a while. It returns a function that stops and erases it.
+func (s *scanner) showProgress(src *stages.LogSource, stats *stages.ReadStats) (stop func()) {
+	f, ok := s.io.err.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) || src.Backlog() < progressMinBacklog {
+		return func() {}
+	}
+	return stages.ShowProgress(f, s.cfg.EventLog, src.Backlog(), &stats.Bytes, 250*time.Millisecond)
+}
+
+// progressMinBacklog is the backlog worth a progress line: below it a scan
+// is over in well under a second.
+const progressMinBacklog = 64 << 20

@@ -1,0 +1,157 @@
+package test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func (d *deployment) cursor() map[string]any {
+	d.t.Helper()
+	var c map[string]any
+	json.Unmarshal(d.readState()["cursor"], &c)
+	return c
+}
+
+func (d *deployment) mustRun(args ...string) result {
+	d.t.Helper()
+	res := d.run(args...)
+	if res.code != 0 {
+		d.t.Fatalf("%v: exit %d\n%s", args, res.code, res.stderr)
+	}
+	return res
+}
+
+func TestRotationFinishesTheOldFileThenReadsTheNewOne(t *testing.T) {
+	gh := newGitHub(t)
+	d := newDeployment(t, gh, deployOpts{})
+	d.appendLog(failure(t0, "dispatch.failed", "claude exited 1: open /tmp/x/dossier.md: no such file or directory"))
+	d.mustRun("run")
+	// Written after that scan, then the file is rotated away before the next.
+	d.appendLog(failure(t0.Add(time.Minute), "git.push.failed", "remote rejected: protected branch hook declined"))
+	if err := os.Rename(d.log, d.log+".1"); err != nil {
+		t.Fatal(err)
+	}
+	d.appendLog(failure(t0.Add(2*time.Minute), "queue.claim.failed", "lease expired before claim could be committed"))
+
+	res := d.mustRun("run")
+	if strings.Contains(res.stderr, "beginning") {
+		t.Errorf("a rotation is not a restart:\n%s", res.stderr)
+	}
+	var titles []string
+	for _, is := range gh.Issues() {
+		titles = append(titles, is.Title)
+	}
+	if len(titles) != 3 {
+		t.Fatalf("filed %d issues, want 3 (the first, the rotated file's tail, the new file's): %q", len(titles), titles)
+	}
+	if c := d.cursor(); c["path"] != d.log || c["offset"] == float64(0) {
+		t.Fatalf("the cursor should now be in the new file: %v", c)
+	}
+	d.mustRun("run")
+	if n := gh.CountCreates(); n != 3 {
+		t.Fatalf("a rerun after rotation filed again: %d creates", n)
+	}
+}
+
+func TestTruncationRestartsFromTheBeginningWithAWarning(t *testing.T) {
+	gh := newGitHub(t)
+	d := newDeployment(t, gh, deployOpts{})
+	d.appendLog(failure(t0, "dispatch.failed", "claude exited 1: open /tmp/x/dossier.md: no such file or directory"),
+		info(t0.Add(time.Second), "dispatch.started"))
+	d.mustRun("run")
+	if err := os.Truncate(d.log, 0); err != nil {
+		t.Fatal(err)
+	}
+	d.appendLog(failure(t0.Add(time.Hour), "git.push.failed", "remote rejected"))
+	res := d.mustRun("run")
+	if !strings.Contains(res.stderr, "truncated") {
+		t.Errorf("no truncation warning on stderr:\n%s", res.stderr)
+	}
+	if n := gh.CountCreates(); n != 2 {
+		t.Fatalf("filed %d issues, want 2: the line written after truncation was missed", n)
+	}
+}
+
+// A scan killed before it finishes must not move the cursor: the next scan
+// reads the same records again and loses nothing.
+func TestCrashBeforeTheCursorAdvancesLosesNothing(t *testing.T) {
+	gh := newGitHub(t)
+	d := newDeployment(t, gh, deployOpts{})
+	d.appendLog(failure(t0, "dispatch.failed", "claude exited 1: open /tmp/x/dossier.md: no such file or directory"))
+	d.mustRun("run")
+	before := string(d.readState()["cursor"])
+	if before == "" {
+		t.Fatal("the first scan persisted no cursor")
+	}
+
+	d.appendLog(failure(t0.Add(time.Minute), "git.push.failed", "remote rejected: protected branch hook declined"))
+	record := filepath.Join(d.dir, "agent-record.jsonl")
+	env := d.env
+	d.env = append(append([]string{}, env...), "FAKE_AGENT_MODE=slow", "FAKE_AGENT_RECORD="+record)
+	cmd := d.command("run")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	agentPid := waitForAgent(t, record)
+	cmd.Process.Signal(syscall.SIGKILL) // mid-scan: the agent is still thinking
+	cmd.Wait()
+	syscall.Kill(-agentPid, syscall.SIGKILL)
+	syscall.Kill(agentPid, syscall.SIGKILL)
+
+	if after := string(d.readState()["cursor"]); after != before {
+		t.Fatalf("a crashed scan moved the cursor:\nbefore %s\nafter  %s", before, after)
+	}
+	d.env = env
+	d.mustRun("run")
+	if n := gh.CountCreates(); n != 2 {
+		t.Fatalf("filed %d issues after the crash and a rerun, want 2", n)
+	}
+}
+
+func waitForAgent(t *testing.T, record string) int {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(record); err == nil && bytes.HasSuffix(b, []byte("\n")) {
+			var rec struct{ Pid int }
+			if json.Unmarshal(bytes.SplitN(b, []byte("\n"), 2)[0], &rec) == nil && rec.Pid > 0 {
+				return rec.Pid
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("the agent never started")
+	return 0
+}
+
+// A pipe has no cursor: it is read once, whole, and nothing is remembered.
+func TestDryRunReadsALogFromAPipe(t *testing.T) {
+	d := newDeployment(t, nil, deployOpts{harness: "builtin"})
+	d.appendLog(info(t0, "dispatch.started"),
+		failure(t0.Add(time.Second), "dispatch.failed", "claude exited 1: open /tmp/x/dossier.md: no such file or directory"))
+	logBytes, err := os.ReadFile(d.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := d.command("run", "--dry-run", "--log", "-")
+	cmd.Stdin = bytes.NewReader(logBytes) // exec feeds it through a pipe
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	if !strings.Contains(out.String(), "[self-diagnosed]") || !strings.Contains(errb.String(), "2 lines read") {
+		t.Fatalf("the piped log was not scanned:\nstdout %s\nstderr %s", out.String(), errb.String())
+	}
+	if _, err := os.Stat(d.state); !os.IsNotExist(err) {
+		t.Fatalf("a dry run over a pipe wrote state: %v", err)
+	}
+}

@@ -607,3 +607,25 @@ func TestPostHonoursCancellationDuringBackoff(t *testing.T) {
 		t.Fatalf("want the context's error, got %v", err)
 	}
 }
+
+func TestPostSpacesWrites(t *testing.T) {
+	h := newPostHarness(t, fakegh.Options{}, "")
+	h.cfg.WriteSpacing = 120 * time.Millisecond
+	if _, err := h.run(t, postReport("fp-1"), postReport("fp-2")); err != nil {
+		t.Fatal(err)
+	}
+	var writes []fakegh.Request
+	for _, r := range h.srv.Requests() {
+		if r.Method != http.MethodGet {
+			writes = append(writes, r)
+		}
+	}
+	if len(writes) != 3 { // the label, then two issues
+		t.Fatalf("%d writes", len(writes))
+	}
+	for i := 1; i < len(writes); i++ {
+		if gap := writes[i].At.Sub(writes[i-1].At); gap < 120*time.Millisecond {
+			t.Fatalf("writes %d and %d only %v apart", i-1, i, gap)
+		}
+	}
+}

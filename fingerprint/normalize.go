@@ -73,6 +73,10 @@ type normalizer struct {
 	// ("GET /x HTTP/1.1"): such a line reports one request among many, and
 	// its status is per-request data like its length and timing.
 	accessLog bool
+	// urlSeen is set by a URL word; prevURL tells the next word that the
+	// previous one was a URL, after which three digits are its response
+	// status ("POST https://x/y: 403 You have exceeded ...").
+	urlSeen, prevURL bool
 	// next is the raw word after the current one.
 	next string
 	// lastWord and lastBodyEnd delimit the last word written (without its
@@ -227,7 +231,9 @@ func (n *normalizer) word(w string, lineStart int) {
 	// so the body can be inspected before it is written (no allocation).
 	out := n.out
 	n.out = append(n.scratch[:0], prefix...)
+	n.urlSeen = false
 	masked := n.core(core)
+	n.prevURL = n.urlSeen
 	body := n.out // prefix + normalized core
 	n.scratch = body
 	n.out = out
@@ -387,7 +393,7 @@ func isCodeKey(k string) bool {
 
 var codeWords = map[string]bool{
 	"http": true, "status": true, "code": true, "exit": true, "errno": true,
-	"signal": true, "sig": true, "sqlstate": true, "rc": true, "ora": true,
+	"signal": true, "sig": true, "error": true, "err": true, "sqlstate": true, "rc": true, "ora": true,
 	"winerror": true, "hresult": true,
 }
 
@@ -445,7 +451,7 @@ func (n *normalizer) core(c string) bool {
 	}
 	switch {
 	case isCodeValue(c) && !n.accessLog && n.prevIsCodeKey(),
-		isHTTPStatus(c) && reasonPhrase[strings.Trim(n.next, ",.:;()")]:
+		isHTTPStatus(c) && (n.prevURL || reasonPhrase[strings.Trim(n.next, ",.:;()")]):
 		n.out = append(n.out, c...)
 		return false
 	case c[0] == '/' && n.prevIs(lowerHTTPMethods) && strings.IndexByte(c, '{') < 0:
@@ -460,6 +466,7 @@ func (n *normalizer) core(c string) bool {
 		// Keep the scheme; host, path ids and query strings all vary.
 		n.out = append(n.out, c[:k+3]...)
 		n.out = append(n.out, Mask...)
+		n.urlSeen = true
 		return false
 	}
 	if eq := keyValueSplit(c); eq > 0 {

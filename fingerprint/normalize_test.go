@@ -79,6 +79,8 @@ var identityPairs = []struct{ rule, a, b string }{
 	{"code names with digits", "cannot unmarshal string into int64", "cannot unmarshal string into int32"},
 	{"interface", "link down on eth0", "link down on wlan1"},
 	{"enum values", "dispatch action=ACTION_DOWN rejected", "dispatch action=ACTION_UP rejected"},
+	{"status after a URL", "POST https://api.github.com/repos/o/r/issues: 403 You have exceeded a secondary rate limit", "POST https://api.github.com/repos/o/r/issues: 429 You have exceeded a secondary rate limit"},
+	{"error code", "The requested URL returned error: 502", "The requested URL returned error: 503"},
 	{"http method", `"GET /v2/x HTTP/1.1" failed`, `"POST /v2/x HTTP/1.1" failed`},
 }
 

@@ -225,8 +225,8 @@ func keyValue(sc *scan, ks, ke int) {
 		return
 	}
 	v := s[vs:ve]
-	if trivialValue(v) {
-		return
+	if trivialValue(v) || strings.HasPrefix(v, "-----BEGIN") {
+		return // a PEM block is masked by findPrivateKeys, keeping its armour
 	}
 	// pwd=/home/x is a working directory, not a password.
 	if label == "password" && (v[0] == '/' || v[0] == '~') && !quoted && strings.HasSuffix(strings.ToLower(s[ks:nameEnd]), "pwd") {

@@ -366,7 +366,7 @@ func findAzureClientSecrets(sc *scan) {
 		q := off + i
 		off = q + 2
 		start := q - 4
-		if start < 0 || !isDigit(s[q-1]) || (start > 0 && tokenChar(s[start-1])) {
+		if start < 0 || !isDigit(s[q-1]) || (start > 0 && (runChar(s[start-1]) || s[start-1] == '.' || s[start-1] == '~')) {
 			continue
 		}
 		e := q + 2

@@ -1,0 +1,223 @@
+package redact
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// theLoopCommand is how the-loop itself recognises a control phrase.
+var theLoopCommand = regexp.MustCompile(`(?i)[/@]?\bthe-loop\s+(start|stop|pause|resume|execute|contribute|cleanup|do)\b`)
+
+func TestDefang(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"please the-loop start now", "please the-loop [defanged] start now"},
+		{"/the-loop STOP", "/the-loop [defanged] STOP"},
+		{"@The-Loop   resume\n", "@The-Loop [defanged]   resume\n"},
+		{"the-loop\ndo it", "the-loop [defanged]\ndo it"},
+		{"the-loop started fine; the-loop doctor", "the-loop started fine; the-loop doctor"},
+		{"ship it now, Ship  It!", "ship [defanged] it now, Ship [defanged]  It!"},
+		{"deploy now", "d[defanged]eploy now"},
+	}
+	for _, c := range cases {
+		got := Defang(c.in, []string{"ship it", "deploy", "x"})
+		if got != c.want {
+			t.Errorf("Defang(%q) = %q, want %q", c.in, got, c.want)
+		}
+		if theLoopCommand.MatchString(got) {
+			t.Errorf("Defang(%q) = %q still matches the-loop's command pattern", c.in, got)
+		}
+		if again := Defang(got, []string{"ship it", "deploy", "x"}); again != got {
+			t.Errorf("not idempotent: %q -> %q", got, again)
+		}
+	}
+}
+
+func TestFence(t *testing.T) {
+	for _, s := range []string{"", "plain", "has ``` inside", "````four````", "ends with newline\n", "`"} {
+		out := Fence(s)
+		lines := strings.Split(out, "\n")
+		fence := lines[0]
+		if len(fence) < 3 || strings.Trim(fence, "`") != "" {
+			t.Fatalf("Fence(%q) opens with %q", s, fence)
+		}
+		if !strings.Contains(out, s) {
+			t.Errorf("Fence(%q) lost the content: %q", s, out)
+		}
+		if strings.Contains(s, fence) {
+			t.Errorf("Fence(%q): content contains the fence %q", s, fence)
+		}
+		if !strings.HasSuffix(out, "\n"+fence+"\n") {
+			t.Errorf("Fence(%q) = %q does not close with its fence", s, out)
+		}
+	}
+}
+
+func TestServeJSONLines(t *testing.T) {
+	big := strings.Repeat("log line without secrets ", 10000) + "password=hunter2"
+	var in bytes.Buffer
+	for _, s := range []string{"password=hunter2", "no secret <here> & there", big, "line\nbreaks\tand \"quotes\""} {
+		b, _ := json.Marshal(s)
+		in.Write(b)
+		in.WriteByte('\n')
+	}
+	var out bytes.Buffer
+	if err := ServeJSONLines(&in, &out, testRedactor); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("want 4 output lines, got %d", len(lines))
+	}
+	var got []string
+	for _, l := range lines {
+		var s string
+		if err := json.Unmarshal([]byte(l), &s); err != nil {
+			t.Fatalf("output line %q is not a JSON string: %v", l, err)
+		}
+		got = append(got, s)
+	}
+	if got[0] != "password=<redacted:password>" {
+		t.Errorf("line 1: %q", got[0])
+	}
+	if got[1] != "no secret <here> & there" || !strings.Contains(lines[1], "<here> &") {
+		t.Errorf("line 2 should pass unchanged and unescaped: %s", lines[1])
+	}
+	if !strings.HasSuffix(got[2], "password=<redacted:password>") || len(got[2]) < len(big) {
+		t.Errorf("long line not scrubbed whole: ...%q", got[2][len(got[2])-40:])
+	}
+	if got[3] != "line\nbreaks\tand \"quotes\"" {
+		t.Errorf("line 4: %q", got[3])
+	}
+}
+
+func TestServeJSONLinesRejectsNonStrings(t *testing.T) {
+	for _, bad := range []string{"{\"a\":1}", "null", "", "\"unterminated", "42"} {
+		in := strings.NewReader("\"ok\"\n" + bad + "\n\"after\"\n")
+		var out bytes.Buffer
+		err := ServeJSONLines(in, &out, testRedactor)
+		if err == nil || !strings.Contains(err.Error(), "line 2") {
+			t.Errorf("input line %q: want an error naming line 2, got %v", bad, err)
+		}
+		if out.String() != "\"ok\"\n" {
+			t.Errorf("lines before the bad one should be written, got %q", out.String())
+		}
+	}
+}
+
+func TestServeJSONLinesLastLineWithoutNewline(t *testing.T) {
+	var out bytes.Buffer
+	if err := ServeJSONLines(strings.NewReader(`"a@example.com"`), &out, testRedactor); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "\"<redacted:email>\"\n" {
+		t.Errorf("got %q", out.String())
+	}
+}
+
+var _ io.Reader = (*bytes.Buffer)(nil)
+
+// --- fuzzing ---
+
+func scrubSeeds() []string {
+	g := newGen()
+	pemBlock, _ := g.pem("RSA PRIVATE KEY", true)
+	return []string{
+		"", "password=hunter2", "Authorization: Bearer " + g.rnd(alnum, 30),
+		"postgres://u:" + g.rnd(alnum, 12) + "@h/db", "ghp_" + g.rnd(alnum, 36), pemBlock,
+		"-----BEGIN RSA PRIVATE KEY-----", "a@b.co", "10.1.2.3:80", "/home/bob/x",
+		"<redacted:token>", "<redacted", "password=<redacted:password>x", "Cookie: a=b; c=" + g.rnd(alnum, 20),
+		"-p -u x:y", "key:" + g.rnd(alnum, 20), "\\\"password\\\": \\\"x\\\"", "eyJ.eyJ.", "SG..",
+		"alice buildbox-7 /home/alice", "envtok_9Zq3XbLm7Tr2Wp4Kd8Ny", "fd00::1 fdfd:fdfd::",
+	}
+}
+
+func FuzzScrub(f *testing.F) {
+	for _, s := range scrubSeeds() {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		once := testRedactor.Scrub(s)
+		if twice := testRedactor.Scrub(once); twice != once {
+			t.Fatalf("not idempotent:\n   in: %q\n once: %q\ntwice: %q", s, once, twice)
+		}
+		if len(once) > MaxGrowth*len(s) {
+			t.Fatalf("output %d bytes for %d input bytes", len(once), len(s))
+		}
+	})
+}
+
+func FuzzDefang(f *testing.F) {
+	for _, s := range []string{"the-loop start", "@the-loop\tDO", "ship it", "the-loop [defanged] start", "d[defanged]eploy", "deploydeploy"} {
+		f.Add(s, "ship it")
+		f.Add(s, "deploy")
+	}
+	f.Fuzz(func(t *testing.T, s, keyword string) {
+		kws := []string{keyword}
+		once := Defang(s, kws)
+		if twice := Defang(once, kws); twice != once {
+			t.Fatalf("not idempotent:\n   in: %q\n once: %q\ntwice: %q", s, once, twice)
+		}
+		if m := theLoopCommand.FindString(once); m != "" && !strings.Contains(s, DefangMarker) {
+			t.Fatalf("control phrase %q survives in %q", m, once)
+		}
+	})
+}
+
+func FuzzFence(f *testing.F) {
+	for _, s := range []string{"", "```", "a````b", "`x`\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		out := Fence(s)
+		fence, _, _ := strings.Cut(out, "\n")
+		body := strings.TrimPrefix(out, fence+"\n")
+		if !strings.HasPrefix(body, s) {
+			t.Fatalf("content not verbatim after the opening fence")
+		}
+		if strings.Contains(s, fence) {
+			t.Fatalf("content %q can close fence %q", s, fence)
+		}
+		if !strings.HasSuffix(out, "\n"+fence+"\n") {
+			t.Fatalf("not closed: %q", out)
+		}
+	})
+}
+
+// --- speed ---
+
+func benchText() string {
+	g := newGen()
+	var b strings.Builder
+	for i := 0; i < 40; i++ {
+		fmt.Fprintf(&b, "2025-11-%02dT10:58:46.333Z ERROR [ledger-api] open internal/sync/runner.go:%d: permission denied (attempt %d/5)\n", i%28+1, i*7, i%5)
+		fmt.Fprintf(&b, "goroutine 1 [running]:\ngithub.com/acme/ledger/internal/queue.(*Pool).flush(...)\n\tinternal/queue/retry.go:136 +0x1d4\n")
+		fmt.Fprintf(&b, "request_id=%s-%s-4%s-a%s-%s upstream returned 503 Service Unavailable after 4m5s\n", g.rnd(hexLower, 8), g.rnd(hexLower, 4), g.rnd(hexLower, 3), g.rnd(hexLower, 3), g.rnd(hexLower, 12))
+		fmt.Fprintf(&b, "pulled ghcr.io/acme/billing-sync@sha256:%s\ncommit %s\n", g.rnd(hexLower, 64), g.rnd(hexLower, 40))
+		fmt.Fprintf(&b, "config: auth_mode=oidc max_tokens=4096 token_type=bearer cache_key=invoice:%d:v2\n", i)
+		switch i % 8 {
+		case 0:
+			fmt.Fprintf(&b, "> Authorization: Bearer %s\n", g.rnd(alnum, 40))
+		case 1:
+			fmt.Fprintf(&b, "panic: failed to connect to postgresql://api:%s@10.2.3.4:5432/billing\n", g.rnd(alnum, 20))
+		case 2:
+			fmt.Fprintf(&b, "  payload={\"username\": \"ro\", \"db_password\": \"%s\"}\n", g.rnd(alnum, 16))
+		case 3:
+			fmt.Fprintf(&b, "invite failed for lena.petrov@example.com; open /home/nkarimi/src/x.go\n")
+		}
+	}
+	return b.String()
+}
+
+func BenchmarkScrub(b *testing.B) {
+	text := benchText()
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		testRedactor.Scrub(text)
+	}
+}

@@ -1,9 +1,6 @@
 package redact
 
-import (
-	"sort"
-	"strings"
-)
+import "strings"
 
 // Secrets by context: the value after a sensitive key in key=value, JSON,
 // YAML, INI, env, logfmt, CLI-flag and HTTP-header forms.
@@ -112,39 +109,45 @@ func keyChar(c byte) bool {
 	return isAlnum(c) || c == '_' || c == '-' || c == '.'
 }
 
+// keywordsByFirstByte lets findKeyValues find every keyword in one pass.
+var keywordsByFirstByte = func() (idx [256][]string) {
+	for _, kw := range keyKeywords {
+		idx[kw[0]] = append(idx[kw[0]], kw)
+	}
+	return idx
+}()
+
 func findKeyValues(sc *scan) {
 	s, lower := sc.s, sc.lower
-	var starts []int
-	for _, kw := range keyKeywords {
-		for off := 0; ; {
-			i := strings.Index(lower[off:], kw)
-			if i < 0 {
-				break
-			}
-			p := off + i
-			off = p + len(kw)
-			ks := p
-			for ks > 0 && keyChar(s[ks-1]) {
-				ks--
-			}
-			starts = append(starts, ks)
-		}
-	}
-	if len(starts) == 0 {
-		return
-	}
-	sort.Ints(starts)
-	prev := -1
-	for _, ks := range starts {
-		if ks == prev {
+	prevStart := -1
+	for p := 0; p < len(lower); p++ {
+		kws := keywordsByFirstByte[lower[p]]
+		if kws == nil {
 			continue
 		}
-		prev = ks
-		ke := ks
+		hit := false
+		for _, kw := range kws {
+			if strings.HasPrefix(lower[p:], kw) {
+				hit = true
+				break
+			}
+		}
+		if !hit {
+			continue
+		}
+		ks := p
+		for ks > 0 && keyChar(s[ks-1]) {
+			ks--
+		}
+		ke := p
 		for ke < len(s) && keyChar(s[ke]) {
 			ke++
 		}
-		keyValue(sc, ks, ke)
+		if ks != prevStart {
+			prevStart = ks
+			keyValue(sc, ks, ke)
+		}
+		p = ke // the rest of this key holds no other key
 	}
 }
 

@@ -66,12 +66,15 @@ func authorityEnd(c byte) bool {
 var webhookURLs = []string{
 	"hooks.slack.com/services/", "hooks.slack.com/workflows/", "hooks.slack.com/triggers/",
 	"discord.com/api/webhooks/", "discordapp.com/api/webhooks/", ".webhook.office.com/webhookb2/",
-	"outlook.office.com/webhook/", "hooks.zapier.com/hooks/catch/", "chat.googleapis.com/v1/spaces/",
+	"outlook.office.com/webhook/", "hooks.zapier.com/hooks/catch/",
 	"api.telegram.org/bot", "hooks.mattermost.com/", "maker.ifttt.com/trigger/",
 }
 
 func findWebhooks(sc *scan) {
 	s, lower := sc.s, sc.lower
+	if !strings.Contains(lower, "hook") && !strings.Contains(lower, "api.telegram.org") && !strings.Contains(lower, "ifttt.com") {
+		return
+	}
 	for _, w := range webhookURLs {
 		for off := 0; ; {
 			i := strings.Index(lower[off:], w)
@@ -83,11 +86,6 @@ func findWebhooks(sc *scan) {
 			e := p
 			for e < len(s) && !(s[e] <= ' ' || s[e] == '"' || s[e] == '\'' || s[e] == '`' || s[e] == '<' || s[e] == '>' || s[e] == ')' || s[e] == '\\') {
 				e++
-			}
-			// Google Chat keeps the space id in the path; the key and token
-			// are query parameters, masked by the key=value rules.
-			if w == "chat.googleapis.com/v1/spaces/" {
-				continue
 			}
 			if e-p >= 8 && !isPlaceholderAt(s, p) {
 				sc.add(p, e, "webhook")

@@ -241,8 +241,19 @@ func isPlaceholderNear(s string, i int) bool {
 	return i > 0 && s[i-1] == '<' || strings.HasPrefix(s[i:], "redacted")
 }
 
+// rulesByFirstByte indexes prefixRules by their first byte, keeping order.
+var rulesByFirstByte = func() (idx [256][]int) {
+	for i, r := range prefixRules {
+		idx[r.prefix[0]] = append(idx[r.prefix[0]], i)
+	}
+	return idx
+}()
+
 func prefixLabel(run string) string {
-	for i := range prefixRules {
+	if run == "" {
+		return ""
+	}
+	for _, i := range rulesByFirstByte[run[0]] {
 		r := &prefixRules[i]
 		if !strings.HasPrefix(run, r.prefix) {
 			continue

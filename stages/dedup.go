@@ -172,7 +172,8 @@ func Decide(groups []pipeline.Group, st *store.State, now time.Time, p Policy) [
 	if p.MaxDiagnosesPerScan < budget {
 		budget = p.MaxDiagnosesPerScan
 	}
-	for _, g := range interleave(fresh) {
+	fresh = interleave(fresh)
+	for _, g := range fresh {
 		switch {
 		case g.Finding != nil: // diagnosed by an earlier scan: no agent run needed
 			g.Verdict = pipeline.VerdictNew
@@ -183,7 +184,17 @@ func Decide(groups []pipeline.Group, st *store.State, now time.Time, p Policy) [
 			g.Verdict, g.Reason = pipeline.VerdictDeferred, "diagnosis budget reached"
 		}
 	}
-	return groups
+	// Emit in priority order: the issue cap after diagnosis takes them first come.
+	out := make([]pipeline.Group, 0, len(groups))
+	for i := range groups {
+		if groups[i].Verdict != pipeline.VerdictNew && groups[i].Verdict != pipeline.VerdictDeferred {
+			out = append(out, groups[i])
+		}
+	}
+	for _, g := range fresh {
+		out = append(out, *g)
+	}
+	return out
 }
 
 // interleave orders groups round-robin across event types, each type's

@@ -2,10 +2,50 @@
 // defect, one fingerprint. It is pure (no I/O) and fast enough to run on
 // every record of a busy log.
 //
-// A fingerprint is versioned ("v2:" + 16 hex digits). Older versions of
-// the same input are returned as aliases, so state written by an older
-// release — including the-loop's own self-diagnosis.json, whose
-// fingerprints are Legacy's — keeps matching after an upgrade.
+// A fingerprint is versioned ("v2:" + 16 hex digits of
+// sha1("v2\n" + event + "\n" + template)). Older versions of the same input
+// are returned as aliases, so state written by an older release — including
+// the-loop's own self-diagnosis.json, whose fingerprints are Legacy's —
+// keeps matching after an upgrade.
+//
+// The template is built by a single-pass tokenizer (no regexps), word by
+// word, on general principles rather than per-system patterns:
+//
+//   - Kept (identity): words and code identifiers; error classes, errno and
+//     signal names; numbers after status/code/exit/errno/signal/HTTP/error
+//     (as a word or a key=), a three-digit status before a reason phrase
+//     ("404 Not Found") or right after a URL; vendor codes (ORA-00942,
+//     E11000); code names with digits (int64, sha256, utf8, ipv6); device
+//     names with one trailing digit (eth0, sda1); enum constants as values
+//     (action=ACTION_UP); single-token quoted names (fields, tables,
+//     constraints, modules, tools); a path's file name when it is a config,
+//     state or source file (config.yaml, state.db, main.go); route
+//     templates ("/repos/{owner}/{repo}"); URL schemes; HTTP methods.
+//   - Masked (volatile): any run mixing digits (numbers, counts, line and
+//     column numbers, ports, pids, sizes, durations, versions, hex,
+//     timestamps, instance names like node128); whole segments holding a
+//     long id (6+ digits or 7+ hex digits); UUIDs; IPv4/IPv6/MAC addresses;
+//     host names and host:port; URLs past the scheme; directories of paths;
+//     quoted prose; key=value values; the word after "user"; booleans;
+//     month/day names and units next to a masked number; request paths
+//     after an HTTP method. Adjacent masks (and like-shaped list items,
+//     "blk_<*> blk_<*>") collapse into one, so lists and multi-word
+//     timestamps of any length give one template.
+//   - In an access-log line (one carrying a quoted "GET /x HTTP/1.1"
+//     request), the status is per-request data and masked like its length
+//     and timing.
+//   - Stack traces (Python, Go panics, Java/Kotlin, Node) reduce to the
+//     exception lines and the top in-app frame (function and file base
+//     name); frames below it, line numbers, goroutine dumps and library or
+//     runtime frames are dropped.
+//   - Records without error text fall back to the event plus the
+//     allow-listed enum fields (source, gh_event, harness, via, exit_code,
+//     will_retry).
+//
+// Known limits: plain words cannot be told from data (a user name after
+// "for", a job name, a per-run branch name without digits stay in the
+// template), and a short SHA or hex id made only of the letters a-f and
+// shorter than 12 characters is kept.
 package fingerprint
 
 import (

@@ -1,8 +1,10 @@
 package fingerprint
 
 import (
+	"bytes"
 	"crypto/sha1"
 	"encoding/hex"
+	"strings"
 )
 
 // Legacy returns the-loop's original (v1) fingerprint of an event and its
@@ -19,24 +21,36 @@ import (
 // because Go's regexp costs several microseconds per message; a fuzz test
 // checks them against the regexps.
 func Legacy(event, errorText string) string {
-	return sha16(event + "\n" + legacyNormalize(errorText))
+	buf := make([]byte, 0, 2*(len(event)+len(errorText))+32)
+	buf = append(buf, event...)
+	buf = append(buf, '\n')
+	buf = appendLegacyNormalized(buf, errorText)
+	return sha16Bytes(buf)
 }
 
 // sha16 is the first 16 hex digits of the SHA-1 of s.
-func sha16(s string) string {
-	sum := sha1.Sum([]byte(s))
+func sha16(s string) string { return sha16Bytes([]byte(s)) }
+
+func sha16Bytes(b []byte) string {
+	sum := sha1.Sum(b)
 	return hex.EncodeToString(sum[:8])
 }
 
 // legacyNormalize applies the-loop's four substitutions in order.
-func legacyNormalize(text string) string {
-	buf := make([]byte, 0, len(text))
-	buf = legacyWinPaths(buf, text)
-	tmp := make([]byte, 0, len(buf))
-	tmp = legacyPaths(tmp, buf)
-	buf = legacyHex(buf[:0], tmp)
-	tmp = legacyDigits(tmp[:0], buf)
-	return string(tmp)
+func legacyNormalize(text string) string { return string(appendLegacyNormalized(nil, text)) }
+
+// appendLegacyNormalized appends the normalized text to dst. Each pass
+// only runs when its trigger byte is present.
+func appendLegacyNormalized(dst []byte, text string) []byte {
+	cur := []byte(text)
+	if strings.Contains(text, ":\\") {
+		cur = legacyWinPaths(make([]byte, 0, len(cur)), text)
+	}
+	if bytes.ContainsAny(cur, "/~") {
+		cur = legacyPaths(make([]byte, 0, len(cur)), cur)
+	}
+	tmp := legacyHex(make([]byte, 0, len(cur)), cur)
+	return legacyDigits(dst, tmp)
 }
 
 // pySpace is Python's ASCII \s: [ \t\n\r\f\v]. Go's \s lacks \v, so the

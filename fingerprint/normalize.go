@@ -147,6 +147,9 @@ func (n *normalizer) line(s string) {
 // inside a quoted string.
 func wordEnd(s string, i int) int {
 	j := i
+	for j < len(s) && !wordStop[s[j]] {
+		j++
+	}
 	for j < len(s) && !isSpace(s[j]) {
 		c := s[j]
 		if (c == '"' || c == '\'' || c == '`') && quoteOpens(s, i, j) {
@@ -246,7 +249,7 @@ func (n *normalizer) word(w string, lineStart int) {
 		masked = true
 	}
 	// Month and day names next to a masked number are part of a timestamp.
-	if !masked && prefix == "" && monthsAndDays[string(lowerCore)] {
+	if !masked && prefix == "" && len(lowerCore) >= 2 && len(lowerCore) <= 9 && monthsAndDays[string(lowerCore)] {
 		if n.lastMasked {
 			masked = true
 		} else {
@@ -328,15 +331,29 @@ func lowerInto(buf []byte, s string) []byte {
 
 // trimPunct strips brackets, quotes and punctuation around a keyword.
 func trimPunct(s string) string {
-	isP := func(c byte) bool { return strings.IndexByte("[](){}<>#:=,;\"'`", c) >= 0 }
-	for len(s) > 0 && isP(s[0]) {
+	for len(s) > 0 && keywordPunct[s[0]] {
 		s = s[1:]
 	}
-	for len(s) > 0 && isP(s[len(s)-1]) {
+	for len(s) > 0 && keywordPunct[s[len(s)-1]] {
 		s = s[:len(s)-1]
 	}
 	return s
 }
+
+var keywordPunct = func() (t [256]bool) {
+	for _, c := range []byte("[](){}<>#:=,;\"'`") {
+		t[c] = true
+	}
+	return t
+}()
+
+// wordStop marks the bytes wordEnd must look at: whitespace and quotes.
+var wordStop = func() (t [256]bool) {
+	for _, c := range []byte(" \t\r\f\v\n\"'`") {
+		t[c] = true
+	}
+	return t
+}()
 
 // prevIs reports whether the previous word, lower-cased, is in set.
 func (n *normalizer) prevIs(set map[string]bool) bool {
@@ -407,6 +424,16 @@ var lowerHTTPMethods = map[string]bool{
 	"get": true, "post": true, "put": true, "delete": true, "patch": true, "head": true, "options": true,
 }
 
+// isLetters: ASCII letters only.
+func isLetters(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isASCIILetter(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 // isHTTPStatus: three digits from 100 to 599.
 func isHTTPStatus(c string) bool {
 	return len(c) == 3 && c[0] >= '1' && c[0] <= '5' && isDigit(c[1]) && isDigit(c[2])
@@ -448,6 +475,17 @@ func (n *normalizer) core(c string) bool {
 			return false
 		}
 		return n.core(c[1:]) && false
+	}
+	if isLetters(c) {
+		// The common case, a plain word: most rules cannot apply.
+		switch {
+		case len(n.prev) >= 4 && n.prev[0]|0x20 == 'u' && n.prevIs(userWords):
+			return n.mask()
+		case isBoolean(c), len(c) >= 12 && volatileRun(c):
+			return n.mask()
+		}
+		n.out = append(n.out, c...)
+		return false
 	}
 	switch {
 	case isCodeValue(c) && !n.accessLog && n.prevIsCodeKey(),

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // DefangMarker is inserted into control phrases so the-loop no longer
@@ -33,11 +34,19 @@ func Defang(s string, extraKeywords []string) string {
 		inserts = append(inserts, m[2]) // before the whitespace after "the-loop"
 	}
 	for _, re := range extraPhrases(extraKeywords) {
-		for _, m := range re.FindAllStringIndex(s, -1) {
-			if overlapsRanges(m[0], m[1], markers) {
-				continue
+		// Overlapping matches too ("aa" in "aaaa"): each needs its own
+		// break, or one would survive between two markers.
+		for pos := 0; pos < len(s); {
+			m := re.FindStringIndex(s[pos:])
+			if m == nil {
+				break
 			}
-			inserts = append(inserts, breakPoint(s[m[0]:m[1]])+m[0])
+			start, end := pos+m[0], pos+m[1]
+			if !overlapsRanges(start, end, markers) {
+				inserts = append(inserts, breakPoint(s[start:end])+start)
+			}
+			_, size := utf8.DecodeRuneInString(s[start:])
+			pos = start + size
 		}
 	}
 	if len(inserts) == 0 {
@@ -130,7 +139,11 @@ func extraPhrases(keywords []string) []*regexp.Regexp {
 		for i, p := range parts {
 			parts[i] = regexp.QuoteMeta(p)
 		}
-		out = append(out, regexp.MustCompile(`(?i)`+strings.Join(parts, `\s+`)))
+		re, err := regexp.Compile(`(?i)` + strings.Join(parts, `\s+`))
+		if err != nil {
+			continue // not valid UTF-8: cannot occur in issue text either
+		}
+		out = append(out, re)
 	}
 	phraseCache.Store(key, out)
 	return out

@@ -174,7 +174,7 @@ func urlUserinfoBefore(s string, colon int) bool {
 func findPrivateIPs(sc *scan) {
 	s := sc.s
 	for i := 0; i < len(s); i++ {
-		if !isDigit(s[i]) || (i > 0 && (isAlnum(s[i-1]) || s[i-1] == '.' || s[i-1] == '-' || s[i-1] == '_')) {
+		if !isDigit(s[i]) || (i > 0 && (s[i-1] == '.' || s[i-1] == '-' || s[i-1] == '_')) || gluedBefore(s, i) {
 			continue
 		}
 		var oct [4]int
@@ -206,7 +206,7 @@ func findPrivateIPs(sc *scan) {
 			}
 			continue
 		}
-		if p < len(s) && (isAlnum(s[p]) || s[p] == '_' || (s[p] == '.' && p+1 < len(s) && isDigit(s[p+1]))) {
+		if gluedAfter(s, p) || p < len(s) && (s[p] == '_' || (s[p] == '.' && p+1 < len(s) && isDigit(s[p+1]))) {
 			i = p
 			continue
 		}
@@ -280,10 +280,6 @@ func findHomePaths(sc *scan) {
 			}
 			p := off + i + len(m)
 			off = p
-			// "/home/" must start a path, not sit inside a word.
-			if ms := p - len(m); m[0] == '/' && ms > 0 && (isAlnum(s[ms-1]) || s[ms-1] == '_') {
-				continue
-			}
 			e := p
 			for e < len(s) && (isAlnum(s[e]) || s[e] == '_' || s[e] == '-' || s[e] == '.') {
 				e++

@@ -283,7 +283,30 @@ func isHex(c byte) bool {
 }
 
 // alnumBoundary reports whether s[start:end] is not glued to letters or
-// digits on either side.
+// digits on either side. A placeholder counts as glued: it stands for text
+// that was there, so a match next to one must be judged the same way before
+// and after masking (idempotence).
 func alnumBoundary(s string, start, end int) bool {
-	return (start == 0 || !isAlnum(s[start-1])) && (end >= len(s) || !isAlnum(s[end]))
+	return !gluedBefore(s, start) && !gluedAfter(s, end)
+}
+
+func gluedBefore(s string, i int) bool {
+	return i > 0 && (isAlnum(s[i-1]) || placeholderEndsAt(s, i))
+}
+
+func gluedAfter(s string, i int) bool {
+	return i < len(s) && (isAlnum(s[i]) || isPlaceholderAt(s, i))
+}
+
+// placeholderEndsAt reports whether a placeholder ends just before i.
+func placeholderEndsAt(s string, i int) bool {
+	if i == 0 || s[i-1] != '>' {
+		return false
+	}
+	j := strings.LastIndex(s[max(0, i-MaxPlaceholderLen):i], placeholderPrefix)
+	if j < 0 {
+		return false
+	}
+	j += max(0, i-MaxPlaceholderLen)
+	return placeholderEnd(s, j) == i
 }

@@ -410,7 +410,7 @@ func findPrivateKeys(sc *scan) {
 		header := s[hs+11 : hs+11+he]
 		bodyStart := hs + 11 + he + 5
 		off = bodyStart
-		if !strings.Contains(header, "PRIVATE KEY") {
+		if !strings.Contains(header, "PRIVATE KEY") || !pemLabel(header) {
 			continue
 		}
 		// Without an END line (a cut-off dump) stop where the key material
@@ -431,6 +431,17 @@ func findPrivateKeys(sc *scan) {
 		}
 		off = bodyEnd
 	}
+}
+
+// pemLabel reports whether a BEGIN line's label is well formed: capitals,
+// digits and spaces ("RSA PRIVATE KEY", "OPENSSH PRIVATE KEY").
+func pemLabel(h string) bool {
+	for i := 0; i < len(h); i++ {
+		if c := h[i]; !('A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == ' ') {
+			return false
+		}
+	}
+	return true
 }
 
 // base64BlockEnd returns where a run of base64 text starting at i, spread

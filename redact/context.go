@@ -21,7 +21,7 @@ const (
 )
 
 // keywords that can appear in a sensitive key name, in lower case.
-var keyKeywords = []string{"pass", "pwd", "secret", "token", "key", "auth", "cred", "cookie", "sig", "session", "psw"}
+var keyKeywords = []string{"pass", "pw", "secret", "token", "key", "auth", "cred", "cookie", "sig", "session", "psw"}
 
 var strongWords = map[string]string{
 	"password": "password", "passwd": "password", "pwd": "password", "passphrase": "password",
@@ -86,7 +86,15 @@ func classifyKey(name string) (keyClass, string) {
 		if last == "key" && len(words) >= 2 && keyModifiers[words[len(words)-2]] {
 			return keyStrong, "token"
 		}
+		// DB_PASS, SMTP_PW: a qualified "pass" is a password; a bare one
+		// may be a test count (pass=12 fail=0).
+		if (last == "pass" || last == "pw") && len(words) >= 2 {
+			return keyStrong, label
+		}
 		return keyWeak, label
+	}
+	if last == "id" && len(words) >= 2 && words[len(words)-2] == "session" {
+		return keyWeak, "session"
 	}
 	// "id" after "key" (private_key_id, AccessKeyId) names a key identifier:
 	// worth masking only when it looks random.
@@ -246,6 +254,8 @@ func keyValue(sc *scan, ks, ke int) {
 		case flag > 0 && class == keyStrong && v[0] != '-':
 		case class == keyStrong && lineHasAny(sc.lower, ks, "machine ", "login "):
 		case looksSecret(v):
+		case quoted && class == keyStrong && ve < len(s) && s[ve] != '\n':
+			// "with password 'hunter2'": a quoted value right after the word.
 		default:
 			return
 		}

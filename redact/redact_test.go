@@ -319,3 +319,13 @@ func TestPlaceholdersAreNamedAndBounded(t *testing.T) {
 		t.Errorf("got %q", out)
 	}
 }
+
+func TestQualifiedShortPasswordKeys(t *testing.T) {
+	mustMask(t, "DB_PASS=hunter2 SMTP_PW=abc123", "hunter2", "password")
+	mustMask(t, "SMTP_PW=abc123", "abc123", "password")
+	mustMask(t, "login with password 'hunter2' failed", "hunter2", "password")
+	mustMask(t, "Server=db;User Id=sa;Password=P@ssw0rd!;Encrypt=true", "P@ssw0rd!", "password")
+	if out := testRedactor.Scrub("tests: pass=12 fail=0"); out != "tests: pass=12 fail=0" {
+		t.Errorf("test counts changed: %s", out)
+	}
+}

@@ -4,7 +4,6 @@
 package stages
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -61,95 +60,225 @@ type CorruptError struct {
 
 func (e CorruptError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Reason) }
 
-// NewRead returns a source that streams records from cfg.Source, never
-// holding more than one line. Corrupt lines are counted and skipped.
+// readChunk is how much one read asks for: big reads keep the system-call
+// count low, and the buffer stays the same size for the whole log.
+const readChunk = 1 << 20
+
+// NewRead returns a source that streams records from cfg.Source in constant
+// memory (one buffer of MaxLine + 1 MiB, whatever the log's size). Corrupt
+// lines are counted and skipped.
+//
+// With Prefilter, lines are checked at two depths. A line that could be a
+// candidate (MayBeCandidate) is validated and decoded in full: a corrupt one
+// is always detected and counted. A line the prefilter proves is not a
+// candidate is only checked for shape — it must start with '{', end with '}',
+// be valid UTF-8 and fit the line cap — which a vectorized pass does for
+// most lines at memory speed (see logsource_scan.go). The trade-off: such a
+// line that is well shaped but bad inside (a trailing comma, single quotes,
+// two writes run together) is skipped without being counted as corrupt.
+// Counting those would mean decoding every line, several times the cost of
+// the whole scan, to report lines that could never be candidates anyway.
+// Without Prefilter (replay of the read stage) every line is decoded.
 func NewRead(cfg ReadConfig, stats *ReadStats) pipeline.Source[pipeline.Record] {
 	if cfg.MaxLine <= 0 {
 		cfg.MaxLine = DefaultMaxLine
 	}
 	return func(ctx context.Context, out chan<- pipeline.Record) error {
-		br := bufio.NewReaderSize(cfg.Source, 256<<10)
-		offset, line := cfg.Start, cfg.StartLine
-		stats.End.Store(offset)
-		stats.EndLine.Store(line)
-		var corrupt int
-		for {
-			if cfg.Stop != nil {
-				select {
-				case <-cfg.Stop:
-					return nil
-				default:
-				}
-			}
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			raw, size, complete, err := readLine(br, cfg.MaxLine)
-			if size == 0 && err != nil {
-				if errors.Is(err, io.EOF) {
-					return nil
-				}
-				return fmt.Errorf("read %s at byte %d: %w", cfg.Name, offset, err)
-			}
-			if !complete && !cfg.FinalPartialLine && size <= int64(cfg.MaxLine) {
-				// An unfinished last line: leave it for the next scan.
-				stats.Pending.Store(size)
-				return nil
-			}
-			line++
-			start := offset
-			offset += size
-			stats.Lines.Add(1)
-			stats.Bytes.Add(size)
-			rec, reason := decodeLine(raw, size, cfg.MaxLine, cfg.Prefilter && !containsAny(raw, cfg.AlsoDecode))
-			stats.End.Store(offset)
-			stats.EndLine.Store(line)
+		r := &reader{cfg: cfg, stats: stats, out: out, ctx: ctx,
+			buf: make([]byte, cfg.MaxLine+1+readChunk), offset: cfg.Start, line: cfg.StartLine}
+		stats.End.Store(r.offset)
+		stats.EndLine.Store(r.line)
+		return r.run()
+	}
+}
+
+type reader struct {
+	cfg   ReadConfig
+	stats *ReadStats
+	out   chan<- pipeline.Record
+	ctx   context.Context
+	buf   []byte
+	// offset and line are the file offset of buf[0] once a region is
+	// consumed, and the number of lines before it.
+	offset, line int64
+	corrupt      int
+}
+
+func (r *reader) run() error {
+	filled := 0   // buf[:filled] holds bytes read and not yet consumed
+	overlong := 0 // > 0: inside a line over the cap, this many bytes dropped so far
+	eof := false
+	for {
+		if stopped(r.cfg.Stop) {
+			return nil
+		}
+		if err := r.ctx.Err(); err != nil {
+			return err
+		}
+		if !eof {
+			n, err := r.cfg.Source.Read(r.buf[filled:])
+			filled += n
 			switch {
-			case reason != "":
-				if corrupt < len(stats.Examples) {
-					stats.Examples[corrupt] = CorruptError{line, reason}.Error()
-				}
-				corrupt++
-				stats.Corrupt.Add(1)
-				continue
-			case rec == nil:
-				stats.Skipped.Add(1)
+			case errors.Is(err, io.EOF):
+				eof = true
+			case err != nil:
+				return fmt.Errorf("read %s at byte %d: %w", r.cfg.Name, r.offset+int64(filled), err)
+			case n == 0:
 				continue
 			}
-			rec.Line, rec.Offset, rec.End = line, start, offset
-			if err := pipeline.Send(ctx, out, *rec); err != nil {
+		}
+		data := r.buf[:filled]
+		if overlong > 0 {
+			// Drop the rest of a line over the cap without holding it.
+			nl := bytes.IndexByte(data, '\n')
+			if nl < 0 && !eof {
+				overlong += filled
+				filled = 0
+				continue
+			}
+			end := nl + 1
+			if nl < 0 {
+				end = filled
+			}
+			r.consumeOverlong(int64(overlong + end))
+			overlong = 0
+			filled = copy(r.buf, data[end:])
+			continue
+		}
+		complete := bytes.LastIndexByte(data, '\n') + 1
+		if err := r.region(data[:complete]); err != nil {
+			return err
+		}
+		tail := data[complete:]
+		switch {
+		case len(tail) > r.cfg.MaxLine+1:
+			// Longer than the cap and still going: count it once it ends.
+			overlong, filled = len(tail), 0
+		case eof && len(tail) > 0 && r.cfg.FinalPartialLine:
+			if err := r.exactLine(tail, int64(len(tail))); err != nil {
 				return err
 			}
+			return nil
+		case eof:
+			r.stats.Pending.Store(int64(len(tail)))
+			return nil
+		default:
+			filled = copy(r.buf, tail)
+		}
+		if eof && overlong > 0 {
+			r.consumeOverlong(int64(overlong))
+			return nil
 		}
 	}
 }
 
-// readLine returns the next line without its newline, its size in bytes
-// including the newline, and whether a newline ended it. Lines longer than
-// max are consumed but not returned (raw is nil), so memory stays bounded.
-func readLine(br *bufio.Reader, max int) (raw []byte, size int64, complete bool, err error) {
-	var long []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		size += int64(len(chunk))
-		if size <= int64(max)+1 {
-			if long == nil && !errors.Is(err, bufio.ErrBufferFull) {
-				raw = chunk // the common case: no copy
-			} else {
-				long = append(long, chunk...)
-				raw = long
+func (r *reader) consumeOverlong(size int64) {
+	r.line++
+	r.offset += size
+	r.stats.Lines.Add(1)
+	r.stats.Bytes.Add(size)
+	r.markCorrupt(fmt.Sprintf("longer than the %d-byte line cap", r.cfg.MaxLine))
+	r.stats.End.Store(r.offset)
+	r.stats.EndLine.Store(r.line)
+}
+
+// region consumes b, whole lines each ending in '\n'.
+func (r *reader) region(b []byte) error {
+	i := 0
+	for i < len(b) {
+		// The line at i gets the exact checks: it is the region's first (its
+		// preceding '\n' is not in b), or the fast scan flagged it.
+		e := i + bytes.IndexByte(b[i:], '\n')
+		if err := r.exactLine(b[i:e], int64(e+1-i)); err != nil {
+			return err
+		}
+		i = e + 1
+		if i == len(b) {
+			break
+		}
+		next := len(b)
+		if r.cfg.Prefilter {
+			// Scan from the '\n' just consumed, so the next line's start is seen.
+			if h := indexInteresting(b[e:]); h >= 0 {
+				p := e + h
+				if b[p] == '\n' {
+					next = p + 1
+				} else {
+					next = bytes.LastIndexByte(b[:p], '\n') + 1
+				}
 			}
 		} else {
-			raw, long = nil, nil
+			next = i // every line gets the exact checks
 		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		if err == nil {
-			return trimNewline(raw), size, true, nil
-		}
-		return trimNewline(raw), size, false, err
+		r.cleanLines(b[i:next])
+		i = next
 	}
+	return nil
+}
+
+// cleanLines counts lines the fast scan proved well shaped and not
+// candidates. Only a span longer than the cap can hide a line over it.
+func (r *reader) cleanLines(span []byte) {
+	if len(span) == 0 {
+		return
+	}
+	n := int64(bytes.Count(span, []byte{'\n'}))
+	bad := int64(0)
+	if len(span) > r.cfg.MaxLine+1 {
+		line := r.line
+		for rest := span; len(rest) > 0; {
+			e := bytes.IndexByte(rest, '\n') + 1
+			line++
+			if e > r.cfg.MaxLine+1 {
+				bad++
+				r.corruptAt(line, fmt.Sprintf("longer than the %d-byte line cap", r.cfg.MaxLine))
+			}
+			rest = rest[e:]
+		}
+	}
+	r.line += n
+	r.offset += int64(len(span))
+	r.stats.Lines.Add(n)
+	r.stats.Bytes.Add(int64(len(span)))
+	r.stats.Skipped.Add(n - bad)
+	r.stats.End.Store(r.offset)
+	r.stats.EndLine.Store(r.line)
+}
+
+// exactLine consumes one line (raw without its '\n'; size with it).
+func (r *reader) exactLine(raw []byte, size int64) error {
+	r.line++
+	start := r.offset
+	r.offset += size
+	r.stats.Lines.Add(1)
+	r.stats.Bytes.Add(size)
+	defer func() {
+		r.stats.End.Store(r.offset)
+		r.stats.EndLine.Store(r.line)
+	}()
+	rec, reason := decodeLine(trimNewline(raw), size, r.cfg.MaxLine, r.cfg.Prefilter)
+	switch {
+	case reason != "":
+		r.markCorrupt(reason)
+		return nil
+	case rec == nil:
+		r.stats.Skipped.Add(1)
+		return nil
+	}
+	rec.Line, rec.Offset, rec.End = r.line, start, r.offset
+	r.stats.End.Store(r.offset)
+	r.stats.EndLine.Store(r.line)
+	return pipeline.Send(r.ctx, r.out, *rec)
+}
+
+func (r *reader) markCorrupt(reason string) { r.corruptAt(r.line, reason) }
+
+func (r *reader) corruptAt(line int64, reason string) {
+	if r.corrupt < len(r.stats.Examples) {
+		r.stats.Examples[r.corrupt] = CorruptError{line, reason}.Error()
+	}
+	r.corrupt++
+	r.stats.Corrupt.Add(1)
 }
 
 func trimNewline(b []byte) []byte {
@@ -158,7 +287,8 @@ func trimNewline(b []byte) []byte {
 }
 
 // decodeLine parses one line. It returns a corrupt reason, or a nil record
-// when the prefilter proved the line cannot be a candidate.
+// when the prefilter proved the line cannot be a candidate (then only its
+// shape is checked; see NewRead).
 func decodeLine(raw []byte, size int64, max int, prefilter bool) (*pipeline.Record, string) {
 	if size > int64(max)+1 {
 		return nil, fmt.Sprintf("longer than the %d-byte line cap", max)
@@ -171,9 +301,11 @@ func decodeLine(raw []byte, size int64, max int, prefilter bool) (*pipeline.Reco
 		return nil, "not a JSON object"
 	}
 	if prefilter && !MayBeCandidate(raw) {
-		// Not decoded, but a cut-off object is still caught cheaply.
 		if trimmed[len(trimmed)-1] != '}' {
-			return nil, "truncated JSON object"
+			return nil, "truncated: no closing brace"
+		}
+		if !utf8.Valid(raw) {
+			return nil, "invalid UTF-8"
 		}
 		return nil, ""
 	}
@@ -187,21 +319,37 @@ func decodeLine(raw []byte, size int64, max int, prefilter bool) (*pipeline.Reco
 	return &pipeline.Record{Fields: fields}, ""
 }
 
-// MayBeCandidate is the byte-level prefilter. A candidate has level "error"
-// or will_retry false, so its bytes hold `error` or `will_retry` — unless a
-// JSON escape spells them, which a `\u` reveals. It never rejects a
-// candidate; it may accept lines that are not.
+// MayBeCandidate is the byte-level prefilter. A candidate has a top-level
+// "level": "error" or "will_retry": false. Unescaped, those keys and values
+// appear as exactly these bytes with only JSON whitespace around the colon;
+// the one way to spell a letter differently is a \u escape, so a line
+// holding one is always let through. It never rejects a candidate; it may
+// accept lines that are not (nested objects, duplicate keys, text in values).
 func MayBeCandidate(line []byte) bool {
-	return bytes.Contains(line, []byte("error")) ||
-		bytes.Contains(line, []byte("will_retry")) ||
-		bytes.Contains(line, []byte(`\u`))
+	return bytes.Contains(line, []byte(`\u`)) ||
+		hasPair(line, []byte(`"level"`), []byte(`"error"`)) ||
+		hasPair(line, []byte(`"will_retry"`), []byte(`false`))
 }
 
-func containsAny(line []byte, patterns [][]byte) bool {
-	for _, p := range patterns {
-		if bytes.Contains(line, p) {
+// hasPair reports whether key, optional JSON whitespace, ':', optional
+// whitespace, value occur in line.
+func hasPair(line, key, value []byte) bool {
+	for {
+		i := bytes.Index(line, key)
+		if i < 0 {
+			return false
+		}
+		line = line[i+len(key):]
+		rest := skipJSONSpace(line)
+		if len(rest) > 0 && rest[0] == ':' && bytes.HasPrefix(skipJSONSpace(rest[1:]), value) {
 			return true
 		}
 	}
-	return false
+}
+
+func skipJSONSpace(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\r' || b[0] == '\n') {
+		b = b[1:]
+	}
+	return b
 }

@@ -1,14 +1,17 @@
 package stages
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"unicode/utf8"
 
+	"github.com/the-loop/the-loop-diagnose/fakes/eventlog"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 )
 
@@ -125,6 +128,7 @@ func FuzzPrefilterIsExact(f *testing.F) {
 		`{"level":"error"}`, `{"level" : "\u0065rror"}`, `{"will_retry":false}`,
 		`{"will\u005fretry":false}`, `{"le\u0076el":"error"}`, `{ "event":"x" , "will_retry" : false }`,
 		`{"level":"err\u006fr","event":"é"}`, `{"level":"info"}`,
+		"{\"level\"\t:\r \"error\"}", `{"a":{"level":"x"},"level" :"error"}`, `{"will_retry"  :  false}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -177,5 +181,153 @@ func TestPrefilterOnGeneratedLines(t *testing.T) {
 	}
 	if selected == 0 {
 		t.Fatal("the generator produced no candidates: the test proves nothing")
+	}
+}
+
+// referenceRead is the reader's definition, one line at a time with the
+// exact checks: the fast path must give the same records and counts.
+func referenceRead(input string, maxLine int) (recs []pipeline.Record, lines, corrupt int64) {
+	var offset int64
+	for len(input) > 0 {
+		raw, rest, complete := strings.Cut(input, "\n")
+		size := int64(len(raw) + 1)
+		if !complete {
+			if len(raw) > maxLine+1 { // over the cap already: it is corrupt however it ends
+				lines++
+				corrupt++
+			}
+			break // otherwise an unfinished last line is left for next time
+		}
+		input = rest
+		lines++
+		rec, reason := decodeLine(trimNewline([]byte(raw)), size, maxLine, true)
+		switch {
+		case reason != "":
+			corrupt++
+		case rec != nil:
+			rec.Line, rec.Offset, rec.End = lines, offset, offset+size
+			recs = append(recs, *rec)
+		}
+		offset += size
+	}
+	return recs, lines, corrupt
+}
+
+func checkFastPathAgrees(t *testing.T, input string, maxLine int) {
+	t.Helper()
+	want, lines, corrupt := referenceRead(input, maxLine)
+	got, stats := readAll(t, input, ReadConfig{Prefilter: true, MaxLine: maxLine})
+	if stats.Lines.Load() != lines || stats.Corrupt.Load() != corrupt {
+		t.Fatalf("fast path: %d lines, %d corrupt; reference: %d, %d\ninput %q",
+			stats.Lines.Load(), stats.Corrupt.Load(), lines, corrupt, input)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("fast path decoded %d records, reference %d\ninput %q", len(got), len(want), input)
+	}
+	for i := range got {
+		if got[i].Line != want[i].Line || got[i].Offset != want[i].Offset || got[i].End != want[i].End ||
+			fmt.Sprint(got[i].Fields) != fmt.Sprint(want[i].Fields) {
+			t.Fatalf("record %d: fast %+v, reference %+v", i, got[i], want[i])
+		}
+	}
+}
+
+// The vector scan and its portable definition agree on every position,
+// including at the 32-byte block edges.
+func FuzzIndexInteresting(f *testing.F) {
+	f.Add([]byte(strings.Repeat(`{"a":"b"}`+"\n", 9)))
+	f.Add([]byte(strings.Repeat("x", 40) + "rr" + strings.Repeat("x", 40)))
+	f.Add([]byte(strings.Repeat("}\n{", 30) + `\u`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for start := 0; start < len(b) && start < 40; start++ {
+			if got, want := indexInteresting(b[start:]), indexInterestingGeneric(b[start:]); got != want {
+				t.Fatalf("at %d: vector %d, generic %d: %q", start, got, want, b[start:])
+			}
+		}
+	})
+}
+
+// FuzzFastPathAgrees feeds arbitrary logs to the reader: whatever the fast
+// path skips, the line-by-line reference must also skip.
+func FuzzFastPathAgrees(f *testing.F) {
+	for _, s := range []string{
+		`{"level":"error","event":"a"}` + "\n" + `{"event":"b"}` + "\n",
+		strings.Repeat(`{"event":"x","level":"info","n":1}`+"\n", 40) + `{"event":"y","will_retry" : false}` + "\n",
+		"{\"a\":1}\n\n   \n[1]\n{\"a\":\"\xff\"}\n{\"trunc\n{\"ok\":1}\r\n",
+		strings.Repeat(`{"event":"pad"}`+"\n", 30) + `{"x":"` + strings.Repeat("y", 300) + `"}` + "\n",
+		`{"e":"\u0065rror"}` + "\n" + `{"level":"\u0065rror"}` + "\n",
+	} {
+		f.Add([]byte(s), uint16(200))
+	}
+	f.Fuzz(func(t *testing.T, b []byte, maxLine uint16) {
+		checkFastPathAgrees(t, string(b), 16+int(maxLine%1024))
+	})
+}
+
+func TestFastPathAgreesOnGeneratedLogs(t *testing.T) {
+	var buf strings.Builder
+	if _, err := eventlog.Generate(&buf, eventlog.Options{Lines: 20000, Seed: 3, CorruptRate: 0.01, FailureRate: 0.02}); err != nil {
+		t.Fatal(err)
+	}
+	input := buf.String()
+	checkFastPathAgrees(t, input, DefaultMaxLine)
+	checkFastPathAgrees(t, input, 300) // small cap: long clean spans, many over-long lines
+	_, stats := readAll(t, input, ReadConfig{Prefilter: true})
+	if stats.Corrupt.Load() == 0 || stats.Skipped.Load() < stats.Lines.Load()/2 {
+		t.Fatalf("the generated log exercised nothing: %d corrupt, %d skipped of %d",
+			stats.Corrupt.Load(), stats.Skipped.Load(), stats.Lines.Load())
+	}
+}
+
+// A stream much larger than the buffer, arriving in small reads, with a
+// line over the cap spanning several reads.
+func TestReadStreamsInConstantMemory(t *testing.T) {
+	var b strings.Builder
+	for i := 0; i < 3000; i++ {
+		fmt.Fprintf(&b, `{"event":"e%d","level":"info"}`+"\n", i)
+		if i == 1500 {
+			b.WriteString(`{"x":"` + strings.Repeat("z", 5000) + `"}` + "\n")
+		}
+	}
+	b.WriteString(`{"event":"last","level":"error"}` + "\n")
+	var stats ReadStats
+	r := pipeline.New(context.Background())
+	var got []pipeline.Record
+	src := NewRead(ReadConfig{Source: iotest.OneByteReader(strings.NewReader(b.String())), Prefilter: true, MaxLine: 1000}, &stats)
+	pipeline.Into(r, pipeline.From(r, src), func(_ context.Context, rec pipeline.Record) error {
+		got = append(got, rec)
+		return nil
+	})
+	if err := r.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Line != 3002 || stats.Corrupt.Load() != 1 || stats.Lines.Load() != 3002 ||
+		stats.End.Load() != int64(b.Len()) {
+		t.Fatalf("records %+v; lines %d, corrupt %d, end %d of %d", got, stats.Lines.Load(), stats.Corrupt.Load(),
+			stats.End.Load(), b.Len())
+	}
+	if !strings.Contains(stats.Examples[0], "line 1502") {
+		t.Errorf("the over-long line is reported as %q", stats.Examples[0])
+	}
+}
+
+// BenchmarkRead measures the reader alone over a generated the-loop log in
+// memory: go test -run '^$' -bench BenchmarkRead ./stages
+func BenchmarkRead(b *testing.B) {
+	var buf bytes.Buffer
+	if _, err := eventlog.Generate(&buf, eventlog.Options{Lines: 200000, Seed: 7}); err != nil {
+		b.Fatal(err)
+	}
+	data := buf.Bytes()
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var stats ReadStats
+		r := pipeline.New(context.Background())
+		pipeline.Into(r, pipeline.From(r, NewRead(ReadConfig{Source: bytes.NewReader(data), Prefilter: true}, &stats)),
+			func(context.Context, pipeline.Record) error { return nil })
+		if err := r.Wait(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

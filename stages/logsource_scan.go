@@ -1,0 +1,52 @@
+package stages
+
+// The fast path of the reader. A line needs a close look (the exact,
+// per-line checks of readLineExact) only if one of its positions is
+// interesting; every other line is proven well-shaped and not a candidate
+// by a single vectorized pass over the buffer, and is only counted.
+//
+// A position is interesting when its byte c and the next byte n are:
+//   - "rr" or "ry": a candidate holds `"error"` or `will_retry` spelled
+//     out, or else a \u escape;
+//   - "\u": an escape that could spell either;
+//   - '\n' then not '{', or not '}' then '\n': a line that does not start
+//     or end like a JSON object (blank, truncated, not an object, CRLF);
+//   - c >= 0x80: non-ASCII, whose UTF-8 must be validated.
+//
+// So a line with no interesting position is pure ASCII, starts with '{',
+// ends with '}' and cannot be a candidate: what readLineExact would conclude.
+
+func interesting(c, n byte) bool {
+	return c >= 0x80 || (c == 'r' && (n == 'r' || n == 'y')) || (c == '\\' && n == 'u') ||
+		(c == '\n' && n != '{') || (n == '\n' && c != '}')
+}
+
+// indexInteresting returns the first interesting position i in b (its
+// pair is b[i], b[i+1]), or -1.
+func indexInteresting(b []byte) int {
+	i := 0
+	if useAVX2 && len(b) > 33 {
+		j, hit := indexInterestingAVX2(b)
+		if hit {
+			return j
+		}
+		i = j
+	}
+	for ; i+1 < len(b); i++ {
+		if interesting(b[i], b[i+1]) {
+			return i
+		}
+	}
+	return -1
+}
+
+// indexInterestingGeneric is the portable definition, kept for tests that
+// check the vector version against it.
+func indexInterestingGeneric(b []byte) int {
+	for i := 0; i+1 < len(b); i++ {
+		if interesting(b[i], b[i+1]) {
+			return i
+		}
+	}
+	return -1
+}

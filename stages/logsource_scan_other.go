@@ -1,0 +1,7 @@
+//go:build !amd64
+
+package stages
+
+const useAVX2 = false
+
+func indexInterestingAVX2(b []byte) (int, bool) { return 0, false }

@@ -155,10 +155,7 @@ func Decide(groups []pipeline.Group, st *store.State, now time.Time, p Policy) [
 		// The mechanical checks are cheap: they run every scan, so new
 		// evidence (a healed failure turning flaky) reopens a settlement.
 		if s := Triage(g, st, now, p.Triage); s != nil {
-			g.Verdict, g.Reason = pipeline.VerdictSettled, s.Reason
-			if !active || prev.Verdict != s.Verdict {
-				g.Settle = s // a new settlement: recorded in the ledger
-			}
+			g.Verdict, g.Reason, g.Settle = pipeline.VerdictSettled, s.Reason, s
 			continue
 		}
 		if active && g.Reason == "" && prev.Evidence["agent_evidence"] != nil {

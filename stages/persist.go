@@ -85,6 +85,13 @@ func NewPersist(cfg PersistConfig) func(context.Context, pipeline.Outcome) error
 		now := cfg.Now()
 		var events []store.Event
 		err := cfg.Store.Update(func(st *store.State) error {
+			if o.Settle != nil {
+				// The same verdict still in force is no new settlement: no
+				// second event or ledger line every scan.
+				if prev, ok := st.Settled[o.Fingerprint]; ok && now.Before(prev.Until) && prev.Verdict == o.Settle.Verdict {
+					o.Settle = nil
+				}
+			}
 			events = Apply(st, o, now, cfg.MaxRetries)
 			recordTriage(st, o, now, cfg.SettleFor)
 			return nil

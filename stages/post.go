@@ -54,6 +54,11 @@ type PostConfig struct {
 	CallTimeout   time.Duration // bound on one HTTP call; default 30s
 	Version       string        // tool/deployment version, for occurrence and recurrence comments
 	Log           zerolog.Logger
+	// FixedUpstream, when set, is asked before an issue closed as completed
+	// is reopened: a settlement means the fix shipped in a release this
+	// deployment does not run yet, so it is told to upgrade instead. An
+	// error is inconclusive: the issue is reopened for a human.
+	FixedUpstream func(ctx context.Context, issue int, issueURL string, g pipeline.Group) (*pipeline.Settlement, error)
 }
 
 // NewPost files each new defect on GitHub exactly once and records what it
@@ -274,6 +279,15 @@ func (p *poster) existing(ctx context.Context, o *pipeline.Outcome, is *github.I
 			})
 			o.Status, o.Reason = pipeline.StatusSettled, fmt.Sprintf("dismissed by a maintainer: %s (%s)", reason, is.GetHTMLURL())
 			return err
+		}
+		if p.cfg.FixedUpstream != nil {
+			s, err := p.cfg.FixedUpstream(ctx, is.GetNumber(), is.GetHTMLURL(), o.Group)
+			if err != nil {
+				p.cfg.Log.Warn().Err(err).Int("issue", is.GetNumber()).Msg("cannot tell whether the fix shipped upstream: reopening for a human")
+			} else if s != nil {
+				o.Status, o.Reason, o.Settle = pipeline.StatusSettled, s.Reason, s
+				return nil
+			}
 		}
 		return p.reopen(ctx, o, is)
 	}

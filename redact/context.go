@@ -254,7 +254,7 @@ func keyValue(sc *scan, ks, ke int) {
 		case flag > 0 && class == keyStrong && v[0] != '-':
 		case class == keyStrong && lineHasAny(sc.lower, ks, "machine ", "login "):
 		case looksSecret(v):
-		case quoted && class == keyStrong && ve < len(s) && s[ve] != '\n':
+		case quoted && class == keyStrong && ve < len(s) && s[ve] != '\n' && len(v) >= 6 && !strings.ContainsAny(v, " \t") && countClasses(v).other <= len(v)/2:
 			// "with password 'hunter2'": a quoted value right after the word.
 		default:
 			return

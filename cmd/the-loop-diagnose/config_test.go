@@ -1,0 +1,83 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func writeConfig(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "the-loop.yaml")
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestConfigDefaultsAndOverrides(t *testing.T) {
+	cfg, err := LoadConfig(writeConfig(t, `
+eventLog: {path: logs/e.jsonl}
+selfDiagnosis:
+  enabled: true
+  repo: acme/widgets
+  harness: command
+  command: [my-agent, --prompt-file, "{promptFile}"]
+  timeoutSeconds: 60
+  maxIssuesPerDay: 5
+  settleDays: 2
+other: {ignored: true}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Enabled || cfg.Repo != "acme/widgets" || cfg.EventLog != "logs/e.jsonl" || cfg.Timeout != time.Minute ||
+		cfg.MaxIssuesPerDay != 5 || cfg.MaxRetries != 3 || cfg.Triage.SettleFor != 48*time.Hour || len(cfg.Command) != 3 {
+		t.Fatalf("cfg = %+v", cfg)
+	}
+}
+
+func TestOnlyALiteralTrueEnablesPosting(t *testing.T) {
+	for _, v := range []string{`"true"`, "yes", "1", "True_", "[true]"} {
+		cfg, err := LoadConfig(writeConfig(t, "selfDiagnosis:\n  enabled: "+v+"\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		if cfg.Enabled {
+			t.Errorf("enabled: %s turned posting on", v)
+		}
+	}
+	cfg, _ := LoadConfig(writeConfig(t, "selfDiagnosis:\n  enabled: true\n"))
+	if !cfg.Enabled {
+		t.Error("enabled: true did not enable posting")
+	}
+}
+
+func TestBadValuesNameTheirKey(t *testing.T) {
+	cases := map[string]string{
+		"selfDiagnosis:\n  maxIssuesPerDay: lots\n":                         "selfDiagnosis.maxIssuesPerDay",
+		"selfDiagnosis:\n  timeoutSeconds: -5\n":                            "selfDiagnosis.timeoutSeconds",
+		"selfDiagnosis:\n  harness: gpt\n":                                  "selfDiagnosis.harness",
+		"selfDiagnosis:\n  harness: command\n":                              "selfDiagnosis.command",
+		"selfDiagnosis:\n  repo: just-a-name\n":                             "selfDiagnosis.repo",
+		"selfDiagnosis:\n  maxRetries: 0\n":                                 "selfDiagnosis.maxRetries",
+		"selfDiagnosis:\n  label: \"the-loop stop\"\n":                      "selfDiagnosis.label",
+		"selfDiagnosis:\n  command: notalist\n":                             "selfDiagnosis.command",
+		"selfDiagnosis:\n  verdictConfidence: 2\n":                          "selfDiagnosis.verdictConfidence",
+		"selfDiagnosis: [1, 2]\n":                                           "selfDiagnosis",
+		"eventLog:\n  path: [a]\n":                                          "eventLog.path",
+		"selfDiagnosis:\n  environmentRules: [{name: vpn, error: \"(\"}]\n": "vpn",
+		"selfDiagnosis:\n  fingerprintRules: [{name: db, error: \"(\"}]\n":  "db",
+	}
+	for text, key := range cases {
+		_, err := LoadConfig(writeConfig(t, text))
+		if err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%q: error %v, want it to name %s", text, err, key)
+		}
+	}
+	if _, err := LoadConfig(filepath.Join(t.TempDir(), "missing.yaml")); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
+		t.Errorf("missing file: %v", err)
+	}
+}

@@ -166,8 +166,9 @@ func (s *scanner) newPost(st *store.Store) (pipeline.Stage[pipeline.Report, pipe
 	}
 	return stages.NewPost(stages.PostConfig{
 		Client: client, Repo: s.cfg.Repo, Label: s.cfg.Label, Store: st, Now: s.now,
-		WriteSpacing: s.cfg.WriteSpacing, SecondaryWait: s.cfg.SecondaryWait, MaxWait: s.cfg.MaxWait,
-		Retries: s.cfg.HTTPRetries, Version: version, Log: s.log,
+		WriteSpacing: orNone(s.cfg.WriteSpacing), SecondaryWait: max(s.cfg.SecondaryWait, time.Nanosecond),
+		MaxWait: orNone(s.cfg.MaxWait), Retries: orNoRetries(s.cfg.HTTPRetries), Version: version, Log: s.log,
+		FixedUpstream: s.fixedUpstream(),
 	}), nil
 }
 
@@ -185,3 +186,31 @@ func (s *scanner) showProgress(src *stages.LogSource, stats *stages.ReadStats) (
 // progressMinBacklog is the backlog worth a progress line: below it a scan
 // is over in well under a second.
 const progressMinBacklog = 64 << 20
+
+// The post stage reads a zero as "GitHub's default" and a negative as
+// "none"; in the config a zero means none.
+func orNone(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
+func orNoRetries(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
+}
+
+// fixedUpstream asks the source checkout, when one is configured, whether a
+// closed issue's fix shipped in a release newer than this deployment.
+func (s *scanner) fixedUpstream() func(context.Context, int, string, pipeline.Group) (*pipeline.Settlement, error) {
+	if s.cfg.SourceCheckout == "" {
+		return nil
+	}
+	checkout := stages.SourceCheckout{Dir: s.cfg.SourceCheckout}
+	return func(ctx context.Context, issue int, url string, g pipeline.Group) (*pipeline.Settlement, error) {
+		return checkout.FixedUpstream(ctx, issue, url, stages.DeployedVersion(g, s.cfg.Version))
+	}
+}

@@ -87,8 +87,9 @@ func New(o Options) *Redactor {
 	return r
 }
 
-// FromEnvironment builds a Redactor for this process: its environment, user,
-// home directory and host name.
+// FromEnvironment builds a Redactor for this process: os.Environ(), $USER
+// (else the current user), $HOME (else os.UserHomeDir) and the host name
+// from both $HOSTNAME and os.Hostname().
 func FromEnvironment() *Redactor {
 	o := Options{Env: os.Environ(), User: os.Getenv("USER"), Home: os.Getenv("HOME")}
 	if o.User == "" {
@@ -99,12 +100,17 @@ func FromEnvironment() *Redactor {
 	if o.Home == "" {
 		o.Home, _ = os.UserHomeDir()
 	}
+	kernelHost, _ := os.Hostname()
+	o.Host = kernelHost
 	if h := os.Getenv("HOSTNAME"); h != "" {
 		o.Host = h
-	} else {
-		o.Host, _ = os.Hostname()
 	}
-	return New(o)
+	r := New(o)
+	// $HOSTNAME may differ from the kernel's name (containers, CI); mask both.
+	if kernelHost != "" && !strings.EqualFold(kernelHost, o.Host) {
+		r.hosts = append(r.hosts, New(Options{Host: kernelHost}).hosts...)
+	}
+	return r
 }
 
 // span is a half-open byte range of the input to replace by a placeholder.

@@ -323,7 +323,7 @@ func (r *Redactor) findIdentity(sc *scan) {
 			p := off + i
 			e := p + len(r.user)
 			off = p + 1
-			if alnumBoundary(s, p, e) {
+			if alnumBoundary(s, p, e) && !(r.userIsWord && startsCompound(s[e:])) {
 				sc.add(p, e, "user")
 			}
 		}
@@ -431,4 +431,23 @@ func maskableEnvValue(v string) bool {
 		return false
 	}
 	return true
+}
+
+// wordCompounds follow an account name that is an English word when it is
+// used as the word: "root cause", "root directory", "admin panel".
+var wordCompounds = []string{"cause", "directory", "dir ", "node", "element", "certificate", "ca ", "of ",
+	"path", "module", "package", "span", "logger", "context", "folder", "level", "panel", "page", "console",
+	"mode", "filesystem", "partition", "volume", "command", "cert"}
+
+func startsCompound(rest string) bool {
+	if len(rest) < 2 || (rest[0] != ' ' && rest[0] != '-') {
+		return false
+	}
+	rest = strings.ToLower(rest[1:])
+	for _, w := range wordCompounds {
+		if strings.HasPrefix(rest, w) && (len(rest) == len(w) || !isAlnum(rest[len(w)]) || w[len(w)-1] == ' ' || strings.HasPrefix(rest[len(w):], "s")) {
+			return true
+		}
+	}
+	return false
 }

@@ -47,6 +47,7 @@ type Options struct {
 type Redactor struct {
 	envSecrets []envSecret // longest first, so a longer value wins an overlap
 	user       string
+	userIsWord bool // the user name is also an English word (root, admin, ...)
 	home       string
 	hosts      []string // lower-cased full and short host name
 }
@@ -73,6 +74,7 @@ func New(o Options) *Redactor {
 	})
 	if u := strings.TrimSpace(o.User); len(u) >= 2 && !strings.ContainsAny(u, " \t\n") {
 		r.user = u
+		r.userIsWord = systemAccounts[u]
 	}
 	// A home of "/" or a relative path would mask half of every path.
 	if h := strings.TrimRight(strings.TrimSpace(o.Home), `/\`); len(h) >= 3 && (h[0] == '/' || (len(h) > 2 && h[1] == ':')) {
@@ -85,6 +87,14 @@ func New(o Options) *Redactor {
 		}
 	}
 	return r
+}
+
+// systemAccounts are account names that are also English words: where one
+// starts a common compound ("root cause", "admin panel") it is the word, not
+// the account, and stays.
+var systemAccounts = map[string]bool{
+	"root": true, "admin": true, "runner": true, "ubuntu": true, "debian": true, "ec2-user": true,
+	"nobody": true, "daemon": true, "user": true, "www-data": true, "jenkins": true, "circleci": true,
 }
 
 // FromEnvironment builds a Redactor for this process: os.Environ(), $USER

@@ -329,3 +329,19 @@ func TestQualifiedShortPasswordKeys(t *testing.T) {
 		t.Errorf("test counts changed: %s", out)
 	}
 }
+
+func TestAccountNamesThatAreWordsKeepTheirWordUses(t *testing.T) {
+	r := New(Options{User: "root"})
+	got := r.Scrub("Root cause: the root directory is full; ssh: permission denied for user root on bastion; sudo as root")
+	for _, keep := range []string{"Root cause", "root directory"} {
+		if !strings.Contains(got, keep) {
+			t.Errorf("%q lost %q", got, keep)
+		}
+	}
+	if strings.Count(got, "<redacted:user>") != 2 {
+		t.Errorf("the account name itself must still be masked: %q", got)
+	}
+	if got := New(Options{User: "alice"}).Scrub("alice cause"); strings.Contains(got, "alice") {
+		t.Errorf("a personal user name is masked everywhere: %q", got)
+	}
+}

@@ -116,7 +116,7 @@ func (r *reader) run() error {
 			return err
 		}
 		if !eof {
-			n, err := r.cfg.Source.Read(r.buf[filled:])
+			n, err := r.cfg.Source.Read(r.buf[filled:min(len(r.buf), filled+readChunk)])
 			filled += n
 			switch {
 			case errors.Is(err, io.EOF):

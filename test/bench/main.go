@@ -1,0 +1,281 @@
+// Command bench measures the-loop-diagnose at scale (issue #7) and prints
+// the figures next to their targets: a full dry-run scan of a generated
+// 1M-line log against `grep -c` on the same file, the scan's peak RSS, and an
+// incremental rescan after 1,000 appended lines. With --huge-gb it streams a
+// generated log of that size through a pipe instead, to show memory does not
+// grow with the log. Run it through `make bench` / `make bench-huge`.
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/the-loop/the-loop-diagnose/fakes/eventlog"
+	fakegh "github.com/the-loop/the-loop-diagnose/fakes/github"
+)
+
+func main() {
+	bin := flag.String("bin", "bin/the-loop-diagnose", "binary under test")
+	out := flag.String("out", "bench-out", "scratch directory for generated logs and state")
+	lines := flag.Int("lines", 1_000_000, "lines in the generated log")
+	runs := flag.Int("runs", 5, "runs of each timing; the best is kept")
+	hugeGB := flag.Float64("huge-gb", 0, "instead: stream a generated log of this many GB through a pipe")
+	flag.Parse()
+	var err error
+	if *hugeGB > 0 {
+		err = huge(*bin, *hugeGB)
+	} else {
+		err = scale(*bin, *out, *lines, *runs)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// measured is one run of a command: its wall time and peak RSS.
+type measured struct {
+	wall time.Duration
+	rss  int64 // bytes
+}
+
+// run executes argv with stdout read and discarded and returns its cost; the child's
+// own rusage gives the peak RSS, so nothing else in this process counts.
+func run(env []string, stdin io.Reader, argv ...string) (measured, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdin = stdin
+	// A pipe, not /dev/null: GNU grep stops at the first match when its
+	// output is /dev/null, which would time nothing.
+	cmd.Stdout = io.Discard
+	var stderr limitedBuffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	err := cmd.Run()
+	wall := time.Since(start)
+	var ee *exec.ExitError
+	if err != nil && !(errors.As(err, &ee) && argv[0] == "grep" && ee.ExitCode() == 1) {
+		return measured{}, fmt.Errorf("%v: %w\n%s", argv, err, stderr.b)
+	}
+	ru, _ := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	m := measured{wall: wall}
+	if ru != nil {
+		m.rss = ru.Maxrss * 1024 // kilobytes on Linux
+	}
+	return m, nil
+}
+
+// best runs argv n times and keeps the fastest (the page cache is warm after
+// the first) and the largest RSS.
+func best(n int, env []string, argv ...string) (measured, error) {
+	var b measured
+	for i := 0; i < n; i++ {
+		m, err := run(env, nil, argv...)
+		if err != nil {
+			return b, err
+		}
+		if i == 0 || m.wall < b.wall {
+			b.wall = m.wall
+		}
+		b.rss = max(b.rss, m.rss)
+	}
+	return b, nil
+}
+
+type limitedBuffer struct{ b []byte }
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if len(l.b) < 64<<10 {
+		l.b = append(l.b, p[:min(len(p), 64<<10-len(l.b))]...)
+	}
+	return len(p), nil
+}
+
+func generate(path string, o eventlog.Options, appendTo bool) error {
+	flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+	if appendTo {
+		flags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	if _, err := eventlog.Generate(w, o); err != nil {
+		f.Close()
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func scale(bin, out string, lines, runs int) error {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	logPath := filepath.Join(out, "events.jsonl")
+	fmt.Printf("generating %d lines (fakes/eventlog, seed 7) into %s ...\n", lines, logPath)
+	if err := generate(logPath, eventlog.Options{Lines: lines, Seed: 7}, false); err != nil {
+		return err
+	}
+	fi, err := os.Stat(logPath)
+	if err != nil {
+		return err
+	}
+	emptyState := filepath.Join(out, "no-state.json")
+	os.Remove(emptyState)
+	scanArgs := []string{bin, "run", "--dry-run", "--harness", "builtin", "--log", logPath, "--state", emptyState}
+	grepArgs := []string{"grep", "-c", `"level":"error"`, logPath}
+	// Warm the page cache, then alternate so both see the same machine.
+	if _, err := run(nil, nil, grepArgs...); err != nil {
+		return err
+	}
+	var scan, grep measured
+	for i := 0; i < runs; i++ {
+		s, err := best(1, nil, scanArgs...)
+		if err != nil {
+			return err
+		}
+		g, err := best(1, nil, grepArgs...)
+		if err != nil {
+			return err
+		}
+		if i == 0 || s.wall < scan.wall {
+			scan.wall = s.wall
+		}
+		if i == 0 || g.wall < grep.wall {
+			grep.wall = g.wall
+		}
+		scan.rss = max(scan.rss, s.rss)
+	}
+
+	// The incremental rescan needs a cursor: a real (non-dry) scan against
+	// the fake GitHub writes one.
+	gh := fakegh.New(fakegh.Options{})
+	defer gh.Close()
+	live := filepath.Join(out, "live")
+	os.RemoveAll(live)
+	if err := os.MkdirAll(live, 0o755); err != nil {
+		return err
+	}
+	liveLog := filepath.Join(live, "events.jsonl")
+	if err := copyFile(logPath, liveLog); err != nil {
+		return err
+	}
+	state := filepath.Join(live, "self-diagnosis.json")
+	config := filepath.Join(live, "the-loop.yaml")
+	cfg := fmt.Sprintf(`eventLog:
+  path: %q
+selfDiagnosis:
+  enabled: true
+  repo: acme/widgets
+  harness: builtin
+  maxIssuesPerDay: 3
+  writeSpacingSeconds: 0
+  secondaryWaitSeconds: 0
+  statePath: %q
+  apiURL: %q
+`, liveLog, state, gh.URL()+"/api/v3/")
+	if err := os.WriteFile(config, []byte(cfg), 0o644); err != nil {
+		return err
+	}
+	env := []string{"GH_TOKEN=test-token"}
+	realScan, err := run(env, nil, bin, "run", "--config", config)
+	if err != nil {
+		return err
+	}
+	if err := generate(liveLog, eventlog.Options{Lines: 1000, Seed: 8, Start: eventlog.DefaultStart.Add(30 * 24 * time.Hour)}, true); err != nil {
+		return err
+	}
+	// A dry run resumes from the stored cursor and moves nothing, so it can
+	// be repeated over the same 1,000 new lines.
+	incr, err := best(runs, env, bin, "run", "--dry-run", "--config", config)
+	if err != nil {
+		return err
+	}
+
+	mb := func(b int64) float64 { return float64(b) / (1 << 20) }
+	verdict := func(ok bool) string {
+		if ok {
+			return "PASS"
+		}
+		return "FAIL"
+	}
+	ratio := scan.wall.Seconds() / grep.wall.Seconds()
+	incrRatio := incr.wall.Seconds() / scan.wall.Seconds()
+	fmt.Printf("\nlog: %d lines, %.1f MB; best of %d runs, page cache warm\n", lines, float64(fi.Size())/1e6, runs)
+	fmt.Printf("%-44s %12s %12s %8s\n", "", "measured", "target", "")
+	fmt.Printf("%-44s %11.3fs %12s\n", "full dry-run scan (run --dry-run, builtin)", scan.wall.Seconds(), "")
+	fmt.Printf("%-44s %11.3fs %12s\n", `grep -c '"level":"error"'`, grep.wall.Seconds(), "")
+	fmt.Printf("%-44s %11.2fx %11s %8s\n", "  scan / grep", ratio, "<= 1.50x", verdict(ratio <= 1.5))
+	fmt.Printf("%-44s %10.1fMB %10s %8s\n", "peak RSS of the full scan", mb(scan.rss), "<= 64MB", verdict(scan.rss <= 64<<20))
+	fmt.Printf("%-44s %11.3fs %12s\n", "first real scan (writes the cursor)", realScan.wall.Seconds(), "")
+	fmt.Printf("%-44s %11.3fs %12s\n", "incremental rescan after +1,000 lines", incr.wall.Seconds(), "")
+	fmt.Printf("%-44s %10.2f%% %11s %8s\n", "  incremental / full", 100*incrRatio, "<= 2%", verdict(incrRatio <= 0.02))
+	return nil
+}
+
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(to)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// huge streams a generated log of about gb gigabytes into `run --dry-run
+// --log -` and reports the scan's peak RSS: it must match the 1M-line one.
+func huge(bin string, gb float64) error {
+	const bytesPerLine = 211 // what the generator averages
+	lines := int(gb * 1e9 / bytesPerLine)
+	pr, pw := io.Pipe()
+	counted := &countingWriter{w: pw}
+	go func() {
+		w := bufio.NewWriterSize(counted, 1<<20)
+		_, err := eventlog.Generate(w, eventlog.Options{Lines: lines, Seed: 7})
+		if err == nil {
+			err = w.Flush()
+		}
+		pw.CloseWithError(err)
+	}()
+	fmt.Printf("streaming %d generated lines (~%.0f GB) through a pipe into %s run --dry-run --log - ...\n", lines, gb, bin)
+	m, err := run(nil, pr, bin, "run", "--dry-run", "--harness", "builtin", "--log", "-", "--state", filepath.Join(os.TempDir(), "the-loop-diagnose-bench-no-state.json"))
+	if err != nil {
+		return err
+	}
+	fmt.Printf("scanned %.2f GB in %.1fs (%.0f MB/s, generator included); peak RSS %.1f MB (target <= 64 MB: %s)\n",
+		float64(counted.n)/1e9, m.wall.Seconds(), float64(counted.n)/1e6/m.wall.Seconds(), float64(m.rss)/(1<<20),
+		map[bool]string{true: "PASS", false: "FAIL"}[m.rss <= 64<<20])
+	return nil
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}

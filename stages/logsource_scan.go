@@ -6,8 +6,9 @@ package stages
 // by a single vectorized pass over the buffer, and is only counted.
 //
 // A position is interesting when its byte c and the next byte n are:
-//   - "rr" or "ry": a candidate holds `"error"` or `will_retry` spelled
-//     out, or else a \u escape;
+//   - "rr" or "tr": a candidate holds `"error"` or `will_retry` spelled
+//     out, or else a \u escape (pairs rare in the-loop's logs were chosen:
+//     "ry" would flag every delivery_id);
 //   - "\u": an escape that could spell either;
 //   - '\n' then not '{', or not '}' then '\n': a line that does not start
 //     or end like a JSON object (blank, truncated, not an object, CRLF);
@@ -17,7 +18,7 @@ package stages
 // ends with '}' and cannot be a candidate: what readLineExact would conclude.
 
 func interesting(c, n byte) bool {
-	return c >= 0x80 || (c == 'r' && (n == 'r' || n == 'y')) || (c == '\\' && n == 'u') ||
+	return c >= 0x80 || ((c == 'r' || c == 't') && n == 'r') || (c == '\\' && n == 'u') ||
 		(c == '\n' && n != '{') || (n == '\n' && c != '}')
 }
 

@@ -15,7 +15,7 @@ TEXT ·indexInterestingAVX2(SB), NOSPLIT, $0-33
 	MOVL $0x72, BX // 'r'
 	MOVQ BX, X8
 	VPBROADCASTB X8, Y8
-	MOVL $0x79, BX // 'y'
+	MOVL $0x74, BX // 't'
 	MOVQ BX, X9
 	VPBROADCASTB X9, Y9
 	MOVL $0x5c, BX // '\\'
@@ -38,10 +38,10 @@ loop:
 	VMOVDQU (SI)(AX*1), Y0  // c
 	VMOVDQU 1(SI)(AX*1), Y1 // n
 	VPCMPEQB Y0, Y8, Y2     // c == 'r'
+	VPCMPEQB Y0, Y9, Y4     // c == 't'
+	VPOR     Y2, Y4, Y2
 	VPCMPEQB Y1, Y8, Y3     // n == 'r'
-	VPCMPEQB Y1, Y9, Y4     // n == 'y'
-	VPOR     Y3, Y4, Y3
-	VPAND    Y2, Y3, Y2     // "rr" (error) or "ry" (will_retry)
+	VPAND    Y2, Y3, Y2     // "rr" (error) or "tr" (will_retry)
 	VPCMPEQB Y0, Y10, Y3    // c == '\\'
 	VPCMPEQB Y1, Y11, Y4    // n == 'u'
 	VPAND    Y3, Y4, Y3     // a \u escape

@@ -120,7 +120,8 @@ type Finding struct {
 	Failure string  `json:"failure,omitempty"` // non-empty when the agent failed
 	// AgentRan is true when an agent ran for it this scan (not a cached
 	// answer): it counts toward the diagnosis budget.
-	AgentRan bool `json:"agent_ran,omitempty"`
+	AgentRan  bool          `json:"agent_ran,omitempty"`
+	AgentTook time.Duration `json:"agent_took,omitempty"`
 }
 
 // Report is a finding composed into an issue ready to post.

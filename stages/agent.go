@@ -151,6 +151,7 @@ func agentDiagnose(ctx context.Context, cfg AgentConfig, run agentRunner, d pipe
 	if err != nil {
 		return f, err
 	}
+	f.AgentRan, f.AgentTook = true, time.Since(start)
 	if f.Failure != "" {
 		log.Warn().Dur("took", time.Since(start)).Str("failure", f.Failure).Msg("agent failed")
 	} else {

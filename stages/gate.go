@@ -29,7 +29,6 @@ func NewGate(cfg GateConfig) pipeline.Stage[pipeline.Finding, pipeline.Finding] 
 		})
 		for f := range in {
 			if f.Verdict == pipeline.VerdictNew {
-				f.AgentRan = f.Group.Finding == nil && (f.Answer != nil || f.Failure != "")
 				settle := AgentSettlement(f.Answer, cfg.Confidence)
 				switch {
 				case f.Failure != "" || f.Answer == nil:

@@ -26,6 +26,12 @@ const ghRequestTimeout = 60 * time.Second
 // GITHUB_ENTERPRISE_TOKEN, are tried first. Errors name variables, never
 // the token.
 func NewGitHubClient(apiURL string, env func(string) string) (*github.Client, error) {
+	return NewGitHubClientWithTransport(apiURL, env, nil)
+}
+
+// NewGitHubClientWithTransport is NewGitHubClient over a given transport
+// (nil: the default), e.g. one that counts requests for metrics.
+func NewGitHubClientWithTransport(apiURL string, env func(string) string, transport http.RoundTripper) (*github.Client, error) {
 	if apiURL == "" {
 		apiURL = DefaultGitHubAPI
 	}
@@ -54,7 +60,7 @@ func NewGitHubClient(apiURL string, env func(string) string) (*github.Client, er
 			Status: http.StatusUnauthorized,
 		}
 	}
-	c := github.NewClient(&http.Client{Timeout: ghRequestTimeout}).WithAuthToken(token)
+	c := github.NewClient(&http.Client{Timeout: ghRequestTimeout, Transport: transport}).WithAuthToken(token)
 	c.UserAgent = "the-loop-diagnose"
 	if !enterprise {
 		base := *u

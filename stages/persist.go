@@ -16,6 +16,7 @@ import (
 // Summary counts a scan's outcomes by status.
 type Summary struct {
 	Lines, Corrupt int64 // lines read this scan, and how many were corrupt
+	Candidates     int64 // failure records the filter selected
 
 	mu       sync.Mutex
 	ByStatus map[pipeline.Status]int

@@ -49,7 +49,14 @@ func cmdRun(hard, soft context.Context, args []string, io stdio, watch bool) err
 	if !watch {
 		return sc.runOnce(hard, soft)
 	}
-	_ = metricsAddr
+	if metricsAddr != "" {
+		sc.metrics = newMetrics()
+		addr, err := sc.metrics.serve(hard, metricsAddr, 2*cfg.Interval+cfg.Timeout)
+		if err != nil {
+			return err
+		}
+		log.Info().Str("addr", addr).Msg("serving /metrics and /healthz")
+	}
 	return sc.watch(hard, soft)
 }
 

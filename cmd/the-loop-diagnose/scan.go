@@ -28,6 +28,7 @@ type scanner struct {
 	fp    *fingerprint.Fingerprinter
 	red   *redact.Redactor
 	agent pipeline.Stage[pipeline.Dossier, pipeline.Finding]
+	metrics *metrics // nil unless watch --metrics-addr
 	// skipBacklog is set by a watcher woken by new lines: the backlog is
 	// retried on the interval, not on every append.
 	skipBacklog bool
@@ -93,6 +94,13 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store) (*stages.Sum
 	records := pipeline.From(r, src.Read(stages.ReadConfig{Prefilter: true, AlsoDecode: s.cfg.Triage.SuccessPatterns(), Stop: soft.Done()}, &stats))
 	stopProgress := s.showProgress(src, &stats)
 	candidates := pipeline.Then(r, records, stages.NewFilter(&s.cfg.Triage))
+	var counted int64
+	candidates = pipeline.Then(r, candidates, pipeline.Filter(func(c pipeline.Candidate) bool {
+		if c.Reason != stages.ReasonSuccess {
+			counted++ // only this stage's goroutine touches it until Wait
+		}
+		return true
+	}))
 	occurrences := pipeline.Then(r, candidates, stages.NewFingerprint(s.fp))
 	groups := pipeline.Then(r, occurrences, stages.NewDedup(stages.DedupConfig{
 		Store: st, Now: s.now, Policy: s.policy(!s.skipBacklog),
@@ -106,11 +114,20 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store) (*stages.Sum
 		Scrubber: s.red, Keywords: s.cfg.Keywords, Repo: s.cfg.Repo, Label: s.cfg.Label,
 	}))
 	outcomes := pipeline.Then(r, reports, sink)
-	pipeline.Into(r, outcomes, stages.NewPersist(stages.PersistConfig{
+	persist := stages.NewPersist(stages.PersistConfig{
 		Store: st, Now: s.now, MaxRetries: s.cfg.MaxRetries, SettleFor: s.cfg.Triage.SettleFor,
 		ToolVersion: version, Summary: sum,
-	}))
+	})
+	pipeline.Into(r, outcomes, func(ctx context.Context, o pipeline.Outcome) error {
+		if err := persist(ctx, o); err != nil {
+			return err
+		}
+		s.metrics.observe(o)
+		return nil
+	})
 	runErr := r.Wait()
+	sum.Candidates = counted
+	defer func() { s.metrics.scanned(sum, counted, runErr) }()
 	stopProgress()
 	s.log.Debug().Int64("lines", stats.Lines.Load()).Int64("corrupt", stats.Corrupt.Load()).
 		Int64("from", src.Start()).Int64("to", stats.End.Load()).Msg("read")
@@ -160,7 +177,7 @@ func (s *scanner) newPost(st *store.Store) (pipeline.Stage[pipeline.Report, pipe
 	if apiURL == "" {
 		apiURL = "https://api.github.com/"
 	}
-	client, err := stages.NewGitHubClient(apiURL, os.Getenv)
+	client, err := stages.NewGitHubClientWithTransport(apiURL, os.Getenv, s.metrics.transport(nil))
 	if err != nil {
 		return nil, &exitError{code: exitFailed, msg: err.Error()}
 	}

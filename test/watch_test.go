@@ -1,0 +1,90 @@
+package test
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func get(url string) (int, string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestWatchFollowsNewLinesAndServesMetrics(t *testing.T) {
+	gh := newGitHub(t)
+	d := newDeployment(t, gh, deployOpts{})
+	d.appendLog(info(t0, "dispatch.started"))
+	addr := freeAddr(t)
+	cmd := d.command("watch", "--metrics-addr", addr)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if ok() {
+				return
+			}
+		}
+		t.Fatalf("timed out waiting for %s\n%s", what, stderr.String())
+	}
+	waitFor("/healthz", func() bool { code, _ := get("http://" + addr + "/healthz"); return code == 200 })
+
+	// A failure appended while watching is filed soon after (notification,
+	// not the hour-long interval).
+	d.appendLog(failure(t0.Add(time.Minute), "dispatch.failed", "claude exited 1: bad request"))
+	waitFor("the new failure to be filed", func() bool { return gh.CountCreates() == 1 })
+
+	var metrics string
+	waitFor("metrics after the scan", func() bool {
+		_, metrics = get("http://" + addr + "/metrics")
+		return strings.Contains(metrics, `the_loop_diagnose_outcomes_total{status="filed"} 1`)
+	})
+	for _, want := range []string{
+		"the_loop_diagnose_lines_read_total", "the_loop_diagnose_candidates_total 1",
+		`the_loop_diagnose_agent_runs_total{outcome="ok"} 1`, "the_loop_diagnose_agent_run_seconds_count 1",
+		`the_loop_diagnose_github_requests_total{status="201"}`, "the_loop_diagnose_new_fingerprints_total 1",
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %q\n%s", want, grepLines(metrics, "github"))
+		}
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("watch after SIGTERM: %v\n%s", err, stderr.String())
+	}
+}
+
+func grepLines(text, sub string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

@@ -25,9 +25,9 @@ type scanner struct {
 	log    zerolog.Logger
 	dryRun bool
 
-	fp    *fingerprint.Fingerprinter
-	red   *redact.Redactor
-	agent pipeline.Stage[pipeline.Dossier, pipeline.Finding]
+	fp      *fingerprint.Fingerprinter
+	red     *redact.Redactor
+	agent   pipeline.Stage[pipeline.Dossier, pipeline.Finding]
 	metrics *metrics // nil unless watch --metrics-addr
 	// skipBacklog is set by a watcher woken by new lines: the backlog is
 	// retried on the interval, not on every append.

@@ -207,6 +207,12 @@ func (r *reader) region(b []byte) error {
 					next = bytes.LastIndexByte(b[:p], '\n') + 1
 				}
 			}
+			// A line holding an AlsoDecode pattern is decoded too.
+			for _, pat := range r.cfg.AlsoDecode {
+				if q := bytes.Index(b[i:next], pat); q >= 0 {
+					next = bytes.LastIndexByte(b[:i+q], '\n') + 1
+				}
+			}
 		} else {
 			next = i // every line gets the exact checks
 		}
@@ -256,7 +262,7 @@ func (r *reader) exactLine(raw []byte, size int64) error {
 		r.stats.End.Store(r.offset)
 		r.stats.EndLine.Store(r.line)
 	}()
-	rec, reason := decodeLine(trimNewline(raw), size, r.cfg.MaxLine, r.cfg.Prefilter)
+	rec, reason := decodeLine(trimNewline(raw), size, r.cfg.MaxLine, r.cfg.Prefilter && !containsAny(raw, r.cfg.AlsoDecode))
 	switch {
 	case reason != "":
 		r.markCorrupt(reason)
@@ -352,4 +358,13 @@ func skipJSONSpace(b []byte) []byte {
 		b = b[1:]
 	}
 	return b
+}
+
+func containsAny(line []byte, patterns [][]byte) bool {
+	for _, p := range patterns {
+		if bytes.Contains(line, p) {
+			return true
+		}
+	}
+	return false
 }

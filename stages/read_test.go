@@ -331,3 +331,24 @@ func BenchmarkRead(b *testing.B) {
 		}
 	}
 }
+
+// Lines holding an AlsoDecode pattern are decoded although not candidates,
+// wherever the fast path meets them.
+func TestReadDecodesAlsoDecodeLines(t *testing.T) {
+	var b strings.Builder
+	for i := 0; i < 500; i++ {
+		fmt.Fprintf(&b, `{"event":"queue.tick","level":"info","n":%d}`+"\n", i)
+		if i%100 == 50 {
+			fmt.Fprintf(&b, `{"event":"dispatch.succeeded","level":"info","n":%d}`+"\n", i)
+		}
+	}
+	got, _ := readAll(t, b.String(), ReadConfig{Prefilter: true, AlsoDecode: [][]byte{[]byte(`.succeeded"`)}})
+	if len(got) != 5 {
+		t.Fatalf("decoded %d lines, want the 5 success events", len(got))
+	}
+	for _, r := range got {
+		if r.Str("event") != "dispatch.succeeded" {
+			t.Fatalf("decoded %v", r.Fields)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package test
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"regexp"
 	"sort"
 	"strings"
@@ -204,5 +205,219 @@ func TestFleetFilesOnceAndTheSecondDeploymentKeepsOneOccurrenceComment(t *testin
 	}
 	if gh.CountCreates() != 1 {
 		t.Fatalf("%d issues, want 1", gh.CountCreates())
+	}
+}
+
+// secretToken is a token distinctive enough to spot if it leaks.
+const secretToken = "ghp_T0pS3cretV4lue9f8e7d6c5b4a"
+
+func TestSetupFailuresStopWithOneClearMessageAndChargeNoDefect(t *testing.T) {
+	cases := []struct {
+		name  string
+		setup func(t *testing.T) (*fakegh.Server, deployOpts)
+		edit  func(cfg []byte) []byte
+		cause []string // words the message must carry: the cause and the fix
+	}{
+		{name: "401 bad token",
+			setup: func(t *testing.T) (*fakegh.Server, deployOpts) {
+				return newGitHub(t), deployOpts{env: []string{"GH_TOKEN=" + secretToken}}
+			},
+			cause: []string{"token was rejected", "HTTP 401", "fix: set GH_TOKEN"}},
+		{name: "no token",
+			setup: func(t *testing.T) (*fakegh.Server, deployOpts) {
+				return newGitHub(t), deployOpts{env: []string{"GH_TOKEN="}}
+			},
+			cause: []string{"no GitHub token is set", "fix: set GH_ENTERPRISE_TOKEN or GITHUB_ENTERPRISE_TOKEN or GH_TOKEN or GITHUB_TOKEN"}},
+		{name: "404 repository not found",
+			setup: func(t *testing.T) (*fakegh.Server, deployOpts) {
+				gh := fakegh.New(fakegh.Options{Tokens: map[string]fakegh.Token{secretToken: {Login: "loop-bot", Triage: true}}})
+				t.Cleanup(gh.Close)
+				return gh, deployOpts{env: []string{"GH_TOKEN=" + secretToken}}
+			},
+			cause: []string{"repository acme/gadgets was not found", "HTTP 404", "fix: check selfDiagnosis.repo"}},
+		{name: "410 issues disabled",
+			setup: func(t *testing.T) (*fakegh.Server, deployOpts) {
+				gh := fakegh.New(fakegh.Options{IssuesDisabled: true, Tokens: map[string]fakegh.Token{secretToken: {Login: "loop-bot", Triage: true}}})
+				t.Cleanup(gh.Close)
+				return gh, deployOpts{env: []string{"GH_TOKEN=" + secretToken}}
+			},
+			cause: []string{"issues are disabled for acme/widgets", "HTTP 410", "fix: enable Issues"}},
+		{name: "403 no permission",
+			setup: func(t *testing.T) (*fakegh.Server, deployOpts) {
+				gh := fakegh.New(fakegh.Options{Tokens: map[string]fakegh.Token{secretToken: {Login: "reader", ReadOnly: true}}})
+				t.Cleanup(gh.Close)
+				return gh, deployOpts{env: []string{"GH_TOKEN=" + secretToken}}
+			},
+			cause: []string{"may not create issues in acme/widgets", "HTTP 403", "fix: grant the token Issues: read and write"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			gh, opts := tc.setup(t)
+			d := newDeployment(t, gh, opts)
+			if tc.name == "404 repository not found" {
+				cfg, _ := os.ReadFile(d.config)
+				os.WriteFile(d.config, bytes.Replace(cfg, []byte("repo: acme/widgets"), []byte("repo: acme/gadgets"), 1), 0o644)
+			}
+			d.appendLog(killDefects()...)
+			// More runs than maxRetries: a defect charged each time would be
+			// abandoned by now.
+			for i := 0; i < 4; i++ {
+				res := d.run("run")
+				if res.code == 0 {
+					t.Fatalf("run %d: exit 0 on a setup failure\n%s", i, res.stderr)
+				}
+				for _, w := range tc.cause {
+					if !strings.Contains(res.stderr, w) {
+						t.Fatalf("run %d: stderr lacks %q:\n%s", i, w, res.stderr)
+					}
+				}
+				if n := strings.Count(res.stderr, "GitHub setup:"); n != 1 {
+					t.Fatalf("run %d: want the cause said once, said %d times:\n%s", i, n, res.stderr)
+				}
+				if strings.Contains(res.stderr, secretToken) || strings.Contains(res.stderr, secretToken[4:]) {
+					t.Fatalf("the token leaked into stderr:\n%s", res.stderr)
+				}
+				if _, err := os.Stat(d.state); err == nil {
+					if a := d.stateMap("attempts"); len(a) != 0 {
+						t.Fatalf("run %d: retry counts moved: %v", i, a)
+					}
+					if a := d.stateMap("abandoned"); len(a) != 0 {
+						t.Fatalf("run %d: abandoned: %v", i, a)
+					}
+				}
+			}
+			if gh.CountCreates() != 0 {
+				t.Fatalf("filed %d issues despite the setup failure", gh.CountCreates())
+			}
+			if ev := d.events("diagnosis.failed"); len(ev) != 0 {
+				t.Fatalf("a setup failure was recorded as a defect's failure: %v", ev)
+			}
+		})
+	}
+}
+
+func TestSetupFixedFilesWhatWaited(t *testing.T) {
+	gh := newGitHub(t)
+	d := newDeployment(t, gh, deployOpts{env: []string{"GH_TOKEN=" + secretToken}})
+	d.appendLog(killDefects()...)
+	if res := d.run("run"); res.code == 0 {
+		t.Fatalf("exit 0 with a rejected token\n%s", res.stderr)
+	}
+	d.env = append(d.env, "GH_TOKEN=test-token")
+	if res := d.run("run"); res.code != 0 || gh.CountCreates() != 3 {
+		t.Fatalf("after the token was fixed: exit %d, %d issues, want 3\n%s", res.code, gh.CountCreates(), res.stderr)
+	}
+}
+
+func TestClosedAsCompletedIsReopenedWhenTheDefectRecurs(t *testing.T) {
+	gh := newGitHub(t)
+	d := newDeployment(t, gh, deployOpts{})
+	errText := "queue full: dropped work item after 3 attempts"
+	d.appendLog(failure(t0, "queue.failed", errText))
+	if res := d.run("run", "--now", t0.Add(time.Minute).Format(time.RFC3339)); res.code != 0 || gh.CountCreates() != 1 {
+		t.Fatalf("exit %d, %d issues\n%s", res.code, gh.CountCreates(), res.stderr)
+	}
+	gh.SetIssueState(1, "closed", "completed")
+	d.appendLog(failure(t0.Add(48*time.Hour), "queue.failed", errText))
+	if res := d.run("run", "--now", t0.Add(48*time.Hour+time.Minute).Format(time.RFC3339)); res.code != 0 {
+		t.Fatalf("exit %d\n%s", res.code, res.stderr)
+	}
+	is, _ := gh.Issue(1)
+	if is.State != "open" || is.StateReason != "reopened" {
+		t.Fatalf("issue is %s/%s, want reopened", is.State, is.StateReason)
+	}
+	cs := gh.Comments(1)
+	if len(cs) != 1 || !strings.Contains(cs[0].Body, "recurred") || !strings.Contains(cs[0].Body, toolVersion(t, d)) ||
+		!strings.Contains(cs[0].Body, t0.Add(48*time.Hour).UTC().Format(time.RFC3339)) {
+		t.Fatalf("want one comment saying when and in which version it recurred, got %d:\n%v", len(cs), cs)
+	}
+	if gh.CountCreates() != 1 {
+		t.Fatalf("a recurrence filed a new issue: %d", gh.CountCreates())
+	}
+}
+
+func TestClosedAsNotPlannedIsRespected(t *testing.T) {
+	errText := "worker crashed: nil pointer dereference in scheduler.pick"
+	fp := expectedFingerprints(t, []string{failure(t0, "worker.crashed", errText)})[0]
+	gh := newGitHub(t)
+	// Another deployment filed it; a maintainer closed it as not planned.
+	n := gh.AddIssue(fakegh.Issue{Title: "[self-diagnosed] worker crashed", Login: "loop-bot",
+		Body: "dossier\n<!-- the-loop-diagnose fingerprint:" + fp + " -->\n", Labels: []string{"the-loop: self-diagnosed"},
+		State: "closed", StateReason: "not_planned"})
+	d := newDeployment(t, gh, deployOpts{})
+	d.appendLog(failure(t0, "worker.crashed", errText))
+	for i := 0; i < 2; i++ {
+		if res := d.run("run"); res.code != 0 {
+			t.Fatalf("exit %d\n%s", res.code, res.stderr)
+		}
+		d.appendLog(failure(t0.Add(time.Hour), "worker.crashed", errText))
+	}
+	if gh.CountCreates() != 0 {
+		t.Fatalf("filed %d issues for a defect a maintainer dismissed", gh.CountCreates())
+	}
+	if is, _ := gh.Issue(n); is.State != "closed" || is.StateReason != "not_planned" || len(gh.Comments(n)) != 0 {
+		t.Fatalf("the dismissed issue was touched: %s/%s, %d comments", is.State, is.StateReason, len(gh.Comments(n)))
+	}
+	var dis struct{ Reason, URL string }
+	json.Unmarshal(d.stateMap("dismissed")[fp], &dis)
+	if !strings.Contains(dis.Reason, "not planned") || !strings.HasSuffix(dis.URL, "/issues/1") {
+		t.Fatalf("dismissal not recorded with its evidence: %s", d.readState()["dismissed"])
+	}
+	res := d.run("status")
+	if res.code != 0 || !strings.Contains(res.stdout, "dismissed by a maintainer (1)") || !strings.Contains(res.stdout, fp) ||
+		!strings.Contains(res.stdout, "closed as not planned") {
+		t.Fatalf("status does not show the dismissal:\n%s", res.stdout)
+	}
+}
+
+func TestSecondaryRateLimitIsWaitedOutThenFiled(t *testing.T) {
+	gh := newGitHub(t)
+	gh.Inject(fakegh.RouteCreateIssue, fakegh.SecondaryRateLimit(time.Second))
+	d := newDeployment(t, gh, deployOpts{})
+	d.appendLog(killDefects()[0])
+	start := time.Now()
+	res := d.run("run")
+	if res.code != 0 || gh.CountCreates() != 1 {
+		t.Fatalf("exit %d, %d issues\n%s", res.code, gh.CountCreates(), res.stderr)
+	}
+	creates := gh.RequestsTo(fakegh.RouteCreateIssue)
+	if len(creates) != 2 || creates[0].Status != 403 || creates[1].Status != 201 {
+		t.Fatalf("create requests: %v", creates)
+	}
+	if gap := creates[1].At.Sub(creates[0].At); gap < time.Second {
+		t.Fatalf("retried %v after Retry-After: 1", gap)
+	}
+	if took := time.Since(start); took > 20*time.Second {
+		t.Fatalf("took %v", took)
+	}
+}
+
+func TestPrimaryRateLimitDefersTheScanWithoutChargingAnyDefect(t *testing.T) {
+	gh := newGitHub(t)
+	gh.Inject(fakegh.RouteCreateIssue, fakegh.PrimaryRateLimit(2*time.Hour))
+	d := newDeployment(t, gh, deployOpts{})
+	d.appendLog(killDefects()...)
+	res := d.run("run")
+	if res.code != 0 {
+		t.Fatalf("a rate limit failed the run: exit %d\n%s", res.code, res.stderr)
+	}
+	if gh.CountCreates() != 0 || len(gh.RequestsTo(fakegh.RouteCreateIssue)) != 1 {
+		t.Fatalf("kept creating after the quota ran out: %v", gh.RequestsTo(fakegh.RouteCreateIssue))
+	}
+	if a := d.stateMap("attempts"); len(a) != 0 {
+		t.Fatalf("the rate limit was charged to retry counts: %v", a)
+	}
+	if def := d.stateMap("deferred"); len(def) != 3 {
+		t.Fatalf("want all 3 defects deferred, got %v", def)
+	}
+	if !strings.Contains(res.stderr, "rate limit") {
+		t.Fatalf("stderr does not say why nothing was filed:\n%s", res.stderr)
+	}
+	// The quota is back: the deferred defects are filed, once each.
+	if res := d.run("run"); res.code != 0 || gh.CountCreates() != 3 {
+		t.Fatalf("after the reset: exit %d, %d issues\n%s", res.code, gh.CountCreates(), res.stderr)
+	}
+	if a := d.stateMap("attempts"); len(a) != 0 {
+		t.Fatalf("retry counts: %v", a)
 	}
 }

@@ -23,6 +23,7 @@ type Summary struct {
 	Failures []string // "fingerprint: reason", for the one-line summary
 	Settled  []string // "fingerprint: reason", told to the operator
 	events   []store.Event
+	ledger   []store.LedgerEntry
 }
 
 func (s *Summary) add(o pipeline.Outcome) {
@@ -79,13 +80,18 @@ type PersistConfig struct {
 	Summary     *Summary
 }
 
-// NewPersist returns the sink that makes each outcome durable before the
-// next one is handled: what a later scan relies on is on disk first.
+// NewPersist returns the sink that records each outcome in the state. The
+// state is written once, by FinishScan, together with the cursor: a crash
+// before that re-reads the scan's records from the old cursor and decides
+// them again, so nothing is lost, and what must never be repeated (an issue
+// created) the post stage has already made durable itself, intent first.
+// One write per scan instead of one per outcome keeps a backlog of hundreds
+// of deferred defects from costing hundreds of fsyncs of the state.
 func NewPersist(cfg PersistConfig) func(context.Context, pipeline.Outcome) error {
 	return func(_ context.Context, o pipeline.Outcome) error {
 		now := cfg.Now()
 		var events []store.Event
-		err := cfg.Store.Update(func(st *store.State) error {
+		cfg.Store.Mutate(func(st *store.State) {
 			if o.Settle != nil {
 				// The same verdict still in force is no new settlement: no
 				// second event or ledger line every scan.
@@ -95,22 +101,15 @@ func NewPersist(cfg PersistConfig) func(context.Context, pipeline.Outcome) error
 			}
 			events = Apply(st, o, now, cfg.MaxRetries)
 			recordTriage(st, o, now, cfg.SettleFor)
-			return nil
 		})
-		if err != nil {
-			return err
-		}
-		if o.Settle != nil && !cfg.Store.ReadOnly() {
-			entry := store.LedgerEntry{Time: now, Fingerprint: o.Fingerprint, Verdict: o.Settle.Verdict,
-				Reason: o.Settle.Reason, Evidence: o.Settle.Evidence, ToolVersion: cfg.ToolVersion}
-			if err := store.AppendLedger(store.LedgerPath(cfg.Store.Path()), []store.LedgerEntry{entry}); err != nil {
-				return err
-			}
-		}
 		cfg.Summary.add(o)
 		cfg.Summary.mu.Lock()
 		defer cfg.Summary.mu.Unlock()
 		cfg.Summary.events = append(cfg.Summary.events, events...)
+		if o.Settle != nil {
+			cfg.Summary.ledger = append(cfg.Summary.ledger, store.LedgerEntry{Time: now, Fingerprint: o.Fingerprint,
+				Verdict: o.Settle.Verdict, Reason: o.Settle.Reason, Evidence: o.Settle.Evidence, ToolVersion: cfg.ToolVersion})
+		}
 		return nil
 	}
 }
@@ -235,6 +234,17 @@ func clearPending(st *store.State, fp string) {
 // after every outcome is on disk) and the diagnosis.* events are appended,
 // with one diagnosis.deferred summary instead of one line per deferral.
 func FinishScan(s *store.Store, cursor *store.Cursor, eventLog string, sum *Summary, now time.Time) error {
+	sum.mu.Lock()
+	ledger := sum.ledger
+	sum.ledger = nil
+	sum.mu.Unlock()
+	// The ledger first: a crash between it and the state write repeats a
+	// settlement line on the rerun; the other order could lose one.
+	if !s.ReadOnly() {
+		if err := store.AppendLedger(store.LedgerPath(s.Path()), ledger); err != nil {
+			return err
+		}
+	}
 
 	err := s.Update(func(st *store.State) error {
 		st.PrunePosted(now.Add(-Window))

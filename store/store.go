@@ -105,6 +105,15 @@ func (s *Store) Update(fn func(*State) error) error {
 	return writeAtomic(s.path, s.state)
 }
 
+// Mutate applies fn in memory only; the next Update (or the scan's final
+// one) makes it durable. For changes a crash may lose because the scan that
+// made them is re-run from the old cursor.
+func (s *Store) Mutate(fn func(*State)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fn(s.state)
+}
+
 // Close releases the lock.
 func (s *Store) Close() error {
 	if s.lock == nil {

@@ -63,8 +63,9 @@ type killProxy struct {
 	trigger  *killTrigger
 	counts   map[fakegh.Route]int
 	killed   bool
+	gen      int      // which run is armed: a timer left from an earlier run must not kill a later one
 	inFlight []flight // requests of the current run, in arrival order
-	handlers sync.WaitGroup
+	active   int      // handlers still running
 }
 
 type flight struct {
@@ -82,14 +83,16 @@ func newKillProxy(t *testing.T, gh *fakegh.Server) *killProxy {
 }
 
 // arm makes the next run killable by trig (nil: never killed) and forgets
-// the previous run's requests.
-func (p *killProxy) arm(trig *killTrigger) {
+// the previous run's requests. It returns the run's generation.
+func (p *killProxy) arm(trig *killTrigger) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.gen++
 	p.trigger, p.proc, p.killed = trig, nil, false
 	p.started = make(chan struct{})
 	p.counts = map[fakegh.Route]int{}
 	p.inFlight = nil
+	return p.gen
 }
 
 // attach tells the proxy which process to kill.
@@ -104,11 +107,14 @@ func (p *killProxy) attach(proc *os.Process) {
 // spawned), as a supervisor's kill -9 of the unit would. The leader is
 // killed through os.Process first, which fails once it has been reaped, so
 // the group id can never be a recycled one.
-func (p *killProxy) kill() {
-	<-p.started
+func (p *killProxy) kill(gen int) {
+	p.mu.Lock()
+	started := p.started
+	p.mu.Unlock()
+	<-started
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.killed {
+	if p.killed || gen != p.gen {
 		return
 	}
 	p.killed = true
@@ -130,20 +136,39 @@ func (p *killProxy) wasKilled() bool {
 	return p.killed
 }
 
-// fires reports whether this request, at this moment, is the armed trigger.
-func (p *killProxy) fires(route fakegh.Route, nth int, m killMoment) (bool, time.Duration) {
+// fires reports whether this request, at this moment, is the armed trigger,
+// and the generation to kill.
+func (p *killProxy) fires(route fakegh.Route, nth int, m killMoment) (bool, time.Duration, int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	t := p.trigger
 	if t == nil || p.killed || t.route != route || t.nth != nth || t.moment != m {
-		return false, 0
+		return false, 0, 0
 	}
-	return true, t.delay
+	return true, t.delay, p.gen
+}
+
+// waitIdle waits for the handlers of a killed run to finish recording.
+func (p *killProxy) waitIdle() {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		p.mu.Lock()
+		idle := p.active == 0
+		p.mu.Unlock()
+		if idle {
+			return
+		}
+	}
 }
 
 func (p *killProxy) serve(w http.ResponseWriter, r *http.Request) {
-	p.handlers.Add(1)
-	defer p.handlers.Done()
+	p.mu.Lock()
+	p.active++
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.active--
+		p.mu.Unlock()
+	}()
 	body, _ := io.ReadAll(r.Body)
 	route := routeOf(r.Method, r.URL.EscapedPath())
 	p.mu.Lock()
@@ -158,8 +183,8 @@ func (p *killProxy) serve(w http.ResponseWriter, r *http.Request) {
 	idx := len(p.inFlight) - 1
 	p.mu.Unlock()
 
-	if ok, _ := p.fires(route, nth, onArrive); ok {
-		p.kill()
+	if ok, _, gen := p.fires(route, nth, onArrive); ok {
+		p.kill(gen)
 		return
 	}
 	// Not tied to r's context: once sent, a request is GitHub's to finish,
@@ -176,8 +201,8 @@ func (p *killProxy) serve(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	p.inFlight[idx].upstream = true
 	p.mu.Unlock()
-	if ok, _ := p.fires(route, nth, onUpstream); ok {
-		p.kill()
+	if ok, _, gen := p.fires(route, nth, onUpstream); ok {
+		p.kill(gen)
 		return
 	}
 	if p.wasKilled() {
@@ -193,11 +218,11 @@ func (p *killProxy) serve(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	p.inFlight[idx].relayed = true
 	p.mu.Unlock()
-	if ok, delay := p.fires(route, nth, onRelayed); ok {
+	if ok, delay, gen := p.fires(route, nth, onRelayed); ok {
 		if delay == 0 {
-			p.kill()
+			p.kill(gen)
 		} else {
-			time.AfterFunc(delay, p.kill)
+			time.AfterFunc(delay, func() { p.kill(gen) })
 		}
 	}
 }
@@ -266,7 +291,7 @@ func classifyKill(d *deployment, p *killProxy, exitedFirst bool) string {
 	if exitedFirst {
 		return "9 run finished before the kill"
 	}
-	p.handlers.Wait()
+	p.waitIdle()
 	var intents, reported map[string]json.RawMessage
 	if _, err := os.Stat(d.state); err == nil {
 		intents, reported = d.stateMap("intents"), d.stateMap("reported")
@@ -459,7 +484,7 @@ func exerciseKillPoint(t *testing.T, kp killPoint, want []string) []string {
 // the phase the kill landed in.
 func killRun(t *testing.T, d *deployment, p *killProxy, trig *killTrigger, after time.Duration) string {
 	t.Helper()
-	p.arm(trig)
+	gen := p.arm(trig)
 	cmd := d.command("run")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var stderr bytes.Buffer
@@ -469,9 +494,9 @@ func killRun(t *testing.T, d *deployment, p *killProxy, trig *killTrigger, after
 	}
 	p.attach(cmd.Process)
 	if trig == nil {
-		time.AfterFunc(after, p.kill)
+		time.AfterFunc(after, func() { p.kill(gen) })
 	}
-	guard := time.AfterFunc(time.Minute, p.kill)
+	guard := time.AfterFunc(time.Minute, func() { p.kill(gen) })
 	err := cmd.Wait()
 	guard.Stop()
 	p.disarm()

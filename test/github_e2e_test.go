@@ -206,6 +206,22 @@ func TestFleetFilesOnceAndTheSecondDeploymentKeepsOneOccurrenceComment(t *testin
 	if gh.CountCreates() != 1 {
 		t.Fatalf("%d issues, want 1", gh.CountCreates())
 	}
+
+	// The filing deployment, seeing it again hours later, finds and edits
+	// the same comment rather than adding its own. (Its tally replaces the
+	// other deployment's: the comment shows one deployment's count, not the
+	// fleet's sum.)
+	first.appendLog(failure(t0.Add(4*time.Hour), "git.failed", errText))
+	if res := first.run("run", "--now", stamp(4*time.Hour+time.Minute)); res.code != 0 {
+		t.Fatalf("exit %d\n%s", res.code, res.stderr)
+	}
+	cs = gh.Comments(issue.Number)
+	if len(cs) != 1 || cs[0].ID != c.ID || occurrenceRow(cs[0].Body, "Last seen") != stamp(4*time.Hour) {
+		t.Fatalf("after the first deployment's edit: %d comments\n%s", len(cs), cs[len(cs)-1].Body)
+	}
+	if gh.CountCreates() != 1 || len(gh.RequestsTo(fakegh.RouteCreateComment)) != 1 {
+		t.Fatalf("%d issues, %d comments created", gh.CountCreates(), len(gh.RequestsTo(fakegh.RouteCreateComment)))
+	}
 }
 
 // secretToken is a token distinctive enough to spot if it leaks.

@@ -29,9 +29,9 @@ type ReadConfig struct {
 	// Prefilter skips decoding lines that cannot be candidates (see
 	// MayBeCandidate). Replay of the read stage turns it off to show every record.
 	Prefilter bool
-	// AlsoDecode lists byte patterns that make the prefilter decode a line
-	// that is not a candidate: the success events the healing check needs.
-	AlsoDecode [][]byte
+	// Heal, when set, also decodes the success lines that can heal a retried
+	// failure read before them (see HealFilter).
+	Heal *HealFilter
 	// FinalPartialLine treats a last line without a newline as complete
 	// (fixtures). Otherwise it is left unread: a writer may be mid-line.
 	FinalPartialLine bool
@@ -102,6 +102,10 @@ type reader struct {
 	// consumed, and the number of lines before it.
 	offset, line int64
 	corrupt      int
+	// success[k] is where the heal filter's pattern k next occurs in the
+	// region being scanned (len(region) when nowhere): each is searched for
+	// once per region, not once per line.
+	success []int
 }
 
 func (r *reader) run() error {
@@ -185,6 +189,7 @@ func (r *reader) consumeOverlong(size int64) {
 // region consumes b, whole lines each ending in '\n'.
 func (r *reader) region(b []byte) error {
 	i := 0
+	r.success = r.success[:0]
 	for i < len(b) {
 		// The line at i gets the exact checks: it is the region's first (its
 		// preceding '\n' is not in b), or the fast scan flagged it.
@@ -207,11 +212,9 @@ func (r *reader) region(b []byte) error {
 					next = bytes.LastIndexByte(b[:p], '\n') + 1
 				}
 			}
-			// A line holding an AlsoDecode pattern is decoded too.
-			for _, pat := range r.cfg.AlsoDecode {
-				if q := bytes.Index(b[i:next], pat); q >= 0 {
-					next = bytes.LastIndexByte(b[:i+q], '\n') + 1
-				}
+			// A line that may be a healing success gets the exact path too.
+			if q := r.nextSuccess(b, i); q < next {
+				next = bytes.LastIndexByte(b[:q], '\n') + 1
 			}
 		} else {
 			next = i // every line gets the exact checks
@@ -220,6 +223,32 @@ func (r *reader) region(b []byte) error {
 		i = next
 	}
 	return nil
+}
+
+// nextSuccess is the position of the next possible healing success line at
+// or after i in region b, or len(b).
+func (r *reader) nextSuccess(b []byte, i int) int {
+	h := r.cfg.Heal
+	if h == nil || h.pending.len() == 0 {
+		return len(b)
+	}
+	if len(r.success) == 0 {
+		for range h.patterns {
+			r.success = append(r.success, -1) // not searched yet
+		}
+	}
+	first := len(b)
+	for k, pat := range h.patterns {
+		if r.success[k] < i {
+			if q := bytes.Index(b[i:], pat); q >= 0 {
+				r.success[k] = i + q
+			} else {
+				r.success[k] = len(b)
+			}
+		}
+		first = min(first, r.success[k])
+	}
+	return first
 }
 
 // cleanLines counts lines the fast scan proved well shaped and not
@@ -262,7 +291,7 @@ func (r *reader) exactLine(raw []byte, size int64) error {
 		r.stats.End.Store(r.offset)
 		r.stats.EndLine.Store(r.line)
 	}()
-	rec, reason := decodeLine(trimNewline(raw), size, r.cfg.MaxLine, r.cfg.Prefilter && !containsAny(raw, r.cfg.AlsoDecode))
+	rec, reason := decodeLine(trimNewline(raw), size, r.cfg.MaxLine, r.cfg.Prefilter && !r.cfg.Heal.wants(raw))
 	switch {
 	case reason != "":
 		r.markCorrupt(reason)
@@ -271,6 +300,7 @@ func (r *reader) exactLine(raw []byte, size int64) error {
 		r.stats.Skipped.Add(1)
 		return nil
 	}
+	r.cfg.Heal.note(rec.Fields)
 	rec.Line, rec.Offset, rec.End = r.line, start, r.offset
 	r.stats.End.Store(r.offset)
 	r.stats.EndLine.Store(r.line)
@@ -358,13 +388,4 @@ func skipJSONSpace(b []byte) []byte {
 		b = b[1:]
 	}
 	return b
-}
-
-func containsAny(line []byte, patterns [][]byte) bool {
-	for _, p := range patterns {
-		if bytes.Contains(line, p) {
-			return true
-		}
-	}
-	return false
 }

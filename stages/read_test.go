@@ -332,23 +332,25 @@ func BenchmarkRead(b *testing.B) {
 	}
 }
 
-// Lines holding an AlsoDecode pattern are decoded although not candidates,
-// wherever the fast path meets them.
-func TestReadDecodesAlsoDecodeLines(t *testing.T) {
+// Success lines are decoded only when they can heal a retried failure read
+// before them: the one for work item 3 (retried) is, the others are not.
+func TestReadDecodesOnlySuccessLinesThatCanHeal(t *testing.T) {
 	var b strings.Builder
 	for i := 0; i < 500; i++ {
 		fmt.Fprintf(&b, `{"event":"queue.tick","level":"info","n":%d}`+"\n", i)
+		if i == 10 {
+			b.WriteString(`{"event":"dispatch.failed","level":"error","will_retry":true,"work_item":"w3"}` + "\n")
+		}
 		if i%100 == 50 {
-			fmt.Fprintf(&b, `{"event":"dispatch.succeeded","level":"info","n":%d}`+"\n", i)
+			fmt.Fprintf(&b, `{"event":"dispatch.succeeded","level":"info","work_item":"w%d"}`+"\n", i/100+1)
 		}
 	}
-	got, _ := readAll(t, b.String(), ReadConfig{Prefilter: true, AlsoDecode: [][]byte{[]byte(`.succeeded"`)}})
-	if len(got) != 5 {
-		t.Fatalf("decoded %d lines, want the 5 success events", len(got))
-	}
+	got, _ := readAll(t, b.String(), ReadConfig{Prefilter: true, Heal: NewHealFilter(DefaultTriage())})
+	var events []string
 	for _, r := range got {
-		if r.Str("event") != "dispatch.succeeded" {
-			t.Fatalf("decoded %v", r.Fields)
-		}
+		events = append(events, r.Str("event")+" "+r.Str("work_item"))
+	}
+	if strings.Join(events, ",") != "dispatch.failed w3,dispatch.succeeded w3" {
+		t.Fatalf("decoded %v, want the failure and the one success that heals it", events)
 	}
 }

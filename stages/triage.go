@@ -212,8 +212,7 @@ func sampleLines(g *pipeline.Group) []int64 {
 // success, at most max of them; one evicted is simply not healed (fail-safe).
 type healTracker struct {
 	cfg     TriageConfig
-	pending map[string][]pendingFailure // family + key → retried failures awaiting success
-	order   []string                    // pending keys, oldest first, for eviction
+	pending *fifoMap[[]pendingFailure] // family + key → retried failures awaiting success
 	healed  map[string]int
 }
 
@@ -223,7 +222,7 @@ type pendingFailure struct {
 }
 
 func newHealTracker(cfg TriageConfig) *healTracker {
-	return &healTracker{cfg: cfg, pending: map[string][]pendingFailure{}, healed: map[string]int{}}
+	return &healTracker{cfg: cfg, pending: newFIFOMap[[]pendingFailure](cfg.MaxPending), healed: map[string]int{}}
 }
 
 // family is an event's operation: dispatch.failed → dispatch.
@@ -239,7 +238,7 @@ func (h *healTracker) keys(r pipeline.Record) []string {
 	fam, _ := family(r.Str("event"))
 	var keys []string
 	for _, k := range h.cfg.CorrelationKeys {
-		if v := fmt.Sprint(r.Fields[k]); r.Fields[k] != nil && v != "" {
+		if v, ok := correlationValue(r.Fields[k]); ok {
 			keys = append(keys, fam+"\x00"+k+"\x00"+v)
 		}
 	}
@@ -282,36 +281,21 @@ func (h *healTracker) failure(o pipeline.Occurrence) {
 		return
 	}
 	for _, k := range h.keys(o.Record) {
-		if _, ok := h.pending[k]; !ok {
-			h.order = append(h.order, k)
-		}
-		h.pending[k] = append(h.pending[k], pendingFailure{o.Line, o.Fingerprint})
-	}
-	for len(h.pending) > h.cfg.MaxPending && len(h.order) > 0 {
-		delete(h.pending, h.order[0])
-		h.order = h.order[1:]
-	}
-	// Keys healed since are stale in order: compact so it stays bounded.
-	if len(h.order) > 2*len(h.pending)+1024 {
-		kept := h.order[:0]
-		for _, k := range h.order {
-			if _, ok := h.pending[k]; ok {
-				kept = append(kept, k)
-			}
-		}
-		h.order = kept
+		list, _ := h.pending.get(k)
+		h.pending.put(k, append(list, pendingFailure{o.Line, o.Fingerprint}))
 	}
 }
 
 func (h *healTracker) success(r pipeline.Record) {
 	seen := map[int64]bool{} // a failure heals once, whichever key matched
 	for _, k := range h.keys(r) {
-		for _, p := range h.pending[k] {
+		list, _ := h.pending.get(k)
+		for _, p := range list {
 			if !seen[p.line] {
 				seen[p.line] = true
 				h.healed[p.fp]++
 			}
 		}
-		delete(h.pending, k)
+		h.pending.delete(k)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -145,6 +146,7 @@ func signalContexts() (soft, hard context.Context, stop func()) {
 // commonFlags are the flags every scanning command shares.
 type commonFlags struct {
 	config, log, state, harness, repo, now string
+	cpuProfile                             string
 	dryRun, verbose                        bool
 }
 
@@ -156,7 +158,25 @@ func (c *commonFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.repo, "repo", "", "target repository owner/name (overrides selfDiagnosis.repo)")
 	fs.StringVar(&c.now, "now", "", "pretend the time is this RFC 3339 instant (tests, replays)")
 	fs.BoolVarP(&c.verbose, "verbose", "v", false, "log debug detail on stderr")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the command to this file")
 	_ = fs.MarkHidden("now")
+	_ = fs.MarkHidden("cpuprofile")
+}
+
+// profile starts the CPU profile when asked; the returned func stops it.
+func (c *commonFlags) profile() (stop func(), err error) {
+	if c.cpuProfile == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(c.cpuProfile)
+	if err != nil {
+		return nil, usageErr("--cpuprofile: %v", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, usageErr("--cpuprofile: %v", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 // resolve loads the config and applies flag overrides.

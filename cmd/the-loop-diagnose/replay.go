@@ -66,7 +66,7 @@ func cmdReplay(ctx context.Context, args []string, io stdio) error {
 	r := pipeline.New(ctx)
 	records := pipeline.From(r, stages.NewRead(stages.ReadConfig{
 		Source: f, Name: cfg.EventLog, Prefilter: *stage != "read", FinalPartialLine: true,
-		AlsoDecode: cfg.Triage.SuccessPatterns(),
+		Heal: stages.NewHealFilter(cfg.Triage),
 	}, &stats))
 	if *stage == "read" {
 		pipeline.Into(r, records, func(_ context.Context, v pipeline.Record) error {

@@ -33,6 +33,11 @@ func cmdRun(hard, soft context.Context, args []string, io stdio, watch bool) err
 	if err != nil {
 		return err
 	}
+	stopProfile, err := c.profile()
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	if !*dryRun {
 		if !cfg.Enabled {
 			return usageErr("posting is disabled: set selfDiagnosis.enabled: true in the config to file issues, or pass --dry-run to print them")

@@ -1,0 +1,40 @@
+package stages
+
+// fifoMap is a map bounded to max keys: inserting past it evicts the
+// oldest. The healing checks keep their pending failures in one, so memory
+// stays bounded whatever the log holds; an evicted failure is not healed.
+type fifoMap[V any] struct {
+	m     map[string]V
+	order []string // keys, oldest first; may hold deleted keys until compacted
+	max   int
+}
+
+func newFIFOMap[V any](max int) *fifoMap[V] {
+	return &fifoMap[V]{m: map[string]V{}, max: max}
+}
+
+func (f *fifoMap[V]) get(k string) (V, bool) { v, ok := f.m[k]; return v, ok }
+func (f *fifoMap[V]) delete(k string)        { delete(f.m, k) }
+func (f *fifoMap[V]) len() int               { return len(f.m) }
+
+// put sets k, evicting the oldest keys past the bound.
+func (f *fifoMap[V]) put(k string, v V) {
+	if _, ok := f.m[k]; !ok {
+		f.order = append(f.order, k)
+	}
+	f.m[k] = v
+	for len(f.m) > f.max && len(f.order) > 0 {
+		delete(f.m, f.order[0])
+		f.order = f.order[1:]
+	}
+	// Deleted keys linger in order: compact so it stays bounded too.
+	if len(f.order) > 2*len(f.m)+1024 {
+		kept := f.order[:0]
+		for _, k := range f.order {
+			if _, ok := f.m[k]; ok {
+				kept = append(kept, k)
+			}
+		}
+		f.order = kept
+	}
+}

@@ -409,7 +409,7 @@ func isCodeKey(k string) bool {
 }
 
 var codeWords = map[string]bool{
-	"http": true, "status": true, "code": true, "exit": true, "errno": true,
+	"http": true, "status": true, "code": true, "exit": true, "exited": true, "errno": true,
 	"signal": true, "sig": true, "error": true, "err": true, "sqlstate": true, "rc": true, "ora": true,
 	"winerror": true, "hresult": true,
 }
@@ -514,7 +514,7 @@ func (n *normalizer) core(c string) bool {
 	switch {
 	case isPath(c):
 		return n.path(c)
-	case isIP(c), isHostName(c), isBoolean(c), isUUID(c):
+	case isIP(c), isHostName(c), isBoolean(c), isUUID(c), isEmail(c):
 		return n.mask()
 	case isVendorCode(c):
 		n.out = append(n.out, c...)
@@ -597,12 +597,61 @@ func (n *normalizer) quoted(c string) {
 			n.out = append(n.out, ' ')
 		}
 		n.out = append(n.out, Mask...)
+	case isQuotedData(inner):
+		n.out = append(n.out, Mask...)
 	default:
 		sub := normalizer{out: n.out, dateRun: -1}
 		sub.word(inner, len(n.out))
 		n.out = sub.out
 	}
 	n.out = append(n.out, q)
+}
+
+// isQuotedData: a quoted single token is a name (a field, table, module or
+// tool: identifier-shaped) or a value echoed from data. A token with data in
+// it (a digit run) and punctuation no identifier has — a model name
+// 'gpt-5.1-codex', a branch 'fix/4521-login', a version '1.4.2-rc1' — is a
+// value, masked whole so its words cannot split the defect either. Paths,
+// URLs and project file names keep their own rules.
+func isQuotedData(inner string) bool {
+	punct := false
+	for i := 0; i < len(inner); i++ {
+		c := inner[i]
+		if !isAlnum(c) && c != '_' && c != '.' {
+			punct = true
+			break
+		}
+	}
+	if !punct || isPath(inner) || strings.Contains(inner, "://") || isProjectFileName(inner) {
+		return false
+	}
+	return hasVolatileRun(inner, false)
+}
+
+// isEmail: local@domain.tld. An address names a person, not a defect.
+func isEmail(c string) bool {
+	at := strings.IndexByte(c, '@')
+	if at <= 0 || at == len(c)-1 {
+		return false
+	}
+	for i := 0; i < at; i++ {
+		ch := c[i]
+		if !isAlnum(ch) && strings.IndexByte("._%+-", ch) < 0 {
+			return false
+		}
+	}
+	domain := c[at+1:]
+	dot := strings.LastIndexByte(domain, '.')
+	if dot <= 0 || len(domain)-dot-1 < 2 {
+		return false
+	}
+	for i := 0; i < len(domain); i++ {
+		ch := domain[i]
+		if !isAlnum(ch) && ch != '-' && ch != '.' {
+			return false
+		}
+	}
+	return isLetters(domain[dot+1:])
 }
 
 // keyValue: the key names a field (kept); the value is data (masked),
@@ -746,7 +795,19 @@ func keyValueSplit(c string) int {
 // masks joined only by separators merge, so "1.5s", "30ms",
 // "2026-01-01T00:00:00Z" and "10.0.0.1:8080" each become one mask, and
 // "blk_-123" and "blk_456" the same "blk_<*>".
-func appendTokenMasked(b []byte, s string) []byte {
+//
+// A segment that is a relative slash path with data in it — a per-run
+// branch ("the-loop/4521-fix-login-3fa9c1"), a ref, a generated directory —
+// names one run, not the defect, and is masked as a whole, keeping only a
+// project file's name at its end.
+func appendTokenMasked(b []byte, s string) []byte { return appendMasked(b, s, false) }
+
+// appendFileNameMasked masks a file's base name. Unlike prose, a file name
+// holds no device names: "run-abc0.json" and "run-abc1.json" are two runs
+// of one defect, so every run with a digit is data (code names excepted).
+func appendFileNameMasked(b []byte, s string) []byte { return appendMasked(b, s, true) }
+
+func appendMasked(b []byte, s string, fileName bool) []byte {
 	lastWasMask := false
 	sepStart := 0 // start in s of the separators not yet written
 	writeMask := func(i int) {
@@ -769,8 +830,19 @@ func appendTokenMasked(b []byte, s string) []byte {
 			for e < len(s) && !isSegmentDelim(s[e]) {
 				e++
 			}
-			if hasLongID(s[i:e]) {
+			seg := s[i:e]
+			if hasLongID(seg) {
 				writeMask(i)
+				sepStart, i = e, e
+				continue
+			}
+			if slash := strings.LastIndexByte(seg, '/'); slash >= 0 && hasVolatileRun(seg, fileName) {
+				writeMask(i)
+				if base := seg[slash+1:]; isProjectFileName(base) {
+					b = append(b, '/')
+					b = appendFileNameMasked(b, base)
+					lastWasMask = bytes.HasSuffix(b, maskBytes)
+				}
 				sepStart, i = e, e
 				continue
 			}
@@ -780,7 +852,7 @@ func appendTokenMasked(b []byte, s string) []byte {
 			continue
 		}
 		j := runEnd(s, i)
-		if run := s[i:j]; volatileRun(run) {
+		if run := s[i:j]; volatileRun(run) || fileName && fileNameData(run) {
 			writeMask(i)
 		} else {
 			b = append(b, s[sepStart:i]...)
@@ -845,6 +917,43 @@ func hasLongID(seg string) bool {
 
 func isAlnum(c byte) bool { return isASCIILetter(c) || isDigit(c) }
 
+// hasVolatileRun: some alphanumeric run of seg is data.
+func hasVolatileRun(seg string, fileName bool) bool {
+	for i := 0; i < len(seg); {
+		if !isAlnum(seg[i]) {
+			i++
+			continue
+		}
+		j := runEnd(seg, i)
+		if run := seg[i:j]; volatileRun(run) || fileName && fileNameData(run) {
+			return true
+		}
+		i = j
+	}
+	return false
+}
+
+// fileNameData: in a file name, a run with a digit is data even when it
+// looks like a device name (abc0), unless it is a code name (utf8, sha256).
+func fileNameData(run string) bool {
+	for i := 0; i < len(run); i++ {
+		if isDigit(run[i]) {
+			return !isCodeName(run)
+		}
+	}
+	return false
+}
+
+// isProjectFileName: a file name with a configuration, state or source
+// extension, which names what a message is about.
+func isProjectFileName(base string) bool {
+	if k := strings.IndexByte(base, ':'); k >= 0 {
+		base = base[:k]
+	}
+	dot := strings.LastIndexByte(base, '.')
+	return dot > 0 && projectExtensions[strings.ToLower(base[dot+1:])]
+}
+
 // codeNames are identifiers with digits that name code, not data.
 var codeNames = []string{
 	"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -887,26 +996,35 @@ func volatileRun(run string) bool {
 	if len(run) > 16 {
 		return true
 	}
-	var buf [16]byte
-	lower := buf[:len(run)]
-	for i := 0; i < len(run); i++ {
-		lower[i] = run[i] | 0x20*byte(boolInt(run[i] >= 'A' && run[i] <= 'Z'))
-	}
 	// A name with one trailing digit is a device or interface (eth0, en0,
 	// sda1), which says where the failure is; more digits make an instance
 	// or a counter (node128, an142).
 	if digits == 1 && len(run) >= 3 && isDigit(run[len(run)-1]) && isASCIILetter(run[0]) && isASCIILetter(run[1]) {
 		return false
 	}
+	return !isCodeName(run)
+}
+
+// isCodeName: a code name such as int64, sha256, utf8 or ipv6, alone or
+// ending a CamelCase name (ParseInt64).
+func isCodeName(run string) bool {
+	if len(run) > 16 {
+		return false
+	}
+	var buf [16]byte
+	lower := buf[:len(run)]
+	for i := 0; i < len(run); i++ {
+		lower[i] = run[i] | 0x20*byte(boolInt(run[i] >= 'A' && run[i] <= 'Z'))
+	}
 	for k := 0; k < len(lower); k++ {
 		if k > 0 && !isASCIILetter(lower[k-1]) {
 			break // the prefix before a code name must be letters
 		}
 		if codeNameSet[string(lower[k:])] {
-			return false
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 func boolInt(b bool) int {
@@ -954,7 +1072,7 @@ func (n *normalizer) path(c string) bool {
 	}
 	n.out = append(n.out, Mask...)
 	n.out = append(n.out, c[last])
-	n.out = appendTokenMasked(n.out, base)
+	n.out = appendFileNameMasked(n.out, base)
 	return false
 }
 

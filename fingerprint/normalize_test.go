@@ -47,6 +47,12 @@ var volatilePairs = []struct{ rule, a, b string }{
 	{"booleans", "flag ready:true not honoured", "flag ready:false not honoured"},
 	{"id lists", "cannot delete blk_-514 blk_876 blk_12", "cannot delete blk_99"},
 	{"numbers in symbols", "synchronized to #3#", "synchronized to 10.100.20.250"},
+	{"per-run branch names", "git push origin HEAD:refs/heads/the-loop/4521-fix-flaky-login-3fa9c1: rejected", "git push origin HEAD:refs/heads/the-loop/977-bump-deps-0be2aa: rejected"},
+	{"quoted branch names", "fatal: 'fix/4521-login' is already checked out", "fatal: 'feat/12-docs-typo' is already checked out"},
+	{"e-mail addresses", "push declined (author alice@example.com): private", "push declined (author bob.k+loop@corp.example.org): private"},
+	{"quoted data values", "KeyError: 'gpt-5.1-codex'", "KeyError: 'claude-opus-4-1'"},
+	{"ids in file names", "read /home/user0/.cache/the-loop/run-abc0.json: unexpected EOF", "read /home/user1/.cache/the-loop/run-abc1.json: unexpected EOF"},
+	{"relative dirs holding data", "load logs/2026-01-02/run-17/config.yaml: bad indent", "load logs/2025-12-31/run-3/config.yaml: bad indent"},
 }
 
 // Each pair differs in something that names the defect.
@@ -82,6 +88,9 @@ var identityPairs = []struct{ rule, a, b string }{
 	{"status after a URL", "POST https://api.github.com/repos/o/r/issues: 403 You have exceeded a secondary rate limit", "POST https://api.github.com/repos/o/r/issues: 429 You have exceeded a secondary rate limit"},
 	{"error code", "The requested URL returned error: 502", "The requested URL returned error: 503"},
 	{"http method", `"GET /v2/x HTTP/1.1" failed`, `"POST /v2/x HTTP/1.1" failed`},
+	{"exit status after exited", "claude exited 1: boom", "claude exited 2: boom"},
+	{"project file after a relative dir with data", "open run-17/config.yaml: denied", "open run-17/state.db: denied"},
+	{"quoted identifier with digits", `unknown field "retries2"`, `unknown field "timeout2"`},
 }
 
 func TestVolatileTokensDoNotSplitADefect(t *testing.T) {

@@ -87,12 +87,25 @@ func baseName(loc string) string {
 	return loc
 }
 
+const pyTraceHeader = "Traceback (most recent call last):"
+
+// pyTraceStart reports whether a line opens a Python traceback, and the text
+// before the header on that line: a wrapper often prints the traceback right
+// after its own message ("aider exited 1: Traceback ...").
+func pyTraceStart(l string) (prefix string, ok bool) {
+	t := strings.TrimSpace(l)
+	if !strings.HasSuffix(t, pyTraceHeader) {
+		return "", false
+	}
+	return strings.TrimSpace(t[:len(t)-len(pyTraceHeader)]), true
+}
+
 // pythonTrace handles "Traceback (most recent call last):" blocks. With
 // chained exceptions the last traceback is the one that escaped.
 func pythonTrace(lines []string) (string, bool) {
 	start := -1
 	for i, l := range lines {
-		if strings.TrimSpace(l) == "Traceback (most recent call last):" {
+		if _, ok := pyTraceStart(l); ok {
 			start = i
 		}
 	}
@@ -102,7 +115,10 @@ func pythonTrace(lines []string) (string, bool) {
 	var message []string
 	// Lines before the first traceback are the log message that wrapped it.
 	for _, l := range lines {
-		if strings.TrimSpace(l) == "Traceback (most recent call last):" {
+		if prefix, ok := pyTraceStart(l); ok {
+			if prefix != "" {
+				message = append(message, prefix)
+			}
 			break
 		}
 		message = append(message, l)

@@ -41,6 +41,30 @@ func TestPythonTracebackKeepsExceptionAndTopInAppFrame(t *testing.T) {
 	}
 }
 
+// A wrapper that prints its own message before the traceback, on the same
+// line, is common ("aider exited 1: Traceback ..."): the trace must still be
+// reduced, or every caller path would be a defect of its own.
+func TestPythonTracebackAfterAWrapperMessage(t *testing.T) {
+	frames := []string{
+		"  File \"/usr/lib/python3.12/asyncio/runners.py\", line 118, in run\n    return self._loop.run_until_complete(task)\n",
+		"  File \"/home/eve/.local/lib/python3.12/site-packages/aider/main.py\", line 70, in main\n    coder.run()\n",
+		"  File \"/home/eve/.local/lib/python3.12/site-packages/aider/coders/base_coder.py\", line 801, in run_one\n    list(self.send_message(message))\n",
+	}
+	top := "  File \"/home/eve/.local/lib/python3.12/site-packages/loop_tools/budget.py\", line 41, in allocate\n    limit = MODEL_LIMITS[model]\n            ~~~~~~~~~~~~^^^^^^^\nKeyError: 'gpt-5.1-codex'"
+	a := "aider exited 1: Traceback (most recent call last):\n" + frames[0] + frames[1] + frames[2] + top
+	b := "aider exited 1: Traceback (most recent call last):\n" + frames[2] + strings.Replace(strings.Replace(top, "line 41", "line 44", 1), "gpt-5.1-codex", "composer-1", 1)
+	want := "aider exited 1:\nKeyError: '<*>'\n  at allocate (budget.py)"
+	if got := Normalize(a); got != want {
+		t.Fatalf("template:\n%s\nwant:\n%s", got, want)
+	}
+	if fp("e", a) != fp("e", b) {
+		t.Errorf("caller frames or the key value split the defect:\n%s\n--\n%s", Normalize(a), Normalize(b))
+	}
+	if fp("e", a) == fp("e", strings.Replace(a, "in allocate", "in release", 1)) {
+		t.Error("a different innermost function must be a different defect")
+	}
+}
+
 const goPanicText = `panic: runtime error: index out of range [5] with length 3
 
 goroutine 1 [running]:

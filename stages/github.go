@@ -1,6 +1,7 @@
 package stages
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -195,4 +196,25 @@ func ghSecondaryWait(resp *http.Response, known *time.Duration, floor time.Durat
 		return max(*known, floor)
 	}
 	return floor
+}
+
+// CheckGitHub is the scan's preflight: one list-issues request that fails
+// with the SetupError a misconfiguration (bad token, unknown repository,
+// issues disabled) would give at the first post — but before any agent has
+// run, so a misconfigured cron job costs no LLM call per scan. Rate limits
+// and transient failures are not its business: the post stage handles them.
+func CheckGitHub(ctx context.Context, c *github.Client, repo string) error {
+	owner, name, ok := strings.Cut(repo, "/")
+	if !ok {
+		return &SetupError{Cause: fmt.Sprintf("repository %q is not owner/name", repo),
+			Fix: "set selfDiagnosis.repo to the repository issues go to, as owner/name"}
+	}
+	_, _, err := c.Issues.ListByRepo(ctx, owner, name, &github.IssueListByRepoOptions{State: "open", ListOptions: github.ListOptions{PerPage: 1}})
+	if err == nil {
+		return nil
+	}
+	if f := ghClassify(err, repo, true, 0); f.kind == ghSetup {
+		return f.setup
+	}
+	return nil
 }

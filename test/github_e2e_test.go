@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -435,5 +436,19 @@ func TestPrimaryRateLimitDefersTheScanWithoutChargingAnyDefect(t *testing.T) {
 	}
 	if a := d.stateMap("attempts"); len(a) != 0 {
 		t.Fatalf("retry counts: %v", a)
+	}
+}
+
+func TestASetupFailureStopsTheScanBeforeAnyAgentRuns(t *testing.T) {
+	gh := newGitHub(t)
+	runs := filepath.Join(t.TempDir(), "agent-runs.jsonl")
+	d := newDeployment(t, gh, deployOpts{env: []string{"GH_TOKEN=wrong-token", "FAKE_AGENT_RECORD=" + runs}})
+	d.appendLog(failure(t0, "dispatch.failed", "boom"))
+	res := d.run("run")
+	if res.code == 0 || !strings.Contains(res.stderr, "401") {
+		t.Fatalf("exit %d, stderr %q", res.code, res.stderr)
+	}
+	if _, err := os.Stat(runs); err == nil {
+		t.Fatal("the agent ran although GitHub was misconfigured: an LLM call wasted every scan")
 	}
 }

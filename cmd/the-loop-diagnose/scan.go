@@ -32,7 +32,7 @@ type scanner struct {
 	// skipBacklog is set by a watcher woken by new lines: the backlog is
 	// retried on the interval, not on every append.
 	skipBacklog bool
-	sink        func(*store.Store) (pipeline.Stage[pipeline.Report, pipeline.Outcome], error)
+	sink        func(context.Context, *store.Store) (pipeline.Stage[pipeline.Report, pipeline.Outcome], error)
 }
 
 func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, dryRun bool) (*scanner, error) {
@@ -50,7 +50,7 @@ func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, 
 	s := &scanner{cfg: cfg, now: now, io: io, log: log, dryRun: dryRun, fp: fp,
 		red: redact.FromEnvironment(), agent: agent}
 	if dryRun {
-		s.sink = func(*store.Store) (pipeline.Stage[pipeline.Report, pipeline.Outcome], error) {
+		s.sink = func(context.Context, *store.Store) (pipeline.Stage[pipeline.Report, pipeline.Outcome], error) {
 			return stages.NewPrint(io.out), nil
 		}
 	} else {
@@ -84,7 +84,7 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store) (*stages.Sum
 	if old := src.Rotated(); old != "" {
 		s.log.Info().Str("log", s.cfg.EventLog).Str("rotated", old).Msg("event log was rotated: finishing the old file first")
 	}
-	sink, err := s.sink(st)
+	sink, err := s.sink(hard, st)
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +169,7 @@ func (s *scanner) eventLogForEvents() string {
 	return s.cfg.EventLog
 }
 
-func (s *scanner) newPost(st *store.Store) (pipeline.Stage[pipeline.Report, pipeline.Outcome], error) {
+func (s *scanner) newPost(ctx context.Context, st *store.Store) (pipeline.Stage[pipeline.Report, pipeline.Outcome], error) {
 	apiURL := os.Getenv("GITHUB_API_URL")
 	if apiURL == "" {
 		apiURL = s.cfg.APIURL
@@ -180,6 +180,9 @@ func (s *scanner) newPost(st *store.Store) (pipeline.Stage[pipeline.Report, pipe
 	client, err := stages.NewGitHubClientWithTransport(apiURL, os.Getenv, s.metrics.transport(nil))
 	if err != nil {
 		return nil, &exitError{code: exitFailed, msg: err.Error()}
+	}
+	if err := stages.CheckGitHub(ctx, client, s.cfg.Repo); err != nil {
+		return nil, err
 	}
 	return stages.NewPost(stages.PostConfig{
 		Client: client, Repo: s.cfg.Repo, Label: s.cfg.Label, Store: st, Now: s.now,

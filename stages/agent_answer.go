@@ -68,18 +68,6 @@ func agentUnwrapEnvelope(stdout []byte) (string, error) {
 	return *env.Result, nil
 }
 
-// agentAnswerShape is decoded strictly by type: a title that is a number
-// makes the object not an answer.
-type agentAnswerShape struct {
-	Title        string   `json:"title"`
-	Summary      string   `json:"summary"`
-	RootCause    string   `json:"root_cause"`
-	SuggestedFix string   `json:"suggested_fix"`
-	Verdict      string   `json:"verdict"`
-	Confidence   *float64 `json:"confidence"`
-	Evidence     []string `json:"evidence"`
-}
-
 // agentMaxRescans bounds how often the object scan backs up after an
 // unbalanced or invalid brace region, keeping ParseAnswer linear in practice
 // on hostile input.
@@ -173,7 +161,7 @@ func agentNextObject(out []byte, pos int) (open, end int) {
 // agentDecodeAnswer decodes one candidate object, returning nil and a
 // reason when it is not an answer; isJSON tells whether it was JSON at all.
 func agentDecodeAnswer(obj []byte) (a *pipeline.Answer, reason string, isJSON bool) {
-	var s agentAnswerShape
+	var s pipeline.Answer // decoded strictly by type: a title that is a number is no answer
 	if err := json.Unmarshal(obj, &s); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) {

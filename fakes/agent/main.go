@@ -32,6 +32,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -174,15 +175,8 @@ func delayFrom(dossier string) time.Duration {
 	return 0
 }
 
-type finding struct {
-	Title        string   `json:"title"`
-	Summary      string   `json:"summary"`
-	RootCause    string   `json:"root_cause"`
-	SuggestedFix string   `json:"suggested_fix"`
-	Verdict      string   `json:"verdict,omitempty"`
-	Confidence   *float64 `json:"confidence,omitempty"`
-	Evidence     []string `json:"evidence,omitempty"`
-}
+// finding is the answer shape the tool parses.
+type finding = pipeline.Answer
 
 // validFinding is the finding the valid, fenced and raw modes answer with;
 // tests compare against these texts.

@@ -32,7 +32,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -41,6 +40,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/the-loop/the-loop-diagnose/pipeline"
 )
 
 // invocation is what the fake was given on its command line.

@@ -111,6 +111,10 @@ type State struct {
 	Heals map[string][]time.Time `json:"heals,omitempty"`
 	// Diagnosed are the times agents ran, for the daily diagnosis budget.
 	Diagnosed []time.Time `json:"diagnosed,omitempty"`
+	// Deployment is this deployment's random id, generated once: it keys
+	// its own entry in tallies shared with a fleet on GitHub, so it must
+	// never be derived from anything identifying (it is public).
+	Deployment string `json:"deployment,omitempty"`
 
 	extra map[string]json.RawMessage
 }
@@ -162,6 +166,7 @@ var knownKeys = map[string]bool{
 	"reported": true, "abandoned": true, "attempts": true, "posted": true,
 	"intents": true, "issues": true, "dismissed": true, "deferred": true,
 	"last_failure": true, "cursor": true, "settled": true, "heals": true, "diagnosed": true,
+	"deployment": true,
 }
 
 // stateFields has State's JSON shape without its methods, so decoding it does
@@ -170,30 +175,25 @@ type stateFields State
 
 // UnmarshalJSON accepts the-loop's file: `posted` may hold RFC 3339 strings
 // or epoch seconds, reported/abandoned may be lists or maps of any value.
+// Keys it does not know are kept for MarshalJSON.
 func (s *State) UnmarshalJSON(b []byte) error {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
+	aux := struct {
+		*stateFields
+		Posted []flexTime `json:"posted"` // shadows State.Posted
+	}{stateFields: (*stateFields)(s)}
+	if err := json.Unmarshal(b, &aux); err != nil {
 		return err
 	}
-	var posted []flexTime
-	if p, ok := raw["posted"]; ok && !bytes.Equal(bytes.TrimSpace(p), []byte("null")) {
-		if err := json.Unmarshal(p, &posted); err != nil {
-			return fmt.Errorf("key posted: %w", err)
-		}
-	}
-	delete(raw, "posted")
-	rest, _ := json.Marshal(raw)
-	var f stateFields
-	dec := json.NewDecoder(bytes.NewReader(rest))
-	if err := dec.Decode(&f); err != nil {
-		return err
-	}
-	*s = State(f)
-	for _, t := range posted {
+	s.Posted = nil
+	for _, t := range aux.Posted {
 		s.Posted = append(s.Posted, time.Time(t))
 	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(b, &keys); err != nil {
+		return err
+	}
 	s.extra = map[string]json.RawMessage{}
-	for k, v := range raw {
+	for k, v := range keys {
 		if !knownKeys[k] {
 			s.extra[k] = v
 		}

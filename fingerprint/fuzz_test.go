@@ -86,6 +86,25 @@ var volatileKinds = []func(r *rand.Rand) string{
 	func(r *rand.Rand) string { // temp dir
 		return fmt.Sprintf("/tmp/run-%d/x%07d/work", r.Intn(1<<20), r.Intn(1<<20))
 	},
+	func(r *rand.Rand) string { // e-mail address
+		names := []string{"alice", "bob.k", "carol+loop", "x_y"}
+		return fmt.Sprintf("%s%d@%s.example.org", names[r.Intn(len(names))], r.Intn(100), names[r.Intn(2)][:3])
+	},
+	func(r *rand.Rand) string { // per-run branch named after an issue
+		slugs := []string{"fix-flaky-login", "bump-deps", "docs-typo", "retry"}
+		return fmt.Sprintf("the-loop/%d-%s-%06x", 1+r.Intn(9999), slugs[r.Intn(len(slugs))], r.Intn(1<<24))
+	},
+	func(r *rand.Rand) string { // short sha, sometimes of letters only
+		b := make([]byte, 7)
+		for i := range b {
+			b[i] = "abcdef0123456789"[r.Intn(6+10*r.Intn(2))]
+		}
+		return string(b)
+	},
+	func(r *rand.Rand) string { // quoted model or version value
+		models := []string{"gpt-5.1-codex", "claude-opus-4-1", "composer-1", "v1.4.2-rc1"}
+		return "'" + models[r.Intn(len(models))] + "'"
+	},
 }
 
 // FuzzVolatileSubstitution builds a message from fuzzed prose words with

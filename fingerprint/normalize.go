@@ -481,7 +481,7 @@ func (n *normalizer) core(c string) bool {
 		switch {
 		case len(n.prev) >= 4 && n.prev[0]|0x20 == 'u' && n.prevIs(userWords):
 			return n.mask()
-		case isBoolean(c), len(c) >= 12 && volatileRun(c):
+		case isBoolean(c), len(c) >= minHexWord && volatileRun(c):
 			return n.mask()
 		}
 		n.out = append(n.out, c...)
@@ -991,18 +991,37 @@ func volatileRun(run string) bool {
 		}
 	}
 	if digits == 0 {
-		return hexOnly && len(run) >= 12
+		// Hex without a digit: a hash when long, a short SHA or id
+		// ("bcadcab") when it is one case — words of only a-f are rare
+		// that long, and CamelCase ones ("DeadBeef") are names.
+		return hexOnly && (len(run) >= 12 || len(run) >= minHexWord && singleCase(run))
 	}
 	if len(run) > 16 {
 		return true
 	}
 	// A name with one trailing digit is a device or interface (eth0, en0,
 	// sda1), which says where the failure is; more digits make an instance
-	// or a counter (node128, an142).
-	if digits == 1 && len(run) >= 3 && isDigit(run[len(run)-1]) && isASCIILetter(run[0]) && isASCIILetter(run[1]) {
+	// or a counter (node128, an142), and a longer run of hex letters is an
+	// id ("fbcef7").
+	if digits == 1 && len(run) >= 3 && isDigit(run[len(run)-1]) && isASCIILetter(run[0]) && isASCIILetter(run[1]) &&
+		!(hexOnly && len(run) >= 5) {
 		return false
 	}
 	return !isCodeName(run)
+}
+
+// minHexWord is the shortest run of hex letters without digits masked as
+// an id; shorter ones ("added", "faced", "dead") are too often words.
+const minHexWord = 6
+
+// singleCase: no upper-case letter, or no lower-case one.
+func singleCase(s string) bool {
+	lower, upper := false, false
+	for i := 0; i < len(s); i++ {
+		lower = lower || s[i] >= 'a' && s[i] <= 'z'
+		upper = upper || s[i] >= 'A' && s[i] <= 'Z'
+	}
+	return !(lower && upper)
 }
 
 // isCodeName: a code name such as int64, sha256, utf8 or ipv6, alone or

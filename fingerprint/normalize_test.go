@@ -52,6 +52,8 @@ var volatilePairs = []struct{ rule, a, b string }{
 	{"e-mail addresses", "push declined (author alice@example.com): private", "push declined (author bob.k+loop@corp.example.org): private"},
 	{"quoted data values", "KeyError: 'gpt-5.1-codex'", "KeyError: 'claude-opus-4-1'"},
 	{"ids in file names", "read /home/user0/.cache/the-loop/run-abc0.json: unexpected EOF", "read /home/user1/.cache/the-loop/run-abc1.json: unexpected EOF"},
+	{"short shas of letters only", "error: could not apply bcadcab... address review", "error: could not apply 3f9a2c1... address review"},
+	{"hex ids ending in a digit", "invalid literal for int() with base 10: 'fbcef7'", "invalid literal for int() with base 10: '0a9b3c'"},
 	{"relative dirs holding data", "load logs/2026-01-02/run-17/config.yaml: bad indent", "load logs/2025-12-31/run-3/config.yaml: bad indent"},
 }
 
@@ -90,6 +92,7 @@ var identityPairs = []struct{ rule, a, b string }{
 	{"http method", `"GET /v2/x HTTP/1.1" failed`, `"POST /v2/x HTTP/1.1" failed`},
 	{"exit status after exited", "claude exited 1: boom", "claude exited 2: boom"},
 	{"project file after a relative dir with data", "open run-17/config.yaml: denied", "open run-17/state.db: denied"},
+	{"capitalised names of hex letters", "unknown type 'Facade'", "unknown type 'Decade'"},
 	{"quoted identifier with digits", `unknown field "retries2"`, `unknown field "timeout2"`},
 }
 

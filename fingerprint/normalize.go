@@ -34,9 +34,13 @@ func Normalize(errorText string) string {
 }
 
 // normalizeLines normalizes each non-blank line of a multi-line text that is
-// not a recognised stack trace.
+// not a recognised stack trace. Caller frames in the remaining trace shapes
+// are the call path, which varies per occurrence: Ruby's "from x.rb:9:in
+// `run'" lines are dropped, and of numbered frames ("#0 /x.php(31): f()",
+// gdb's "#1  0x7f… in g ()") only the first, innermost, is kept.
 func normalizeLines(text string) string {
 	var n normalizer
+	numberedFrame := false
 	for len(text) > 0 && len(n.out) < maxTemplate {
 		line := text
 		if i := strings.IndexByte(text, '\n'); i >= 0 {
@@ -44,8 +48,15 @@ func normalizeLines(text string) string {
 		} else {
 			text = ""
 		}
-		if strings.TrimSpace(line) == "" {
+		t := strings.TrimSpace(line)
+		if t == "" || isRubyCaller(line, t) {
 			continue
+		}
+		if isNumberedFrame(t) {
+			if numberedFrame {
+				continue
+			}
+			numberedFrame = true
 		}
 		if len(n.out) > 0 {
 			n.out = append(n.out, '\n')
@@ -53,6 +64,23 @@ func normalizeLines(text string) string {
 		n.line(line)
 	}
 	return n.finish()
+}
+
+// isRubyCaller: an indented "from path:line:in ..." frame.
+func isRubyCaller(line, t string) bool {
+	return len(line) > len(t) && strings.HasPrefix(t, "from ") && strings.Contains(t, ":in ")
+}
+
+// isNumberedFrame: "#<digits> " opening a line.
+func isNumberedFrame(t string) bool {
+	if len(t) < 3 || t[0] != '#' {
+		return false
+	}
+	i := 1
+	for i < len(t) && isDigit(t[i]) {
+		i++
+	}
+	return i > 1 && i < len(t) && t[i] == ' '
 }
 
 // normalizer accumulates a template one line at a time.
@@ -1101,7 +1129,7 @@ var projectExtensions = map[string]bool{
 	"jsonl": true, "go": true, "py": true, "js": true, "mjs": true, "cjs": true, "ts": true,
 	"tsx": true, "jsx": true, "rb": true, "java": true, "kt": true, "rs": true, "c": true,
 	"h": true, "cc": true, "cpp": true, "hpp": true, "cs": true, "sh": true, "php": true,
-	"swift": true, "mod": true, "sum": true, "xml": false, "service": true, "socket": true,
+	"swift": true, "mod": true, "sum": true, "md": true, "xml": false, "service": true, "socket": true,
 	"sock": true, "pem": true, "key": true, "crt": true,
 }
 

@@ -12,8 +12,20 @@ import "strings"
 type frame struct {
 	function string // e.g. "main.run", "com.acme.Store.save", "load_config"
 	file     string // base name only, e.g. "store.go"
-	inApp    bool
+	origin   origin
 }
+
+// origin ranks whose code a frame is in, best first: the application's own
+// frames name the bug; a third-party library frame is the next best clue
+// (its caller was not in the trace); the language runtime's frames (fs,
+// asyncio, java.lang, runtime.gopanic) are shared by every bug.
+type origin int
+
+const (
+	inApp origin = iota
+	inLibrary
+	inRuntime
+)
 
 // normalizeTrace recognises Python tracebacks, Go panics and Java/Node
 // stack traces. ok is false for other multi-line text.
@@ -26,6 +38,9 @@ func normalizeTrace(text string) (string, bool) {
 		return t, true
 	}
 	if t, ok := goPanic(lines); ok {
+		return t, true
+	}
+	if t, ok := rustBacktrace(lines); ok {
 		return t, true
 	}
 	if t, ok := atFrames(lines); ok {
@@ -61,18 +76,23 @@ func render(message []string, frames []frame) string {
 	return n.finish()
 }
 
-// topFrame is the innermost in-app frame, or the innermost frame when none
-// is in-app. frames are ordered innermost first.
+// topFrame is the innermost in-app frame; without one, the innermost
+// library frame, then the innermost frame. frames are ordered innermost
+// first.
 func topFrame(frames []frame) (frame, bool) {
-	for _, f := range frames {
-		if f.inApp {
-			return f, true
+	best := -1
+	for i, f := range frames {
+		if best < 0 || f.origin < frames[best].origin {
+			best = i
+			if f.origin == inApp {
+				break
+			}
 		}
 	}
-	if len(frames) > 0 {
-		return frames[0], true
+	if best < 0 {
+		return frame{}, false
 	}
-	return frame{}, false
+	return frames[best], true
 }
 
 // baseName strips directories (checkout roots, venvs, GOPATHs vary per
@@ -162,10 +182,14 @@ func pythonFrame(t string) frame {
 		fn = strings.TrimSpace(rest[k+len(", in "):])
 	}
 	lower := strings.ToLower(path)
-	library := strings.Contains(lower, "site-packages") || strings.Contains(lower, "dist-packages") ||
-		strings.Contains(lower, "/lib/python") || strings.Contains(lower, `\lib\`) ||
-		strings.HasPrefix(path, "<")
-	return frame{function: fn, file: baseName(path), inApp: !library}
+	o := inApp
+	switch {
+	case strings.Contains(lower, "site-packages") || strings.Contains(lower, "dist-packages"):
+		o = inLibrary
+	case strings.Contains(lower, "/lib/python") || strings.Contains(lower, `\lib\`) || strings.HasPrefix(path, "<"):
+		o = inRuntime // the standard library, <frozen ...>, <string>
+	}
+	return frame{function: fn, file: baseName(path), origin: o}
 }
 
 // goPanic handles "panic: ..." / "fatal error: ..." followed by a
@@ -198,21 +222,88 @@ func goPanic(lines []string) (string, bool) {
 		if k := strings.LastIndexByte(fn, '('); k > 0 && strings.HasSuffix(fn, ")") {
 			fn = fn[:k]
 		}
-		file := ""
+		file, loc := "", ""
 		if i+1 < len(lines) && strings.HasPrefix(lines[i+1], "\t") {
-			loc := strings.TrimSpace(lines[i+1])
+			loc = strings.TrimSpace(lines[i+1])
 			if k := strings.IndexByte(loc, ' '); k > 0 {
 				loc = loc[:k] // drop " +0x1d"
 			}
 			file = baseName(loc)
 			i++
 		}
-		runtime := strings.HasPrefix(fn, "runtime.") || fn == "panic" || strings.HasPrefix(fn, "testing.") ||
-			strings.HasPrefix(fn, "sync.") || strings.HasPrefix(fn, "reflect.")
-		frames = append(frames, frame{function: fn, file: file, inApp: !runtime})
+		frames = append(frames, frame{function: fn, file: file, origin: goOrigin(fn, loc)})
 	}
 	return render(message, frames), true
 }
+
+// goOrigin: runtime and standard-library internals that every panic passes
+// through (runtime.gopanic, internal/runtime/maps.fatal, sync, reflect), and
+// third-party modules, found under the module cache or vendor/.
+func goOrigin(fn, loc string) origin {
+	switch {
+	case fn == "panic", strings.HasPrefix(fn, "runtime."), strings.HasPrefix(fn, "internal/"),
+		strings.HasPrefix(fn, "testing."), strings.HasPrefix(fn, "sync."), strings.HasPrefix(fn, "reflect."):
+		return inRuntime
+	case strings.Contains(loc, "/pkg/mod/"), strings.Contains(loc, "/vendor/"):
+		return inLibrary
+	}
+	return inApp
+}
+
+// rustBacktrace handles a Rust panic's "stack backtrace:" block, whose
+// frames are numbered lines ("  2: app::store::Store::load") each followed
+// by an indented "at src/store.rs:41:9".
+func rustBacktrace(lines []string) (string, bool) {
+	bt := -1
+	for i, l := range lines {
+		if strings.TrimSpace(l) == "stack backtrace:" {
+			bt = i
+			break
+		}
+	}
+	if bt < 0 {
+		return "", false
+	}
+	var frames []frame
+	for i := bt + 1; i < len(lines) && len(frames) < 64; i++ {
+		t := strings.TrimSpace(lines[i])
+		k := strings.IndexByte(t, ':')
+		if k <= 0 || strings.Trim(t[:k], "0123456789") != "" {
+			continue // "at" lines already taken, notes
+		}
+		fn := strings.TrimSpace(t[k+1:])
+		if j := strings.Index(fn, " - "); j > 0 && strings.HasPrefix(fn, "0x") {
+			fn = fn[j+3:] // "0x55d1c3a2 - app::main" (full backtraces)
+		}
+		if j := strings.LastIndex(fn, "::h"); j > 0 && len(fn)-j-3 == 16 {
+			fn = fn[:j] // the symbol hash differs per build
+		}
+		loc := ""
+		if i+1 < len(lines) {
+			if next := strings.TrimSpace(lines[i+1]); strings.HasPrefix(next, "at ") {
+				loc = next[3:]
+				i++
+			}
+		}
+		frames = append(frames, frame{function: fn, file: baseName(loc), origin: rustOrigin(fn, loc)})
+	}
+	if len(frames) == 0 {
+		return "", false
+	}
+	return render(lines[:bt], frames), true
+}
+
+func rustOrigin(fn, loc string) origin {
+	switch {
+	case strings.Contains(loc, "/rustc/"), hasPrefixIn(strings.TrimPrefix(fn, "<"), rustRuntime):
+		return inRuntime
+	case strings.Contains(loc, "/.cargo/registry/"), strings.Contains(loc, "/.cargo/git/"):
+		return inLibrary
+	}
+	return inApp
+}
+
+var rustRuntime = []string{"std::", "core::", "alloc::", "rust_begin_unwind", "__rust", "rust_panic"}
 
 // atFrames handles Java/Kotlin/Scala ("\tat com.x.Y.m(Y.java:42)") and
 // Node ("    at fn (/x/y.js:10:5)") traces: the lines before the first
@@ -242,18 +333,33 @@ func atFrames(lines []string) (string, bool) {
 	return render(message, frames), true
 }
 
-// libraryPrefixes are runtime and framework packages whose frames are not
-// where an application bug is.
-var libraryPrefixes = []string{
-	"java.", "javax.", "jdk.", "sun.", "com.sun.", "kotlin.", "kotlinx.", "scala.",
-	"org.junit.", "org.springframework.", "org.apache.", "io.netty.",
-}
+// runtimePrefixes are the language runtimes' packages (JVM, .NET);
+// libraryPrefixes are common frameworks. Neither is where an application
+// bug is.
+var (
+	runtimePrefixes = []string{
+		"java.", "javax.", "jdk.", "sun.", "com.sun.", "kotlin.", "kotlinx.", "scala.",
+		"System.", "Microsoft.",
+	}
+	libraryPrefixes = []string{
+		"org.junit.", "org.springframework.", "org.apache.", "io.netty.", "org.eclipse.",
+		"com.fasterxml.", "com.google.", "io.grpc.", "okhttp3.", "reactor.", "org.hibernate.",
+	}
+)
 
 // atFrame parses the text after "at ".
 func atFrame(t string) (frame, bool) {
 	t = strings.TrimPrefix(t, "async ")
+	// Node prints an error's own properties after its last frame: "... {".
+	t = strings.TrimSuffix(t, " {")
 	fn, loc := "", t
-	if strings.HasSuffix(t, ")") {
+	if k := strings.LastIndex(t, ") in "); k > 0 {
+		// .NET: "Ns.Type.Method(Arg a) in C:\src\Type.cs:line 42".
+		fn, loc = t[:k+1], t[k+len(") in "):]
+		if p := strings.IndexByte(fn, '('); p > 0 {
+			fn = fn[:p]
+		}
+	} else if strings.HasSuffix(t, ")") {
 		if k := strings.LastIndex(t, "("); k > 0 {
 			fn, loc = strings.TrimSpace(t[:k]), t[k+1:len(t)-1]
 		}
@@ -265,16 +371,24 @@ func atFrame(t string) (frame, bool) {
 	if fn == "" && loc == "" {
 		return frame{}, false
 	}
-	inApp := !strings.Contains(loc, "node_modules") && !strings.HasPrefix(loc, "node:") &&
-		!strings.HasPrefix(loc, "internal/") && loc != "native"
-	for _, p := range libraryPrefixes {
-		if strings.HasPrefix(fn, p) {
-			inApp = false
-			break
-		}
+	o := inApp
+	switch {
+	case strings.HasPrefix(loc, "node:") || strings.HasPrefix(loc, "internal/") || loc == "native" || hasPrefixIn(fn, runtimePrefixes):
+		o = inRuntime
+	case strings.Contains(loc, "node_modules") || hasPrefixIn(fn, libraryPrefixes):
+		o = inLibrary
 	}
 	if fn == "" {
 		fn = "<anonymous>"
 	}
-	return frame{function: fn, file: baseName(loc), inApp: inApp}, true
+	return frame{function: fn, file: baseName(loc), origin: o}, true
+}
+
+func hasPrefixIn(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
 }

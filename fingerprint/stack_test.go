@@ -136,3 +136,92 @@ func TestPlainMultiLineTextIsNormalizedLineByLine(t *testing.T) {
 		t.Errorf("split:\n%s\n--\n%s", Normalize(a), Normalize(b))
 	}
 }
+
+func TestGoPanicSkipsStandardLibraryInternals(t *testing.T) {
+	text := "fatal error: concurrent map writes\n\ngoroutine 9 [running]:\ninternal/runtime/maps.fatal({0x6f1a2b, 0x15})\n\t/usr/local/go/src/runtime/panic.go:1058 +0x18\ngithub.com/acme/loop/internal/dedup.(*Index).Add(0xc000120000, {0xc000014000, 0x28})\n\t/build/internal/dedup/index.go:77 +0x9c\n"
+	want := "fatal error: concurrent map writes\n  at github.com/acme/loop/internal/dedup.(*Index).Add (index.go)"
+	if got := Normalize(text); got != want {
+		t.Errorf("template:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// Without an in-app frame, the innermost library frame (which called the
+// runtime) names the defect better than the runtime frame every bug shares.
+func TestNodeTraceWithoutAppFramesPrefersLibraryToRuntime(t *testing.T) {
+	trace := func(file string) string {
+		return "Error: ENOENT: no such file or directory, open '/tmp/x/" + file + "'\n" +
+			"    at Object.openSync (node:fs:573:3)\n" +
+			"    at Object.readFileSync (node:fs:452:35)\n" +
+			"    at loadDossier (file:///home/u/.npm/_npx/1a2b/node_modules/@acme/prompt/dist/dossier.js:12:17)\n" +
+			"    at async main (file:///home/u/.npm/_npx/1a2b/node_modules/@acme/prompt/dist/cli.js:40:5) {\n" +
+			"  errno: -2,\n  code: 'ENOENT',\n  syscall: 'open'\n}"
+	}
+	want := "Error: ENOENT: no such file or directory, open '<*>/dossier.md'\n  at loadDossier (dossier.js)"
+	if got := Normalize(trace("dossier.md")); got != want {
+		t.Errorf("template:\n%s\nwant:\n%s", got, want)
+	}
+	if fp("e", trace("dossier.md")) == fp("e", trace("prompt.md")) {
+		t.Error("a different project file must be a different defect")
+	}
+}
+
+func TestNodeFrameBeforeErrorProperties(t *testing.T) {
+	text := "Error: read ECONNRESET\n    at TLSWrap.onStreamRead (node:internal/stream_base_commons:218:20) {\n  errno: -104,\n  code: 'ECONNRESET',\n  syscall: 'read'\n}"
+	if got := Normalize(text); !strings.HasSuffix(got, "at TLSWrap.onStreamRead (stream_base_commons)") {
+		t.Errorf("the frame before the properties block was not parsed: %q", got)
+	}
+}
+
+func TestDotNetTraceKeepsMethodAndFile(t *testing.T) {
+	text := "System.InvalidOperationException: Sequence contains no elements\n" +
+		"   at System.Linq.ThrowHelper.ThrowNoElementsException()\n" +
+		"   at Acme.Orders.OrderService.Place(Order order) in C:\\src\\Acme\\Orders\\OrderService.cs:line 42\n" +
+		"   at Acme.Api.Program.Main(String[] args) in C:\\src\\Acme\\Api\\Program.cs:line 9"
+	want := "System.InvalidOperationException: Sequence contains no elements\n  at Acme.Orders.OrderService.Place (OrderService.cs)"
+	if got := Normalize(text); got != want {
+		t.Errorf("template:\n%s\nwant:\n%s", got, want)
+	}
+	moved := strings.NewReplacer("line 42", "line 57", `C:\src`, `D:\agent\_work\3\s`, "Program.Main(String[] args) in C:", "Worker.Run() in C:").Replace(text)
+	if fp("e", moved) != fp("e", text) {
+		t.Errorf("line numbers, checkout roots or callers split the defect:\n%s", Normalize(moved))
+	}
+}
+
+func TestRustBacktraceKeepsPanicAndTopAppFrame(t *testing.T) {
+	text := "thread 'main' panicked at src/store.rs:41:9:\ncalled `Option::unwrap()` on a `None` value\nstack backtrace:\n" +
+		"   0: rust_begin_unwind\n             at /rustc/90b35a6239c3d8bd/library/std/src/panicking.rs:665:5\n" +
+		"   1: core::panicking::panic_fmt\n             at /rustc/90b35a6239c3d8bd/library/core/src/panicking.rs:74:14\n" +
+		"   2: loopd::store::Store::load\n             at ./src/store.rs:41:9\n" +
+		"   3: loopd::main\n             at ./src/main.rs:12:5\n" +
+		"note: Some details are omitted, run with `RUST_BACKTRACE=full` for a verbose backtrace."
+	want := "thread 'main' panicked at src/store.rs:<*>:\ncalled `Option::unwrap()` on a `None` value\n  at loopd::store::Store::load (store.rs)"
+	if got := Normalize(text); got != want {
+		t.Fatalf("template:\n%s\nwant:\n%s", got, want)
+	}
+	moved := strings.NewReplacer("41:9", "44:13", "   3: loopd::main\n             at ./src/main.rs:12:5\n", "").Replace(text)
+	if fp("e", moved) != fp("e", text) {
+		t.Errorf("line numbers or callers split the defect:\n%s", Normalize(moved))
+	}
+}
+
+// Ruby's "from" lines and the numbered frames of PHP and gdb are the call
+// path: a deeper or shallower path is the same defect.
+func TestCallerFramesOfOtherTracesAreDropped(t *testing.T) {
+	pairs := []struct{ name, a, b string }{
+		{"ruby",
+			"app/models/order.rb:42:in `place': undefined method `total' for nil:NilClass (NoMethodError)\n\tfrom app/services/checkout.rb:17:in `call'\n\tfrom app/controllers/orders_controller.rb:9:in `create'",
+			"app/models/order.rb:42:in `place': undefined method `total' for nil:NilClass (NoMethodError)\n\tfrom app/jobs/retry_job.rb:5:in `perform'"},
+		{"php",
+			"PHP Fatal error:  Uncaught RuntimeException: cart 812 is empty in /var/www/app/src/Cart.php:88\nStack trace:\n#0 /var/www/app/src/Checkout.php(31): App\\Cart->total()\n#1 /var/www/app/public/index.php(12): App\\Checkout->run()\n#2 {main}\n  thrown in /var/www/app/src/Cart.php on line 88",
+			"PHP Fatal error:  Uncaught RuntimeException: cart 9 is empty in /srv/app/src/Cart.php:88\nStack trace:\n#0 /srv/app/src/Checkout.php(31): App\\Cart->total()\n#1 {main}\n  thrown in /srv/app/src/Cart.php on line 88"},
+	}
+	for _, p := range pairs {
+		if fp("e", p.a) != fp("e", p.b) {
+			t.Errorf("%s: the call path split the defect:\n%s\n--\n%s", p.name, Normalize(p.a), Normalize(p.b))
+		}
+	}
+	php := pairs[1].a
+	if fp("e", php) == fp("e", strings.Replace(php, `App\Cart->total()`, `App\Cart->add()`, 1)) {
+		t.Error("php: the innermost frame must stay identity")
+	}
+}

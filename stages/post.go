@@ -2,6 +2,8 @@ package stages
 
 import (
 	"context"
+	cryptorand "crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -351,11 +353,21 @@ func (p *poster) remember(fp string, is *github.Issue) error {
 }
 
 // occurrence tallies this scan's sightings and, at most once an hour, edits
-// the issue's one occurrence comment (creating it the first time).
+// the issue's one occurrence comment (creating it the first time). The
+// comment is shared by every deployment reporting to the repository: each
+// edit re-reads it and replaces only this deployment's entry in its hidden
+// tally, so the totals shown are the fleet's.
 func (p *poster) occurrence(ctx context.Context, o *pipeline.Outcome, is *github.Issue) error {
 	fp, now := o.Fingerprint, p.cfg.Now()
 	var ref store.IssueRef
+	var deployment string
 	err := p.cfg.Store.Update(func(st *store.State) error {
+		// The id is made durable here, before it is first published, so a
+		// crash cannot make this deployment count twice under two ids.
+		if st.Deployment == "" {
+			st.Deployment = postNewDeploymentID()
+		}
+		deployment = st.Deployment
 		ref = st.Issues[fp]
 		ref.Occurrences += max(o.Count, 1)
 		if !o.FirstSeen.IsZero() && (ref.FirstSeen.IsZero() || o.FirstSeen.Before(ref.FirstSeen)) {
@@ -376,13 +388,16 @@ func (p *poster) occurrence(ctx context.Context, o *pipeline.Outcome, is *github
 	if !ref.CommentEditedAt.IsZero() && now.Sub(ref.CommentEditedAt) < postOccurrenceEvery {
 		return nil
 	}
-	n, body := is.GetNumber(), postOccurrenceBody(fp, ref)
-	id := ref.CommentID
-	if id == 0 {
-		if id, err = p.findOccurrenceComment(ctx, n, fp); err != nil {
-			return err
-		}
+	n := is.GetNumber()
+	// Read the comment right before writing it, to keep the window in which
+	// another deployment's edit could be overwritten short.
+	id, current, err := p.findOccurrenceComment(ctx, n, fp, ref.CommentID)
+	if err != nil {
+		return err
 	}
+	tally := postParseTally(current)
+	tally.set(deployment, postTallyOf(ref))
+	body := postOccurrenceBody(fp, tally)
 	if id != 0 {
 		err = p.do(ctx, ghCall{what: "edit the occurrence comment", write: true}, func(ctx context.Context) error {
 			_, _, err := p.cfg.Client.Issues.EditComment(ctx, p.owner, p.name, id, &github.IssueComment{Body: github.String(body)})
@@ -390,7 +405,9 @@ func (p *poster) occurrence(ctx context.Context, o *pipeline.Outcome, is *github
 		}, nil)
 		var er *github.ErrorResponse
 		if errors.As(err, &er) && er.Response != nil && er.Response.StatusCode == http.StatusNotFound {
-			id, err = 0, nil // deleted by someone: write a fresh one
+			// Deleted since it was read: write a fresh one, keeping the
+			// other deployments' entries just read.
+			id, err = 0, nil
 		} else if err != nil {
 			return err
 		}
@@ -402,7 +419,7 @@ func (p *poster) occurrence(ctx context.Context, o *pipeline.Outcome, is *github
 			return err
 		}, func(ctx context.Context) (bool, error) {
 			// The comment may have landed before the error: look first.
-			found, err := p.findOccurrenceComment(ctx, n, fp)
+			found, _, err := p.findOccurrenceComment(ctx, n, fp, 0)
 			id = found
 			return found != 0, err
 		})
@@ -418,10 +435,22 @@ func (p *poster) occurrence(ctx context.Context, o *pipeline.Outcome, is *github
 	})
 }
 
-// findOccurrenceComment finds our occurrence comment on issue n, if any.
-func (p *poster) findOccurrenceComment(ctx context.Context, n int, fp string) (int64, error) {
+// postNewDeploymentID is a random id for this deployment's tally entries:
+// it is public, so it carries nothing about the machine or its owner.
+func postNewDeploymentID() string {
+	var b [16]byte
+	cryptorand.Read(b[:]) // never fails (crypto/rand panics rather than return an error)
+	return hex.EncodeToString(b[:])
+}
+
+// findOccurrenceComment finds the occurrence comment on issue n and returns
+// its id and current body: the comment with id known (the one this
+// deployment last wrote) or else the first of the token's comments carrying
+// fp's occurrence marker. id is 0 when there is none (never written, or
+// deleted).
+func (p *poster) findOccurrenceComment(ctx context.Context, n int, fp string, known int64) (int64, string, error) {
 	if err := p.ensureLogin(ctx); err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	marker := postOccurrenceMarker(fp)
 	opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
@@ -434,15 +463,16 @@ func (p *poster) findOccurrenceComment(ctx context.Context, n int, fp string) (i
 			return err
 		}, nil)
 		if err != nil {
-			return 0, err
+			return 0, "", err
 		}
 		for _, c := range list {
-			if strings.Contains(c.GetBody(), marker) && (p.login == "" || strings.EqualFold(c.GetUser().GetLogin(), p.login)) {
-				return c.GetID(), nil
+			if (known != 0 && c.GetID() == known) ||
+				(strings.Contains(c.GetBody(), marker) && (p.login == "" || strings.EqualFold(c.GetUser().GetLogin(), p.login))) {
+				return c.GetID(), c.GetBody(), nil
 			}
 		}
 		if resp == nil || resp.NextPage == 0 {
-			return 0, nil
+			return 0, "", nil
 		}
 		opts.Page = resp.NextPage
 	}

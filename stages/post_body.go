@@ -1,8 +1,10 @@
 package stages
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -144,21 +146,261 @@ func postCloseFences(s string) string {
 	return s + "\n" + open
 }
 
-// postOccurrenceBody renders the one occurrence comment kept per issue.
-func postOccurrenceBody(fp string, ref store.IssueRef) string {
+// Bounds that keep the occurrence comment far below GitHub's body limit
+// whatever a fleet (or a human editing the comment) puts in its tally.
+const (
+	postTallyMaxDeployments = 100
+	postTallyMaxVersions    = 8  // kept per deployment, the latest
+	postTallyMaxVersionLen  = 40 // characters
+	postTallyMaxIDLen       = 64
+	postTallyShownVersions  = 20
+	// postTallyOthers keys the entry that folds in the deployments least
+	// recently seen once there are too many; it cannot collide with a
+	// generated id (32 hex digits).
+	postTallyOthers = "others"
+)
+
+// postTallyRE finds the hidden tally; lenient about spacing and line breaks
+// in case a human reformatted it. The JSON we write escapes '>', so the
+// first "-->" ends it.
+var postTallyRE = regexp.MustCompile(`(?s)<!--\s*the-loop-diagnose tally:(.*?)-->`)
+
+var postTallyIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// postTally is the machine-readable tally hidden in the occurrence comment.
+// Each deployment of a fleet owns one entry, keyed by its random id, holding
+// its own cumulative sightings; the visible totals are computed from all of
+// them, so a deployment editing the comment never erases another's count.
+type postTally struct {
+	Deployments map[string]postTallyEntry `json:"deployments"`
+}
+
+// postTallyEntry is one deployment's cumulative sightings of a defect.
+type postTallyEntry struct {
+	Count    int       `json:"count"`
+	First    time.Time `json:"first,omitzero"`
+	Last     time.Time `json:"last,omitzero"`
+	Versions []string  `json:"versions,omitempty"`
+	// Folded is how many deployments the "others" entry stands for.
+	Folded int `json:"folded,omitempty"`
+}
+
+// postTallyOf is this deployment's entry, from its state.
+func postTallyOf(ref store.IssueRef) postTallyEntry {
+	return postTallyEntry{Count: max(ref.Occurrences, 0), First: ref.FirstSeen, Last: ref.LastSeen, Versions: ref.Versions}.clean()
+}
+
+// clean bounds an entry's size and drops values no sighting can have.
+func (e postTallyEntry) clean() postTallyEntry {
+	// Saturate far below int's range so sums cannot overflow.
+	e.Count = min(max(e.Count, 0), 1<<40)
+	e.Folded = min(max(e.Folded, 0), 1<<20)
+	e.First, e.Last = e.First.UTC(), e.Last.UTC()
+	var vs []string
+	for _, v := range e.Versions {
+		if r := []rune(v); len(r) > postTallyMaxVersionLen {
+			v = string(r[:postTallyMaxVersionLen])
+		}
+		v = strings.Join(strings.Fields(v), " ")
+		if v != "" && !slices.Contains(vs, v) {
+			vs = append(vs, v)
+		}
+	}
+	if len(vs) > postTallyMaxVersions {
+		vs = vs[len(vs)-postTallyMaxVersions:]
+	}
+	e.Versions = vs
+	if !e.First.IsZero() && !e.Last.IsZero() && e.Last.Before(e.First) {
+		e.First, e.Last = e.Last, e.First
+	}
+	return e
+}
+
+// postParseTally reads the tally hidden in an occurrence comment. It never
+// fails: the comment is public and a human may have edited it, so whatever
+// cannot be read (the whole tally, one entry, one field) is left out and the
+// rest is kept.
+func postParseTally(body string) postTally {
+	t := postTally{Deployments: map[string]postTallyEntry{}}
+	// The last one: ours is written at the very end, after the visible text.
+	all := postTallyRE.FindAllStringSubmatch(body, -1)
+	if all == nil {
+		return t
+	}
+	m := all[len(all)-1]
+	var raw struct {
+		Deployments map[string]json.RawMessage `json:"deployments"`
+	}
+	if json.Unmarshal([]byte(strings.TrimSpace(m[1])), &raw) != nil {
+		return t
+	}
+	for id, v := range raw.Deployments {
+		if len(id) > postTallyMaxIDLen || !postTallyIDRE.MatchString(id) {
+			continue
+		}
+		if e, ok := postParseTallyEntry(v); ok {
+			t.Deployments[id] = e
+		}
+	}
+	return t
+}
+
+// postParseTallyEntry reads one entry field by field, so one mangled field
+// costs only that field. An entry without a usable count is no entry.
+func postParseTallyEntry(v json.RawMessage) (postTallyEntry, bool) {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(v, &fields) != nil {
+		return postTallyEntry{}, false
+	}
+	var e postTallyEntry
+	var count float64
+	if json.Unmarshal(fields["count"], &count) != nil || count < 1 {
+		return postTallyEntry{}, false
+	}
+	e.Count = int(min(count, 1<<40))
+	var folded float64
+	if json.Unmarshal(fields["folded"], &folded) == nil && folded >= 1 {
+		e.Folded = int(min(folded, 1<<20))
+	}
+	for key, dst := range map[string]*time.Time{"first": &e.First, "last": &e.Last} {
+		var s string
+		if json.Unmarshal(fields[key], &s) == nil {
+			if ts, err := time.Parse(time.RFC3339Nano, s); err == nil {
+				*dst = ts.UTC()
+			}
+		}
+	}
+	var versions []json.RawMessage
+	if json.Unmarshal(fields["versions"], &versions) == nil {
+		for _, rv := range versions {
+			var s string
+			if json.Unmarshal(rv, &s) == nil {
+				e.Versions = append(e.Versions, s)
+			}
+		}
+	}
+	return e.clean(), true
+}
+
+// set records one deployment's current entry; when the tally grows past
+// its bound, the deployments least recently seen (never id's) are folded
+// into one "others" entry, so the totals do not shrink.
+func (t *postTally) set(id string, e postTallyEntry) {
+	if t.Deployments == nil {
+		t.Deployments = map[string]postTallyEntry{}
+	}
+	t.Deployments[id] = e.clean()
+	if len(t.Deployments) <= postTallyMaxDeployments {
+		return
+	}
+	others, had := t.Deployments[postTallyOthers]
+	if had {
+		others.Folded = max(others.Folded, 1)
+	}
+	delete(t.Deployments, postTallyOthers)
+	ids := make([]string, 0, len(t.Deployments))
+	for k := range t.Deployments {
+		if k != id {
+			ids = append(ids, k)
+		}
+	}
+	slices.SortFunc(ids, func(a, b string) int {
+		if c := t.Deployments[a].Last.Compare(t.Deployments[b].Last); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	for _, k := range ids[:len(t.Deployments)-(postTallyMaxDeployments-1)] {
+		others = postFold(others, t.Deployments[k])
+		delete(t.Deployments, k)
+	}
+	t.Deployments[postTallyOthers] = others.clean()
+}
+
+// postFold adds e's sightings to acc.
+func postFold(acc, e postTallyEntry) postTallyEntry {
+	acc.Count = min(acc.Count+e.Count, 1<<40)
+	acc.Folded += max(e.Folded, 1)
+	if !e.First.IsZero() && (acc.First.IsZero() || e.First.Before(acc.First)) {
+		acc.First = e.First
+	}
+	if e.Last.After(acc.Last) {
+		acc.Last = e.Last
+	}
+	acc.Versions = append(acc.Versions, e.Versions...)
+	return acc
+}
+
+// postTallyTotals are the fleet's figures shown in the comment.
+type postTallyTotals struct {
+	Count       int
+	Deployments int
+	First, Last time.Time
+	Versions    []string
+}
+
+// totals sums every deployment's entry: counts add up, first seen is the
+// earliest, last seen the latest, versions their union (in order of the
+// deployments' first sightings).
+func (t postTally) totals() postTallyTotals {
+	ids := make([]string, 0, len(t.Deployments))
+	for id := range t.Deployments {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b string) int {
+		ea, eb := t.Deployments[a], t.Deployments[b]
+		if c := ea.First.Compare(eb.First); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	var out postTallyTotals
+	for _, id := range ids {
+		e := t.Deployments[id]
+		out.Count = min(out.Count+e.Count, 1<<40)
+		out.Deployments += max(e.Folded, 1)
+		if !e.First.IsZero() && (out.First.IsZero() || e.First.Before(out.First)) {
+			out.First = e.First
+		}
+		if e.Last.After(out.Last) {
+			out.Last = e.Last
+		}
+		for _, v := range e.Versions {
+			if !slices.Contains(out.Versions, v) {
+				out.Versions = append(out.Versions, v)
+			}
+		}
+	}
+	return out
+}
+
+// postOccurrenceBody renders the one occurrence comment kept per issue:
+// the fleet's totals, then the tally they were computed from, hidden.
+func postOccurrenceBody(fp string, t postTally) string {
+	tot := t.totals()
 	var b strings.Builder
 	b.WriteString(postOccurrenceMarker(fp) + "\n" + SelfAuthoredMarker + "\n")
 	b.WriteString("**Still happening.** the-loop-diagnose keeps seeing this defect in the-loop's event log.\n\n")
 	b.WriteString("| | |\n|---|---|\n")
-	fmt.Fprintf(&b, "| Occurrences | %d |\n", ref.Occurrences)
-	fmt.Fprintf(&b, "| First seen | %s |\n", postStamp(ref.FirstSeen))
-	fmt.Fprintf(&b, "| Last seen | %s |\n", postStamp(ref.LastSeen))
+	fmt.Fprintf(&b, "| Occurrences | %d |\n", tot.Count)
+	fmt.Fprintf(&b, "| Deployments reporting | %d |\n", tot.Deployments)
+	fmt.Fprintf(&b, "| First seen | %s |\n", postStamp(tot.First))
+	fmt.Fprintf(&b, "| Last seen | %s |\n", postStamp(tot.Last))
 	versions := "unknown"
-	if len(ref.Versions) > 0 {
-		versions = strings.Join(ref.Versions, ", ")
+	if n := len(tot.Versions); n > postTallyShownVersions {
+		versions = strings.Join(tot.Versions[n-postTallyShownVersions:], ", ") + fmt.Sprintf(" (and %d earlier)", n-postTallyShownVersions)
+	} else if n > 0 {
+		versions = strings.Join(tot.Versions, ", ")
 	}
+	// A version is free text from a deployment's build: keep it from
+	// breaking the table or opening HTML.
+	versions = strings.NewReplacer("|", "\\|", "<", "&lt;").Replace(versions)
 	fmt.Fprintf(&b, "| Versions seen | %s |\n", versions)
-	b.WriteString("\n_This comment is updated in place, at most once an hour._\n")
+	b.WriteString("\n_Totals over every deployment reporting here; this comment is updated in place, at most once an hour by each._\n")
+	// json.Marshal escapes '<' and '>', so the tally cannot end the HTML
+	// comment early.
+	tally, _ := json.Marshal(t)
+	b.WriteString("<!-- the-loop-diagnose tally:" + string(tally) + " -->\n")
 	return b.String()
 }
 

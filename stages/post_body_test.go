@@ -1,8 +1,11 @@
 package stages
 
 import (
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -71,4 +74,80 @@ func postAbs(n int) int {
 		return -n
 	}
 	return n
+}
+
+func TestPostOccurrenceBodyTotalsEveryDeployment(t *testing.T) {
+	day := func(d int) time.Time { return time.Date(2025, 6, d, 0, 0, 0, 0, time.UTC) }
+	var tally postTally
+	tally.set("a1", postTallyEntry{Count: 4, First: day(3), Last: day(5), Versions: []string{"v1"}})
+	tally.set("b2", postTallyEntry{Count: 2, First: day(1), Last: day(4), Versions: []string{"v1", "v2|rc <b>"}})
+	body := postOccurrenceBody("fp", tally)
+	for _, want := range []string{"| Occurrences | 6 |", "| Deployments reporting | 2 |", "| First seen | 2025-06-01T00:00:00Z |",
+		"| Last seen | 2025-06-05T00:00:00Z |", `| Versions seen | v1, v2\|rc &lt;b> |`} {
+		if !strings.Contains(body, want) {
+			t.Fatalf("lacks %q:\n%s", want, body)
+		}
+	}
+	if got := postParseTally(body); !reflect.DeepEqual(got, tally) {
+		t.Fatalf("tally does not read back:\n got %+v\nwant %+v", got, tally)
+	}
+	// Ours replaces only our entry.
+	tally.set("a1", postTallyEntry{Count: 5, First: day(3), Last: day(6), Versions: []string{"v1"}})
+	if tot := tally.totals(); tot.Count != 7 || tot.Deployments != 2 || !tot.Last.Equal(day(6)) {
+		t.Fatalf("after a1's update: %+v", tot)
+	}
+}
+
+func TestPostTallyFoldsAFleetTooLargeForOneCommentWithoutLosingCount(t *testing.T) {
+	var tally postTally
+	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	long := []string{}
+	for v := range 12 {
+		long = append(long, fmt.Sprintf("v%d.0.0-%s", v, strings.Repeat("x", 60)))
+	}
+	for i := range 3 * postTallyMaxDeployments {
+		tally.set(fmt.Sprintf("%032x", i), postTallyEntry{Count: 2, First: base, Last: base.Add(time.Duration(i) * time.Hour), Versions: long})
+	}
+	tally.set("ours", postTallyEntry{Count: 1, First: base, Last: base}) // seen least recently, yet never folded
+	tot := tally.totals()
+	if tot.Count != 6*postTallyMaxDeployments+1 || tot.Deployments != 3*postTallyMaxDeployments+1 {
+		t.Fatalf("totals %d from %d deployments, want %d from %d", tot.Count, tot.Deployments, 6*postTallyMaxDeployments+1, 3*postTallyMaxDeployments+1)
+	}
+	if len(tally.Deployments) != postTallyMaxDeployments || tally.Deployments["ours"].Count != 1 || tally.Deployments[postTallyOthers].Count == 0 {
+		t.Fatalf("%d entries kept; ours %+v", len(tally.Deployments), tally.Deployments["ours"])
+	}
+	body := postOccurrenceBody("fp", tally)
+	if n := utf8.RuneCountInString(body); n > PostMaxBody {
+		t.Fatalf("comment is %d characters, over GitHub's limit", n)
+	}
+	if got := postParseTally(body).totals(); got.Count != tot.Count || got.Deployments != tot.Deployments {
+		t.Fatalf("read back %+v, want %+v", got, tot)
+	}
+}
+
+// FuzzPostParseTally: whatever a human leaves in the comment, parsing never
+// fails or panics, and what is written back reads back identically and fits.
+func FuzzPostParseTally(f *testing.F) {
+	var seed postTally
+	seed.set("0123456789abcdef0123456789abcdef", postTallyEntry{Count: 3, First: time.Unix(1700000000, 0).UTC(), Versions: []string{"v1"}})
+	f.Add(postOccurrenceBody("fp", seed))
+	f.Add(`<!-- the-loop-diagnose tally:{"deployments":{"a":{"count":1e308,"folded":1e9},"b":{"count":2,"last":"2025-01-01T00:00:00Z","first":"2026-01-01T00:00:00Z"}}} -->`)
+	f.Add(`<!-- the-loop-diagnose tally:{"deployments":{"a":{"count":2,"versions":["-->","<!--","` + strings.Repeat("é", 50) + `"]}}} -->`)
+	f.Add(`<!-- the-loop-diagnose tally:{"deployments":null} --> <!-- the-loop-diagnose tally:{"deployments":{"x":{"count":1}}} -->`)
+	f.Add("<!-- the-loop-diagnose tally:{\"deployments\":{\"a\":{\"count\":\"3\"}}")
+	f.Fuzz(func(t *testing.T, body string) {
+		tally := postParseTally(body)
+		tally.set("ours", postTallyEntry{Count: 1})
+		out := postOccurrenceBody("fp", tally)
+		again := postParseTally(out)
+		if !reflect.DeepEqual(again, tally) {
+			t.Fatalf("written tally reads back differently:\n got %+v\nwant %+v", again, tally)
+		}
+		if tot := again.totals(); tot.Count < 1 || tot.Deployments < 1 {
+			t.Fatalf("totals %+v lost our own sighting", tot)
+		}
+		if utf8.RuneCountInString(out) > PostMaxBody {
+			t.Fatalf("comment is %d characters", utf8.RuneCountInString(out))
+		}
+	})
 }

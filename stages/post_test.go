@@ -4,7 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -255,13 +260,193 @@ func TestPostOccurrenceCommentFoundAgainAfterLostState(t *testing.T) {
 	h := newPostHarness(t, fakegh.Options{}, "")
 	n := h.srv.AddIssue(fakegh.Issue{Title: "t", Body: postBody("fp-y", "x"), Labels: []string{DefaultPostLabel}})
 	h.runOne(t, postReport("fp-y"))
+	first := h.srv.Comments(n)
+	if len(first) != 1 {
+		t.Fatalf("%d comments after the first sighting", len(first))
+	}
 	// State lost (a crash before the comment id was saved, say).
 	h.st = store.OpenMemory()
 	h.cfg.Store = h.st
 	h.runOne(t, postReport("fp-y"))
-	if got := h.srv.Comments(n); len(got) != 1 || !strings.Contains(got[0].Body, "| Occurrences | 3 |") {
-		t.Fatalf("want the one comment edited, got %+v", got)
+	// The lost state took the deployment's id with it, so the comment
+	// cannot tell this run from another deployment's: its sightings are
+	// added to the earlier entry, never written over it (overwriting is
+	// what made a fleet's totals go backwards).
+	got := h.srv.Comments(n)
+	if len(got) != 1 || got[0].ID != first[0].ID || !strings.Contains(got[0].Body, "| Occurrences | 6 |") ||
+		!strings.Contains(got[0].Body, "| Deployments reporting | 2 |") {
+		t.Fatalf("want the one comment edited with both entries, got %+v", got)
 	}
+}
+
+// occurrenceCount is the visible total in an occurrence comment, or -1.
+func occurrenceCount(t *testing.T, body string) int {
+	t.Helper()
+	m := regexp.MustCompile(`\| Occurrences \| (\d+) \|`).FindStringSubmatch(body)
+	if m == nil {
+		return -1
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+func TestPostFleetOccurrenceCommentShowsTheFleetTotals(t *testing.T) {
+	a := newPostHarness(t, fakegh.Options{}, "")
+	n := a.srv.AddIssue(fakegh.Issue{Title: "filed elsewhere", Body: postBody("fp-f", "x"), Login: "other-deployment", Labels: []string{DefaultPostLabel}})
+	b := a.withFreshState()
+	b.cfg.Version = "v2.0.0"
+	var shown []int
+	comment := func() fakegh.Comment {
+		t.Helper()
+		cs := a.srv.Comments(n)
+		if len(cs) != 1 {
+			t.Fatalf("%d comments, want one occurrence comment", len(cs))
+		}
+		shown = append(shown, occurrenceCount(t, cs[0].Body))
+		return cs[0]
+	}
+
+	a.runOne(t, postReport("fp-f")) // 3 sightings, 10:00–11:00
+	comment()
+
+	// Ten minutes later another deployment edits the same comment: its own
+	// hourly budget is untouched by a's edit.
+	b.advance(10 * time.Minute)
+	r := postReport("fp-f")
+	r.Count, r.FirstSeen, r.LastSeen = 2, time.Date(2025, 6, 1, 9, 0, 0, 0, time.UTC), time.Date(2025, 6, 1, 11, 30, 0, 0, time.UTC)
+	b.runOne(t, r)
+	c := comment()
+	for _, want := range []string{"| Occurrences | 5 |", "| Deployments reporting | 2 |", "| First seen | 2025-06-01T09:00:00Z |",
+		"| Last seen | 2025-06-01T11:30:00Z |", "v1.2.3", "v2.0.0"} {
+		if !strings.Contains(c.Body, want) {
+			t.Fatalf("fleet totals lack %q:\n%s", want, c.Body)
+		}
+	}
+
+	// a, within its hour: counted, not written.
+	a.advance(20 * time.Minute)
+	a.runOne(t, known(postReport("fp-f")))
+	if comment().Body != c.Body {
+		t.Fatal("a deployment edited twice within the hour")
+	}
+	// An hour on, a's edit adds to b's entry instead of replacing it.
+	a.advance(time.Hour)
+	a.runOne(t, known(postReport("fp-f")))
+	if c := comment(); !strings.Contains(c.Body, "| Occurrences | 11 |") || !strings.Contains(c.Body, "| Deployments reporting | 2 |") {
+		t.Fatalf("after a's second edit:\n%s", c.Body)
+	}
+	if !slices.Equal(shown, []int{3, 5, 5, 11}) {
+		t.Fatalf("visible counts %v, want 3 5 5 11", shown)
+	}
+	if creates := a.srv.RequestsTo(fakegh.RouteCreateComment); len(creates) != 1 {
+		t.Fatalf("%d comments created, want 1", len(creates))
+	}
+
+	// Each deployment's id is random, kept in its state, and the only
+	// thing the public tally says about it.
+	idA, idB := a.state().Deployment, b.state().Deployment
+	hexID := regexp.MustCompile(`^[0-9a-f]{32}$`)
+	if !hexID.MatchString(idA) || !hexID.MatchString(idB) || idA == idB {
+		t.Fatalf("deployment ids %q and %q", idA, idB)
+	}
+	body := a.srv.Comments(n)[0].Body
+	if !strings.Contains(body, `"`+idA+`":{"count":9`) || !strings.Contains(body, `"`+idB+`":{"count":2`) {
+		t.Fatalf("tally does not hold each deployment's own count:\n%s", body)
+	}
+	if host, _ := os.Hostname(); host != "" && strings.Contains(body, host) {
+		t.Fatalf("the public comment names the host %q", host)
+	}
+}
+
+func TestPostOccurrenceTallyEditedByAHumanNeverFailsThePost(t *testing.T) {
+	head := postOccurrenceMarker("fp-h") + "\nedited by hand\n"
+	cases := []struct {
+		name, body         string
+		count, deployments int
+		has                []string
+	}{
+		{"no tally", head + "| Occurrences | 40 |", 3, 1, nil},
+		{"broken JSON", head + `<!-- the-loop-diagnose tally:{"deployments":{"aaaa":{"count":4 -->`, 3, 1, nil},
+		{"not an object", head + `<!-- the-loop-diagnose tally:[1,2,3] -->`, 3, 1, nil},
+		{"some entries mangled", head + `<!-- the-loop-diagnose tally:{"deployments":{` +
+			`"aaaa":{"count":4,"first":"2025-05-01T00:00:00Z"},` +
+			`"bad id!":{"count":7},` +
+			`"bbbb":{"count":"lots"},` +
+			`"cccc":{"count":2,"first":"yesterday","last":17,"versions":[1,"v0.9",null]},` +
+			`"dddd":{"count":-5}}} -->`,
+			9, 3, []string{"| First seen | 2025-05-01T00:00:00Z |", "v0.9"}},
+		{"reformatted across lines", head + "<!--  the-loop-diagnose tally:{\n  \"deployments\": {\"aaaa\": {\"count\": 4}}\n}\n-->", 7, 2, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newPostHarness(t, fakegh.Options{}, "")
+			n := h.srv.AddIssue(fakegh.Issue{Title: "t", Body: postBody("fp-h", "x"), Labels: []string{DefaultPostLabel}})
+			id := h.srv.AddComment(n, "loop-bot", tc.body)
+			if o := h.runOne(t, postReport("fp-h")); o.Status != pipeline.StatusKnown {
+				t.Fatalf("outcome %+v", o)
+			}
+			cs := h.srv.Comments(n)
+			if len(cs) != 1 || cs[0].ID != id {
+				t.Fatalf("want the hand-edited comment edited in place, got %d comments", len(cs))
+			}
+			if got := occurrenceCount(t, cs[0].Body); got != tc.count ||
+				!strings.Contains(cs[0].Body, fmt.Sprintf("| Deployments reporting | %d |", tc.deployments)) {
+				t.Fatalf("count %d, want %d with %d deployments:\n%s", got, tc.count, tc.deployments, cs[0].Body)
+			}
+			for _, w := range tc.has {
+				if !strings.Contains(cs[0].Body, w) {
+					t.Fatalf("lacks %q:\n%s", w, cs[0].Body)
+				}
+			}
+			// What was written reads back whole.
+			if tally := postParseTally(cs[0].Body); tally.totals().Count != tc.count {
+				t.Fatalf("written tally reads back as %+v", tally)
+			}
+		})
+	}
+}
+
+func TestPostDeletedOccurrenceCommentIsRecreated(t *testing.T) {
+	t.Run("deleted before the scan", func(t *testing.T) {
+		h := newPostHarness(t, fakegh.Options{}, "")
+		n := h.srv.AddIssue(fakegh.Issue{Title: "t", Body: postBody("fp-d", "x"), Labels: []string{DefaultPostLabel}})
+		// The state remembers a comment a maintainer has since deleted.
+		h.st.Mutate(func(st *store.State) {
+			st.Issues["fp-d"] = store.IssueRef{Number: n, State: "open", CommentID: 4242, CommentEditedAt: h.clock().Add(-2 * time.Hour), Occurrences: 5}
+		})
+		h.runOne(t, postReport("fp-d"))
+		cs := h.srv.Comments(n)
+		if len(cs) != 1 || occurrenceCount(t, cs[0].Body) != 8 {
+			t.Fatalf("want one fresh comment with this deployment's 8 sightings, got %+v", cs)
+		}
+		if edits := h.srv.RequestsTo(fakegh.RouteEditComment); len(edits) != 0 {
+			t.Fatalf("edited a comment known to be gone: %+v", edits)
+		}
+		if got := h.state().Issues["fp-d"].CommentID; got != cs[0].ID {
+			t.Fatalf("state keeps comment %d, want %d", got, cs[0].ID)
+		}
+	})
+	t.Run("deleted between read and edit", func(t *testing.T) {
+		h := newPostHarness(t, fakegh.Options{}, "")
+		n := h.srv.AddIssue(fakegh.Issue{Title: "t", Body: postBody("fp-d", "x"), Labels: []string{DefaultPostLabel}})
+		other := h.withFreshState()
+		other.runOne(t, postReport("fp-d"))
+		h.runOne(t, postReport("fp-d")) // the comment now tallies 3 + 3
+		h.advance(2 * time.Hour)
+		h.srv.Inject(fakegh.RouteEditComment, fakegh.Fault{Status: http.StatusNotFound, Message: "Not Found"})
+		if o := h.runOne(t, known(postReport("fp-d"))); o.Status != pipeline.StatusKnown {
+			t.Fatalf("outcome %+v", o)
+		}
+		cs := h.srv.Comments(n)
+		latest := cs[len(cs)-1]
+		// The fresh comment keeps the other deployment's entry it just read.
+		if occurrenceCount(t, latest.Body) != 9 || !strings.Contains(latest.Body, "| Deployments reporting | 2 |") {
+			t.Fatalf("recreated comment:\n%s", latest.Body)
+		}
+		if got := h.state().Issues["fp-d"].CommentID; got != latest.ID || got == cs[0].ID {
+			t.Fatalf("state keeps comment %d, want the new %d", got, latest.ID)
+		}
+	})
 }
 
 func TestPostReopensIssueClosedAsCompleted(t *testing.T) {

@@ -18,12 +18,18 @@ import (
 type HealFilter struct {
 	patterns [][]byte
 	keys     []string
+	quoted   [][]byte           // the keys as they appear in JSON: "work_item"
 	pending  *fifoMap[struct{}] // family + key + value of retried failures
+	id       []byte             // scratch for lookups
 }
 
 // NewHealFilter builds the reader's filter for a triage configuration.
 func NewHealFilter(cfg TriageConfig) *HealFilter {
-	return &HealFilter{patterns: cfg.SuccessPatterns(), keys: cfg.CorrelationKeys, pending: newFIFOMap[struct{}](cfg.MaxPending)}
+	h := &HealFilter{patterns: cfg.SuccessPatterns(), keys: cfg.CorrelationKeys, pending: newFIFOMap[struct{}](cfg.MaxPending)}
+	for _, k := range cfg.CorrelationKeys {
+		h.quoted = append(h.quoted, []byte(`"`+k+`"`))
+	}
+	return h
 }
 
 // correlationValue is how a correlation field is compared, here and in the
@@ -60,57 +66,62 @@ func (h *HealFilter) wants(line []byte) bool {
 	if h == nil || h.pending.len() == 0 || !containsAny(line, h.patterns) {
 		return false
 	}
-	if bytes.Contains(line, []byte(`\`)) {
+	if bytes.IndexByte(line, '\\') >= 0 {
 		return true // an escape may hide a key or a value: decode
 	}
-	event, ok := rawValue(line, "event")
+	event, ok := rawValue(line, quotedEvent)
 	if !ok {
 		return false
 	}
-	fam, _ := family(event)
+	fam, _ := family(string(event))
 	hit := false
-	for _, k := range h.keys {
-		if v, ok := rawValue(line, k); ok {
-			id := fam + "\x00" + k + "\x00" + v
-			if _, pending := h.pending.get(id); pending {
-				// The success heals every failure waiting on it, as the
-				// healing check does: later successes need no decoding.
-				h.pending.delete(id)
-				hit = true
-			}
+	for i, k := range h.keys {
+		v, ok := rawValue(line, h.quoted[i])
+		if !ok {
+			continue
+		}
+		// Built in a scratch buffer: most success lines heal nothing, and
+		// a map lookup by string(bytes) does not allocate.
+		h.id = append(append(append(append(append(h.id[:0], fam...), 0), k...), 0), v...)
+		if _, pending := h.pending.m[string(h.id)]; pending {
+			// The success heals every failure waiting on it, as the
+			// healing check does: later successes need no decoding.
+			h.pending.delete(string(h.id))
+			hit = true
 		}
 	}
 	return hit
 }
 
-// rawValue picks the value of a top-level-looking "key": string or number
-// out of an escape-free line.
-func rawValue(line []byte, key string) (string, bool) {
-	quoted := []byte(`"` + key + `"`)
+var quotedEvent = []byte(`"event"`)
+
+// rawValue picks the value of a top-level-looking "key" (given quoted):
+// a string's bytes or a number's, out of an escape-free line.
+func rawValue(line, quotedKey []byte) ([]byte, bool) {
 	for {
-		i := bytes.Index(line, quoted)
+		i := bytes.Index(line, quotedKey)
 		if i < 0 {
-			return "", false
+			return nil, false
 		}
-		line = skipJSONSpace(line[i+len(quoted):])
+		line = skipJSONSpace(line[i+len(quotedKey):])
 		if len(line) == 0 || line[0] != ':' {
 			continue
 		}
 		v := skipJSONSpace(line[1:])
 		if len(v) > 0 && v[0] == '"' {
 			if e := bytes.IndexByte(v[1:], '"'); e >= 0 {
-				return string(v[1 : 1+e]), true
+				return v[1 : 1+e], true
 			}
-			return "", false
+			return nil, false
 		}
 		e := 0
 		for e < len(v) && (v[e] == '-' || v[e] == '.' || v[e] == '+' || v[e] == 'e' || v[e] == 'E' || (v[e] >= '0' && v[e] <= '9')) {
 			e++
 		}
 		if e == 0 {
-			return "", false
+			return nil, false
 		}
-		return string(v[:e]), true
+		return v[:e], true
 	}
 }
 

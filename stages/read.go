@@ -106,6 +106,7 @@ type reader struct {
 	// region being scanned (len(region) when nowhere): each is searched for
 	// once per region, not once per line.
 	success []int
+	healing bool // the next exact line was chosen as a healing success
 }
 
 func (r *reader) run() error {
@@ -213,8 +214,22 @@ func (r *reader) region(b []byte) error {
 				}
 			}
 			// A line that may be a healing success gets the exact path too.
-			if q := r.nextSuccess(b, i); q < next {
-				next = bytes.LastIndexByte(b[:q], '\n') + 1
+			// A success line that heals a failure read before it gets the
+			// exact path too; the others stay in the clean span (the fast
+			// scan has already proven them well shaped).
+			for from := i; ; {
+				q := r.nextSuccess(b, from)
+				if q >= next {
+					break
+				}
+				start := bytes.LastIndexByte(b[:q], '\n') + 1
+				end := start + bytes.IndexByte(b[start:], '\n')
+				if r.cfg.Heal.wants(b[start:end]) {
+					r.healing = true
+					next = start
+					break
+				}
+				from = end + 1
 			}
 		} else {
 			next = i // every line gets the exact checks
@@ -291,7 +306,10 @@ func (r *reader) exactLine(raw []byte, size int64) error {
 		r.stats.End.Store(r.offset)
 		r.stats.EndLine.Store(r.line)
 	}()
-	rec, reason := decodeLine(trimNewline(raw), size, r.cfg.MaxLine, r.cfg.Prefilter && !r.cfg.Heal.wants(raw))
+	// wants consumes its match, so the region's own call is remembered.
+	heal := r.healing || r.cfg.Heal.wants(raw)
+	r.healing = false
+	rec, reason := decodeLine(trimNewline(raw), size, r.cfg.MaxLine, r.cfg.Prefilter && !heal)
 	switch {
 	case reason != "":
 		r.markCorrupt(reason)

@@ -39,6 +39,9 @@ type AgentConfig struct {
 	Binary   string
 	Parallel int // agents run at once; 0 means 1
 	Log      zerolog.Logger
+	// Scrub cleans a failure reason before it is logged or kept: it quotes
+	// the agent's output, which may echo a secret from the dossier's source.
+	Scrub func(string) string
 }
 
 // agentRunner diagnoses one dossier. A non-nil error means the context was
@@ -152,6 +155,9 @@ func agentDiagnose(ctx context.Context, cfg AgentConfig, run agentRunner, d pipe
 		return f, err
 	}
 	f.AgentRan, f.AgentTook = true, time.Since(start)
+	if f.Failure != "" && cfg.Scrub != nil {
+		f.Failure = cfg.Scrub(f.Failure)
+	}
 	if f.Failure != "" {
 		log.Warn().Dur("took", time.Since(start)).Str("failure", f.Failure).Msg("agent failed")
 	} else {

@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/the-loop/the-loop-diagnose/pipeline"
+	"github.com/the-loop/the-loop-diagnose/redact"
 )
 
 // agentFakeBinary is the fake agent CLI, built once for the test binary.
@@ -752,5 +753,24 @@ func BenchmarkParseAnswerHostile(b *testing.B) {
 				_, _ = ParseAnswer(c.in)
 			}
 		})
+	}
+}
+
+func TestAgentFailureReasonIsScrubbed(t *testing.T) {
+	echo, err := exec.LookPath("echo")
+	if err != nil {
+		t.Skip("no echo binary")
+	}
+	red := redact.New(redact.Options{})
+	st, err := NewAgent(AgentConfig{Harness: "command", Command: []string{echo, "no JSON here, but password=hunter2"}, Timeout: 10 * time.Second, Scrub: red.Scrub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pipeline.Collect(context.Background(), st, agentTestDossier("fp", "dossier"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Failure == "" || strings.Contains(got[0].Failure, "hunter2") {
+		t.Fatalf("failure reason %q: want a failure that quotes the output scrubbed", got[0].Failure)
 	}
 }

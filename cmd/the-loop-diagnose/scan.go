@@ -40,15 +40,15 @@ func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, 
 	if err != nil {
 		return nil, &ConfigError{File: "config", Key: "selfDiagnosis.fingerprintRules", Err: err}
 	}
+	red := redact.FromEnvironment()
 	agent, err := stages.NewAgent(stages.AgentConfig{
 		Harness: cfg.Harness, Command: cfg.Command, Model: cfg.Model,
-		Timeout: cfg.Timeout, Parallel: cfg.AgentParallel, Log: log,
+		Timeout: cfg.Timeout, Parallel: cfg.AgentParallel, Log: log, Scrub: red.Scrub,
 	})
 	if err != nil {
 		return nil, err
 	}
-	s := &scanner{cfg: cfg, now: now, io: io, log: log, dryRun: dryRun, fp: fp,
-		red: redact.FromEnvironment(), agent: agent}
+	s := &scanner{cfg: cfg, now: now, io: io, log: log, dryRun: dryRun, fp: fp, red: red, agent: agent}
 	if dryRun {
 		s.sink = func(context.Context, *store.Store) (pipeline.Stage[pipeline.Report, pipeline.Outcome], error) {
 			return stages.NewPrint(io.out), nil

@@ -59,18 +59,30 @@ func TestWatchFollowsNewLinesAndServesMetrics(t *testing.T) {
 	d.appendLog(failure(t0.Add(time.Minute), "dispatch.failed", "claude exited 1: bad request"))
 	waitFor("the new failure to be filed", func() bool { return gh.CountCreates() == 1 })
 
-	var metrics string
-	waitFor("metrics after the scan", func() bool {
-		_, metrics = get("http://" + addr + "/metrics")
-		return strings.Contains(metrics, `the_loop_diagnose_outcomes_total{status="filed"} 1`)
-	})
-	for _, want := range []string{
+	wanted := []string{
+		`the_loop_diagnose_outcomes_total{status="filed"} 1`,
 		"the_loop_diagnose_lines_read_total", "the_loop_diagnose_candidates_total 1",
 		`the_loop_diagnose_agent_runs_total{outcome="ok"} 1`, "the_loop_diagnose_agent_run_seconds_count 1",
 		`the_loop_diagnose_github_requests_total{status="201"}`, "the_loop_diagnose_new_fingerprints_total 1",
-	} {
+	}
+	var metrics string
+	// Outcomes are counted as they are persisted, the scan's totals when it
+	// ends: wait for the whole set.
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		_, metrics = get("http://" + addr + "/metrics")
+		missing := 0
+		for _, want := range wanted {
+			if !strings.Contains(metrics, want) {
+				missing++
+			}
+		}
+		if missing == 0 {
+			break
+		}
+	}
+	for _, want := range wanted {
 		if !strings.Contains(metrics, want) {
-			t.Errorf("metrics lack %q\n%s", want, grepLines(metrics, "github"))
+			t.Errorf("metrics lack %q\n%s", want, grepLines(metrics, "the_loop_diagnose"))
 		}
 	}
 	cmd.Process.Signal(syscall.SIGTERM)

@@ -20,7 +20,8 @@
 //     (action=ACTION_UP); single-token quoted names (fields, tables,
 //     constraints, modules, tools); a path's file name when it is a config,
 //     state or source file (config.yaml, state.db, main.go); route
-//     templates ("/repos/{owner}/{repo}"); URL schemes; HTTP methods.
+//     templates ("/repos/{owner}/{repo}"); URL schemes; HTTP methods;
+//     the number after "exited".
 //   - Masked (volatile): any run mixing digits (numbers, counts, line and
 //     column numbers, ports, pids, sizes, durations, versions, hex,
 //     timestamps, instance names like node128); whole segments holding a
@@ -28,24 +29,35 @@
 //     host names and host:port; URLs past the scheme; directories of paths;
 //     quoted prose; key=value values; the word after "user"; booleans;
 //     month/day names and units next to a masked number; request paths
-//     after an HTTP method. Adjacent masks (and like-shaped list items,
+//     after an HTTP method; e-mail addresses; relative slash paths and refs
+//     with data in them, such as per-run branches
+//     ("the-loop/4521-fix-login-3fa9c1"), as a whole; quoted single values
+//     with data and punctuation ('gpt-5.1-codex', 'fix/12-x'); runs with a
+//     digit in a file name ("run-abc0.json"); one-case runs of 6+ hex
+//     letters ("bcadcab") and hex ids ending in one digit ("fbcef7").
+//     Adjacent masks (and like-shaped list items,
 //     "blk_<*> blk_<*>") collapse into one, so lists and multi-word
 //     timestamps of any length give one template.
 //   - In an access-log line (one carrying a quoted "GET /x HTTP/1.1"
 //     request), the status is per-request data and masked like its length
 //     and timing.
-//   - Stack traces (Python, Go panics, Java/Kotlin, Node) reduce to the
-//     exception lines and the top in-app frame (function and file base
-//     name); frames below it, line numbers, goroutine dumps and library or
-//     runtime frames are dropped.
+//   - Stack traces (Python, also after a wrapper's message on the same
+//     line; Go panics; Java/Kotlin; .NET; Node; Rust backtraces) reduce to
+//     the exception lines and the top in-app frame (function and file base
+//     name) — without one, the innermost library frame, then the innermost
+//     runtime frame; frames below it, line numbers and goroutine dumps are
+//     dropped. In other multi-line text, Ruby "from" caller lines are
+//     dropped and of numbered frames (PHP, gdb: "#0 ...") only the first is
+//     kept.
 //   - Records without error text fall back to the event plus the
 //     allow-listed enum fields (source, gh_event, harness, via, exit_code,
 //     will_retry).
 //
 // Known limits: plain words cannot be told from data (a user name after
-// "for", a job name, a per-run branch name without digits stay in the
-// template), and a short SHA or hex id made only of the letters a-f and
-// shorter than 12 characters is kept.
+// "for", a job name, an unquoted model name's words, a per-run branch name
+// without digits or without a slash stay in the template), a hex id of
+// fewer than 6 letters a-f and no digit is kept, and a name whose only
+// distinguishing part is a number ("step 3" vs "step 4") is one defect.
 package fingerprint
 
 import (

@@ -653,7 +653,7 @@ func isQuotedData(inner string) bool {
 	if !punct || isPath(inner) || strings.Contains(inner, "://") || isProjectFileName(inner) {
 		return false
 	}
-	return hasVolatileRun(inner, false)
+	return hasData(inner, false)
 }
 
 // isEmail: local@domain.tld. An address names a person, not a defect.
@@ -816,7 +816,7 @@ func keyValueSplit(c string) int {
 }
 
 // appendTokenMasked splits a token into segments (between brackets,
-// commas and quotes) and those into alphanumeric runs and separators. A
+// commas, quotes, '=', ':' and '@') and those into alphanumeric runs and separators. A
 // segment holding a long id (6+ digits, or 7+ hex digits) is an id as a
 // whole ("attempt_1445144423722_0020_m_000000_0"). Otherwise the runs that
 // hold data (numbers, hex, letters mixed with digits) are masked, and
@@ -827,7 +827,8 @@ func keyValueSplit(c string) int {
 // A segment that is a relative slash path with data in it — a per-run
 // branch ("the-loop/4521-fix-login-3fa9c1"), a ref, a generated directory —
 // names one run, not the defect, and is masked as a whole, keeping only a
-// project file's name at its end.
+// project file's name at its end. API and module major versions (api/v2,
+// loop/v2/internal) are not data.
 func appendTokenMasked(b []byte, s string) []byte { return appendMasked(b, s, false) }
 
 // appendFileNameMasked masks a file's base name. Unlike prose, a file name
@@ -850,10 +851,12 @@ func appendMasked(b []byte, s string, fileName bool) []byte {
 		} // else: the separators between two masks are absorbed.
 		lastWasMask = true
 	}
-	segEnd := -1 // end of the current segment when it is a long id
+	// Runs in [fileFrom, fileTo) belong to a project file's name at the end
+	// of a relative path ("cache/run-abc0.json").
+	fileFrom, fileTo := -1, -1
 	i := 0
 	for i < len(s) {
-		if segEnd < 0 && (i == 0 || isSegmentDelim(s[i-1])) && !isSegmentDelim(s[i]) {
+		if (i == 0 || isSegmentDelim(s[i-1])) && !isSegmentDelim(s[i]) {
 			e := i
 			for e < len(s) && !isSegmentDelim(s[e]) {
 				e++
@@ -864,15 +867,24 @@ func appendMasked(b []byte, s string, fileName bool) []byte {
 				sepStart, i = e, e
 				continue
 			}
-			if slash := strings.LastIndexByte(seg, '/'); slash >= 0 && hasVolatileRun(seg, fileName) {
-				writeMask(i)
-				if base := seg[slash+1:]; isProjectFileName(base) {
-					b = append(b, '/')
-					b = appendFileNameMasked(b, base)
-					lastWasMask = bytes.HasSuffix(b, maskBytes)
+			if slash := strings.LastIndexByte(seg, '/'); slash >= 0 {
+				leaf := seg[slash+1:]
+				project := isProjectFileName(leaf)
+				if hasData(seg[:slash], false) || !project && hasData(leaf, strings.IndexByte(leaf, '.') > 0) {
+					// A ref, branch or relative path with per-run data in
+					// it names one run; only a project file's name is kept.
+					writeMask(i)
+					if project {
+						b = append(b, '/')
+						b = appendFileNameMasked(b, leaf)
+						lastWasMask = bytes.HasSuffix(b, maskBytes)
+					}
+					sepStart, i = e, e
+					continue
 				}
-				sepStart, i = e, e
-				continue
+				if project {
+					fileFrom, fileTo = i+slash+1, e
+				}
 			}
 		}
 		if !isAlnum(s[i]) {
@@ -880,7 +892,8 @@ func appendMasked(b []byte, s string, fileName bool) []byte {
 			continue
 		}
 		j := runEnd(s, i)
-		if run := s[i:j]; volatileRun(run) || fileName && fileNameData(run) {
+		inFileName := fileName || i >= fileFrom && i < fileTo
+		if run := s[i:j]; volatileRun(run) || inFileName && fileNameData(run) {
 			writeMask(i)
 		} else {
 			b = append(b, s[sepStart:i]...)
@@ -890,6 +903,32 @@ func appendMasked(b []byte, s string, fileName bool) []byte {
 		sepStart, i = j, j
 	}
 	return append(b, s[sepStart:]...)
+}
+
+// hasData: part of a slash path holds data — a number, an id, in a file
+// name any digit run — rather than names. An API or module major version
+// (api/v2, yaml.v3) is a name.
+func hasData(part string, fileName bool) bool {
+	for i := 0; i < len(part); {
+		if !isAlnum(part[i]) {
+			i++
+			continue
+		}
+		j := runEnd(part, i)
+		if run := part[i:j]; !isVersionMarker(run) && (volatileRun(run) || fileName && fileNameData(run)) {
+			return true
+		}
+		i = j
+	}
+	return false
+}
+
+// isVersionMarker: "v2", "V10".
+func isVersionMarker(run string) bool {
+	if len(run) < 2 || len(run) > 4 || run[0]|0x20 != 'v' {
+		return false
+	}
+	return strings.Trim(run[1:], "0123456789") == ""
 }
 
 // runEnd returns the end of the alphanumeric run at i. A micro sign
@@ -910,7 +949,7 @@ func runEnd(s string, i int) int {
 
 func isSegmentDelim(c byte) bool {
 	switch c {
-	case '{', '}', '(', ')', '[', ']', '<', '>', ',', ';', '"', '\'', '`', '|', '=', ':':
+	case '{', '}', '(', ')', '[', ']', '<', '>', ',', ';', '"', '\'', '`', '|', '=', ':', '@':
 		return true
 	}
 	return false
@@ -944,22 +983,6 @@ func hasLongID(seg string) bool {
 }
 
 func isAlnum(c byte) bool { return isASCIILetter(c) || isDigit(c) }
-
-// hasVolatileRun: some alphanumeric run of seg is data.
-func hasVolatileRun(seg string, fileName bool) bool {
-	for i := 0; i < len(seg); {
-		if !isAlnum(seg[i]) {
-			i++
-			continue
-		}
-		j := runEnd(seg, i)
-		if run := seg[i:j]; volatileRun(run) || fileName && fileNameData(run) {
-			return true
-		}
-		i = j
-	}
-	return false
-}
 
 // fileNameData: in a file name, a run with a digit is data even when it
 // looks like a device name (abc0), unless it is a code name (utf8, sha256).

@@ -54,6 +54,8 @@ var volatilePairs = []struct{ rule, a, b string }{
 	{"ids in file names", "read /home/user0/.cache/the-loop/run-abc0.json: unexpected EOF", "read /home/user1/.cache/the-loop/run-abc1.json: unexpected EOF"},
 	{"short shas of letters only", "error: could not apply bcadcab... address review", "error: could not apply 3f9a2c1... address review"},
 	{"hex ids ending in a digit", "invalid literal for int() with base 10: 'fbcef7'", "invalid literal for int() with base 10: '0a9b3c'"},
+	{"ids in relative file names", "write cache/run-abc0.json: unexpected EOF", "write cache/run-abc1.json: unexpected EOF"},
+	{"object ids after @", "com.acme.Store@6d06d69c is closed", "com.acme.Store@1b2c3d4e is closed"},
 	{"relative dirs holding data", "load logs/2026-01-02/run-17/config.yaml: bad indent", "load logs/2025-12-31/run-3/config.yaml: bad indent"},
 }
 
@@ -93,6 +95,9 @@ var identityPairs = []struct{ rule, a, b string }{
 	{"exit status after exited", "claude exited 1: boom", "claude exited 2: boom"},
 	{"project file after a relative dir with data", "open run-17/config.yaml: denied", "open run-17/state.db: denied"},
 	{"capitalised names of hex letters", "unknown type 'Facade'", "unknown type 'Decade'"},
+	{"package paths with a major version", "cannot find package github.com/acme/loop/v2/internal/queue", "cannot find package github.com/acme/loop/v2/internal/store"},
+	{"routes with an API version", "GET api/v2/users: 404 Not Found", "GET api/v2/orders: 404 Not Found"},
+	{"class before an object id", "com.acme.Store@6d06d69c is closed", "com.acme.Cache@6d06d69c is closed"},
 	{"quoted identifier with digits", `unknown field "retries2"`, `unknown field "timeout2"`},
 }
 

@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -209,20 +211,69 @@ func TestFleetFilesOnceAndTheSecondDeploymentKeepsOneOccurrenceComment(t *testin
 	}
 
 	// The filing deployment, seeing it again hours later, finds and edits
-	// the same comment rather than adding its own. (Its tally replaces the
-	// other deployment's: the comment shows one deployment's count, not the
-	// fleet's sum.)
+	// the same comment rather than adding its own, and adds its own tally
+	// (its sightings at t0 and now) to the other deployment's 4: the comment
+	// shows the fleet's totals.
 	first.appendLog(failure(t0.Add(4*time.Hour), "git.failed", errText))
 	if res := first.run("run", "--now", stamp(4*time.Hour+time.Minute)); res.code != 0 {
 		t.Fatalf("exit %d\n%s", res.code, res.stderr)
 	}
 	cs = gh.Comments(issue.Number)
-	if len(cs) != 1 || cs[0].ID != c.ID || occurrenceRow(cs[0].Body, "Last seen") != stamp(4*time.Hour) {
+	if len(cs) != 1 || cs[0].ID != c.ID {
 		t.Fatalf("after the first deployment's edit: %d comments\n%s", len(cs), cs[len(cs)-1].Body)
+	}
+	if occurrenceRow(cs[0].Body, "Occurrences") != "6" || occurrenceRow(cs[0].Body, "Deployments reporting") != "2" ||
+		occurrenceRow(cs[0].Body, "First seen") != stamp(0) || occurrenceRow(cs[0].Body, "Last seen") != stamp(4*time.Hour) {
+		t.Fatalf("after the first deployment's edit the comment does not show the fleet's totals (2 + 4 sightings):\n%s", cs[0].Body)
 	}
 	if gh.CountCreates() != 1 || len(gh.RequestsTo(fakegh.RouteCreateComment)) != 1 {
 		t.Fatalf("%d issues, %d comments created", gh.CountCreates(), len(gh.RequestsTo(fakegh.RouteCreateComment)))
 	}
+
+	// And back: the second deployment's next edit keeps the first's entry.
+	second.appendLog(failure(t0.Add(6*time.Hour), "git.failed", errText))
+	if res := second.run("run", "--now", stamp(6*time.Hour+time.Minute)); res.code != 0 {
+		t.Fatalf("exit %d\n%s", res.code, res.stderr)
+	}
+	cs = gh.Comments(issue.Number)
+	if len(cs) != 1 || cs[0].ID != c.ID || occurrenceRow(cs[0].Body, "Occurrences") != "7" ||
+		occurrenceRow(cs[0].Body, "Deployments reporting") != "2" || occurrenceRow(cs[0].Body, "Last seen") != stamp(6*time.Hour) {
+		t.Fatalf("after the second deployment's next edit (2 + 5 sightings):\n%s", cs[len(cs)-1].Body)
+	}
+
+	// The visible count never went backwards, whichever deployment wrote.
+	var shown []int
+	for _, r := range gh.Requests() {
+		if r.Route == fakegh.RouteCreateComment || r.Route == fakegh.RouteEditComment {
+			shown = append(shown, occurrencesIn(t, r.Body))
+		}
+	}
+	if !slices.Equal(shown, []int{2, 4, 6, 7}) {
+		t.Fatalf("visible counts written %v, want 2 4 6 7", shown)
+	}
+
+	// Each deployment is known to the public tally only by its own random id.
+	var idFirst, idSecond string
+	json.Unmarshal(first.readState()["deployment"], &idFirst)
+	json.Unmarshal(second.readState()["deployment"], &idSecond)
+	if idFirst == "" || idSecond == "" || idFirst == idSecond ||
+		!strings.Contains(cs[0].Body, `"`+idFirst+`":{"count":2`) || !strings.Contains(cs[0].Body, `"`+idSecond+`":{"count":5`) {
+		t.Fatalf("deployment ids %q, %q; tally:\n%s", idFirst, idSecond, cs[0].Body)
+	}
+}
+
+// occurrencesIn reads the visible count from a comment request's JSON body.
+func occurrencesIn(t *testing.T, reqBody []byte) int {
+	t.Helper()
+	var c struct{ Body string }
+	if err := json.Unmarshal(reqBody, &c); err != nil {
+		t.Fatalf("comment request %q: %v", reqBody, err)
+	}
+	n, err := strconv.Atoi(occurrenceRow(c.Body, "Occurrences"))
+	if err != nil {
+		t.Fatalf("no count in the comment written:\n%s", c.Body)
+	}
+	return n
 }
 
 // secretToken is a token distinctive enough to spot if it leaks.

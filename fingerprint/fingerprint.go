@@ -29,7 +29,10 @@
 //     host names and host:port; URLs past the scheme; directories of paths;
 //     quoted prose; key=value values; the word after "user"; booleans;
 //     month/day names and units next to a masked number; request paths
-//     after an HTTP method; e-mail addresses; relative slash paths and refs
+//     after an HTTP method; e-mail addresses and user@host endpoints (scp
+//     git remotes); a name with a dot, dash or digit after "host"; a quoted
+//     value after "parsing", "value", "literal" or "input"; relative slash
+//     paths and refs
 //     with data in them, such as per-run branches
 //     ("the-loop/4521-fix-login-3fa9c1"), as a whole; quoted single values
 //     with data and punctuation ('gpt-5.1-codex', 'fix/12-x'); runs with a

@@ -71,7 +71,9 @@ func isRubyCaller(line, t string) bool {
 	return len(line) > len(t) && strings.HasPrefix(t, "from ") && strings.Contains(t, ":in ")
 }
 
-// isNumberedFrame: "#<digits> " opening a line.
+// isNumberedFrame: "#<digits> " opening a line that names a call — it has
+// an argument list — or PHP's "{main}"; a line like "#4521 merged" is not
+// a frame.
 func isNumberedFrame(t string) bool {
 	if len(t) < 3 || t[0] != '#' {
 		return false
@@ -80,7 +82,11 @@ func isNumberedFrame(t string) bool {
 	for i < len(t) && isDigit(t[i]) {
 		i++
 	}
-	return i > 1 && i < len(t) && t[i] == ' '
+	if i == 1 || i == len(t) || t[i] != ' ' {
+		return false
+	}
+	rest := t[i:]
+	return strings.IndexByte(rest, '(') >= 0 || strings.TrimSpace(rest) == "{main}"
 }
 
 // normalizer accumulates a template one line at a time.
@@ -484,6 +490,13 @@ var reasonPhrase = map[string]bool{
 // userWords precede a user name, which varies per person, not per defect.
 var userWords = map[string]bool{"user": true, "username": true}
 
+// hostWords precede a machine's name.
+var hostWords = map[string]bool{"host": true, "hostname": true}
+
+// valueWords precede a quoted input echoed back: `parsing "abc"`,
+// `invalid value "x" for flag`, `literal 'y'`.
+var valueWords = map[string]bool{"parsing": true, "value": true, "literal": true, "input": true}
+
 // httpMethods precede a request path, which carries ids and data.
 var httpMethods = map[string]bool{
 	"GET": true, "POST": true, "PUT": true, "DELETE": true, "PATCH": true, "HEAD": true, "OPTIONS": true,
@@ -524,6 +537,10 @@ func (n *normalizer) core(c string) bool {
 		return n.mask()
 	case n.prev != "" && n.prevIs(userWords) && isPlainName(c):
 		return n.mask()
+	case n.prev != "" && n.prevIs(hostWords) && isPlainName(c) && strings.ContainsAny(c, ".-0123456789"):
+		// "on host build-agent-07", "resolve host: ghe.corp": a machine's
+		// name, whatever its shape. A plain word ("host key") stays.
+		return n.mask()
 	case strings.Contains(c, "://"):
 		k := strings.Index(c, "://")
 		if !isPlainName(c[:k]) {
@@ -542,7 +559,7 @@ func (n *normalizer) core(c string) bool {
 	switch {
 	case isPath(c):
 		return n.path(c)
-	case isIP(c), isHostName(c), isBoolean(c), isUUID(c), isEmail(c):
+	case isIP(c), isHostName(c), isBoolean(c), isUUID(c), isEmail(c), isUserAtHost(c):
 		return n.mask()
 	case isVendorCode(c):
 		n.out = append(n.out, c...)
@@ -625,7 +642,7 @@ func (n *normalizer) quoted(c string) {
 			n.out = append(n.out, ' ')
 		}
 		n.out = append(n.out, Mask...)
-	case isQuotedData(inner):
+	case isQuotedData(inner), n.prev != "" && n.prevIs(valueWords):
 		n.out = append(n.out, Mask...)
 	default:
 		sub := normalizer{out: n.out, dateRun: -1}
@@ -654,6 +671,25 @@ func isQuotedData(inner string) bool {
 		return false
 	}
 	return hasData(inner, false)
+}
+
+// isUserAtHost: a login at a machine, as in an scp-style git remote
+// ("git@github.com:acme/widget.git") or an ssh endpoint ("git@10.0.0.4:22").
+func isUserAtHost(c string) bool {
+	at := strings.IndexByte(c, '@')
+	if at <= 0 {
+		return false
+	}
+	for i := 0; i < at; i++ {
+		if ch := c[i]; !isAlnum(ch) && ch != '_' && ch != '-' && ch != '.' {
+			return false
+		}
+	}
+	host := c[at+1:]
+	if k := strings.IndexByte(host, ':'); k >= 0 {
+		host = host[:k]
+	}
+	return isIP(host) || strings.IndexByte(host, '.') > 0 && isHostName(host)
 }
 
 // isEmail: local@domain.tld. An address names a person, not a defect.

@@ -56,6 +56,12 @@ var volatilePairs = []struct{ rule, a, b string }{
 	{"hex ids ending in a digit", "invalid literal for int() with base 10: 'fbcef7'", "invalid literal for int() with base 10: '0a9b3c'"},
 	{"ids in relative file names", "write cache/run-abc0.json: unexpected EOF", "write cache/run-abc1.json: unexpected EOF"},
 	{"object ids after @", "com.acme.Store@6d06d69c is closed", "com.acme.Store@1b2c3d4e is closed"},
+	{"quoted input after parsing", `strconv.ParseInt: parsing "abc": invalid syntax`, `strconv.ParseInt: parsing "zzz": invalid syntax`},
+	{"machine names after host", "lock held on host build-agent-07 since boot", "lock held on host ci-3 since boot"},
+	{"unresolved host names", "Could not resolve host: ghe.corp", "Could not resolve host: github.com"},
+	{"scp-style git remotes", "failed to push some refs to 'git@github.com:acme/widget.git'", "failed to push some refs to 'git@github.com:stark/jarvis.git'"},
+	{"ssh endpoints", "dial git@10.0.0.4:22 refused", "dial git@ghe.example.com:2222 refused"},
+	{"quoted pod names", `pods "api-7d9f8b-x2k4p" not found`, `pods "api-5c6b7d-q9w8e" not found`},
 	{"relative dirs holding data", "load logs/2026-01-02/run-17/config.yaml: bad indent", "load logs/2025-12-31/run-3/config.yaml: bad indent"},
 }
 
@@ -98,6 +104,9 @@ var identityPairs = []struct{ rule, a, b string }{
 	{"package paths with a major version", "cannot find package github.com/acme/loop/v2/internal/queue", "cannot find package github.com/acme/loop/v2/internal/store"},
 	{"routes with an API version", "GET api/v2/users: 404 Not Found", "GET api/v2/orders: 404 Not Found"},
 	{"class before an object id", "com.acme.Store@6d06d69c is closed", "com.acme.Cache@6d06d69c is closed"},
+	{"plain word after host", "host key mismatch", "host name mismatch"},
+	{"flag after a quoted value", `invalid value "abc" for flag -n: parse error`, `invalid value "abc" for flag -m: parse error`},
+	{"scoped module names", "Error: Cannot find module '@acme/prompt'", "Error: Cannot find module '@acme/dossier'"},
 	{"quoted identifier with digits", `unknown field "retries2"`, `unknown field "timeout2"`},
 }
 

@@ -225,3 +225,11 @@ func TestCallerFramesOfOtherTracesAreDropped(t *testing.T) {
 		t.Error("php: the innermost frame must stay identity")
 	}
 }
+
+func TestNumberedLinesThatAreNotFramesAreKept(t *testing.T) {
+	a := "rebase stopped:\n#4521 merged\n#4522 conflicts in handler.go"
+	b := "rebase stopped:\n#4521 merged\n#4522 conflicts in store.go"
+	if fp("e", a) == fp("e", b) {
+		t.Errorf("a numbered line without a call was dropped as a caller frame: %q", Normalize(a))
+	}
+}

@@ -129,15 +129,31 @@ func Apply(st *store.State, o pipeline.Outcome, now time.Time, maxRetries int) [
 		}
 		return store.Event{Type: typ, Level: level, At: now, Fields: f}
 	}
+	events := detected(st, o, ev)
+	return append(events, applyStatus(st, o, now, maxRetries, ev)...)
+}
+
+// detected announces a defect the first time a scan takes it on: new, not
+// carried over from an earlier scan's backlog or retries.
+func detected(st *store.State, o pipeline.Outcome, ev func(string, string, map[string]any) store.Event) []store.Event {
+	_, pending := st.Deferred[o.Fingerprint]
+	switch {
+	case o.Backlog || pending || st.Attempts[o.Fingerprint] > 0:
+		return nil
+	case o.Status == pipeline.StatusFiled, o.Status == pipeline.StatusDeferred, o.Status == pipeline.StatusFailed:
+		return []store.Event{ev("diagnosis.detected", "info", map[string]any{"template": o.Template})}
+	}
+	return nil
+}
+
+func applyStatus(st *store.State, o pipeline.Outcome, now time.Time, maxRetries int, ev func(string, string, map[string]any) store.Event) []store.Event {
+	fp := o.Fingerprint
 	switch o.Status {
 	case pipeline.StatusFiled:
 		st.Reported[fp] = store.Reported{URL: o.URL, Number: o.Number, At: now, Title: o.Title}
 		st.Posted = append(st.Posted, now)
 		clearPending(st, fp)
-		return []store.Event{
-			ev("diagnosis.detected", "info", nil),
-			ev("diagnosis.posted", "info", map[string]any{"url": o.URL, "number": o.Number}),
-		}
+		return []store.Event{ev("diagnosis.posted", "info", map[string]any{"url": o.URL, "number": o.Number})}
 	case pipeline.StatusKnown:
 		if _, ok := st.Reported[fp]; !ok && o.URL != "" {
 			st.Reported[fp] = store.Reported{URL: o.URL, Number: o.Number, At: now}

@@ -124,7 +124,12 @@ func TestPersistCountsFailuresThenAbandons(t *testing.T) {
 	o.Fingerprint, o.Markdown = "fp", "dossier"
 	for i := 1; i <= 3; i++ {
 		events := Apply(st, o, now, 3)
-		if len(events) != 1 || events[0].Type != "diagnosis.failed" || events[0].Level != "warning" {
+		last := events[len(events)-1]
+		if last.Type != "diagnosis.failed" || last.Level != "warning" {
+			t.Fatalf("attempt %d events = %+v", i, events)
+		}
+		// Detected once, when the defect is first taken on.
+		if detected := len(events) == 2 && events[0].Type == "diagnosis.detected"; detected != (i == 1) {
 			t.Fatalf("attempt %d events = %+v", i, events)
 		}
 	}
@@ -146,8 +151,8 @@ func TestPersistRecordsAFiledIssue(t *testing.T) {
 	if st.Reported["fp"].URL != o.URL || len(st.Posted) != 1 || st.Attempts["fp"] != 0 || len(st.Deferred) != 0 {
 		t.Fatalf("state after filing: %+v", st)
 	}
-	if len(events) != 2 || events[1].Type != "diagnosis.posted" {
-		t.Fatalf("events = %+v", events)
+	if len(events) != 1 || events[0].Type != "diagnosis.posted" {
+		t.Fatalf("events = %+v: a retried defect was detected before, so only posted", events)
 	}
 }
 

@@ -68,78 +68,87 @@ func cmdReplay(ctx context.Context, args []string, io stdio) error {
 		Source: f, Name: cfg.EventLog, Prefilter: *stage != "read", FinalPartialLine: true,
 		Heal: stages.NewHealFilter(cfg.Triage),
 	}, &stats))
+	// The pipeline is built only up to the chosen stage, whose output is
+	// printed: nothing after it (an agent) runs for nothing.
+	done := func() error { return finishReplay(r, &stats, io) }
 	if *stage == "read" {
-		pipeline.Into(r, records, func(_ context.Context, v pipeline.Record) error {
-			return emit(map[string]any{"line": v.Line, "offset": v.Offset, "fields": v.Fields})
+		printEach(r, records, emit, func(v pipeline.Record) map[string]any {
+			return map[string]any{"line": v.Line, "offset": v.Offset, "fields": v.Fields}
 		})
-		return finishReplay(r, &stats, io)
+		return done()
 	}
 	candidates := pipeline.Then(r, records, stages.NewFilter(&cfg.Triage))
 	if *stage == "filter" {
-		pipeline.Into(r, candidates, func(_ context.Context, v pipeline.Candidate) error {
+		printEach(r, candidates, emit, func(v pipeline.Candidate) map[string]any {
 			if v.Reason == stages.ReasonSuccess {
 				return nil
 			}
-			return emit(map[string]any{"line": v.Line, "reason": v.Reason, "event": v.Str("event")})
+			return map[string]any{"line": v.Line, "reason": v.Reason, "event": v.Str("event")}
 		})
-		return finishReplay(r, &stats, io)
+		return done()
 	}
 	occurrences := pipeline.Then(r, candidates, stages.NewFingerprint(sc.fp))
 	if *stage == "fingerprint" {
-		pipeline.Into(r, occurrences, func(_ context.Context, v pipeline.Occurrence) error {
+		printEach(r, occurrences, emit, func(v pipeline.Occurrence) map[string]any {
 			if v.Reason == stages.ReasonSuccess {
 				return nil
 			}
-			return emit(map[string]any{"line": v.Line, "fingerprint": v.Fingerprint, "template": v.Template})
+			return map[string]any{"line": v.Line, "fingerprint": v.Fingerprint, "template": v.Template}
 		})
-		return finishReplay(r, &stats, io)
+		return done()
 	}
-	groups := pipeline.Then(r, occurrences, stages.NewDedup(stages.DedupConfig{
-		Store: st, Now: now, Policy: sc.policy(false),
-	}))
-	groupLine := func(g pipeline.Group) map[string]any {
-		lines := make([]int64, 0, len(g.Samples))
-		for _, s := range g.Samples {
-			lines = append(lines, s.Line)
-		}
-		sort.Slice(lines, func(i, j int) bool { return lines[i] < lines[j] })
-		return map[string]any{"line": g.FirstLine, "fingerprint": g.Fingerprint, "verdict": g.Verdict,
-			"count": g.Count, "event": g.Event, "template": g.Template, "sample_lines": lines,
-			"reason": g.Reason, "settle": g.Settle, "healed": g.Healed}
-	}
+	groups := pipeline.Then(r, occurrences, sc.newDedup(st, false))
 	if *stage == "dedup" {
-		pipeline.Into(r, groups, func(_ context.Context, g pipeline.Group) error { return emit(groupLine(g)) })
-		return finishReplay(r, &stats, io)
+		printEach(r, groups, emit, groupLine)
+		return done()
 	}
-	dossiers := pipeline.Then(r, groups, stages.NewDossier(stages.DossierConfig{Scrubber: sc.red, ToolVersion: version}))
+	dossiers := pipeline.Then(r, groups, sc.newDossier())
 	if *stage == "dossier" {
-		pipeline.Into(r, dossiers, func(_ context.Context, d pipeline.Dossier) error {
+		printEach(r, dossiers, emit, func(d pipeline.Dossier) map[string]any {
 			m := groupLine(d.Group)
 			m["dossier"], m["environment"] = d.Markdown, d.Environment
-			return emit(m)
+			return m
 		})
-		return finishReplay(r, &stats, io)
+		return done()
 	}
-	findings := pipeline.Then(r, pipeline.Then(r, dossiers, sc.agent), stages.NewGate(stages.GateConfig{
-		Store: st, Now: now, MaxIssuesPerDay: cfg.MaxIssuesPerDay, Confidence: cfg.Triage.Confidence,
-	}))
+	findings := pipeline.Then(r, pipeline.Then(r, dossiers, sc.agent), sc.newGate(st))
 	if *stage == "agent" {
-		pipeline.Into(r, findings, func(_ context.Context, f pipeline.Finding) error {
+		printEach(r, findings, emit, func(f pipeline.Finding) map[string]any {
 			m := groupLine(f.Group)
 			m["answer"], m["failure"] = f.Answer, f.Failure
-			return emit(m)
+			return m
 		})
-		return finishReplay(r, &stats, io)
+		return done()
 	}
-	reports := pipeline.Then(r, findings, stages.NewCompose(stages.ComposeConfig{
-		Scrubber: sc.red, Keywords: cfg.Keywords, Repo: cfg.Repo, Label: cfg.Label,
-	}))
-	pipeline.Into(r, reports, func(_ context.Context, rep pipeline.Report) error {
+	printEach(r, pipeline.Then(r, findings, sc.newCompose()), emit, func(rep pipeline.Report) map[string]any {
 		m := groupLine(rep.Group)
 		m["repo"], m["title"], m["body"], m["label"], m["failure"] = rep.Repo, rep.Title, rep.Body, rep.Label, rep.Failure
-		return emit(m)
+		return m
 	})
-	return finishReplay(r, &stats, io)
+	return done()
+}
+
+// printEach ends the pipeline at ch, printing each item's JSON object (nil:
+// not printed).
+func printEach[T any](r *pipeline.Run, ch <-chan T, emit func(any) error, toJSON func(T) map[string]any) {
+	pipeline.Into(r, ch, func(_ context.Context, v T) error {
+		if m := toJSON(v); m != nil {
+			return emit(m)
+		}
+		return nil
+	})
+}
+
+// groupLine is a group's replay object, keyed by its first line.
+func groupLine(g pipeline.Group) map[string]any {
+	lines := make([]int64, 0, len(g.Samples))
+	for _, s := range g.Samples {
+		lines = append(lines, s.Line)
+	}
+	sort.Slice(lines, func(i, j int) bool { return lines[i] < lines[j] })
+	return map[string]any{"line": g.FirstLine, "fingerprint": g.Fingerprint, "verdict": g.Verdict,
+		"count": g.Count, "event": g.Event, "template": g.Template, "sample_lines": lines,
+		"reason": g.Reason, "settle": g.Settle, "healed": g.Healed}
 }
 
 func finishReplay(r *pipeline.Run, stats *stages.ReadStats, io stdio) error {

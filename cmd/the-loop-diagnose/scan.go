@@ -59,10 +59,26 @@ func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, 
 	return s, nil
 }
 
-// policy is dedup's policy from the config.
-func (s *scanner) policy(backlog bool) stages.Policy {
-	return stages.Policy{MaxRetries: s.cfg.MaxRetries, MaxDiagnosesPerScan: s.cfg.MaxDiagnosesPerScan,
-		MaxDiagnosesPerDay: s.cfg.MaxDiagnosesPerDay, Backlog: backlog, Triage: s.cfg.Triage}
+// The stages between fingerprint and post, built from the config once here
+// for both run and replay: they differ only in their wiring.
+
+func (s *scanner) newDedup(st *store.Store, backlog bool) pipeline.Stage[pipeline.Occurrence, pipeline.Group] {
+	return stages.NewDedup(stages.DedupConfig{Store: st, Now: s.now, Policy: stages.Policy{
+		MaxRetries: s.cfg.MaxRetries, MaxDiagnosesPerScan: s.cfg.MaxDiagnosesPerScan,
+		MaxDiagnosesPerDay: s.cfg.MaxDiagnosesPerDay, Backlog: backlog, Triage: s.cfg.Triage}})
+}
+
+func (s *scanner) newDossier() pipeline.Stage[pipeline.Group, pipeline.Dossier] {
+	return stages.NewDossier(stages.DossierConfig{Scrubber: s.red, ToolVersion: version})
+}
+
+func (s *scanner) newGate(st *store.Store) pipeline.Stage[pipeline.Finding, pipeline.Finding] {
+	return stages.NewGate(stages.GateConfig{Store: st, Now: s.now, MaxIssuesPerDay: s.cfg.MaxIssuesPerDay,
+		Confidence: s.cfg.Triage.Confidence})
+}
+
+func (s *scanner) newCompose() pipeline.Stage[pipeline.Finding, pipeline.Report] {
+	return stages.NewCompose(stages.ComposeConfig{Scrubber: s.red, Keywords: s.cfg.Keywords, Repo: s.cfg.Repo, Label: s.cfg.Label})
 }
 
 // errSkipped means the scan did not run because another holds the lock.
@@ -102,17 +118,10 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store) (*stages.Sum
 		return true
 	}))
 	occurrences := pipeline.Then(r, candidates, stages.NewFingerprint(s.fp))
-	groups := pipeline.Then(r, occurrences, stages.NewDedup(stages.DedupConfig{
-		Store: st, Now: s.now, Policy: s.policy(!s.skipBacklog),
-	}))
-	dossiers := pipeline.Then(r, groups, stages.NewDossier(stages.DossierConfig{Scrubber: s.red, ToolVersion: version}))
-	diagnosed := pipeline.Then(r, dossiers, s.agent)
-	findings := pipeline.Then(r, diagnosed, stages.NewGate(stages.GateConfig{
-		Store: st, Now: s.now, MaxIssuesPerDay: s.cfg.MaxIssuesPerDay, Confidence: s.cfg.Triage.Confidence,
-	}))
-	reports := pipeline.Then(r, findings, stages.NewCompose(stages.ComposeConfig{
-		Scrubber: s.red, Keywords: s.cfg.Keywords, Repo: s.cfg.Repo, Label: s.cfg.Label,
-	}))
+	groups := pipeline.Then(r, occurrences, s.newDedup(st, !s.skipBacklog))
+	dossiers := pipeline.Then(r, groups, s.newDossier())
+	findings := pipeline.Then(r, pipeline.Then(r, dossiers, s.agent), s.newGate(st))
+	reports := pipeline.Then(r, findings, s.newCompose())
 	outcomes := pipeline.Then(r, reports, sink)
 	persist := stages.NewPersist(stages.PersistConfig{
 		Store: st, Now: s.now, MaxRetries: s.cfg.MaxRetries, SettleFor: s.cfg.Triage.SettleFor,

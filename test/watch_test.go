@@ -5,7 +5,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -99,4 +101,49 @@ func grepLines(text, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// syncBuffer is a bytes.Buffer safe to read while a child process writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+func TestDryRunWatchPrintsOnlyWhatIsNew(t *testing.T) {
+	d := newDeployment(t, nil, deployOpts{harness: "builtin"})
+	d.appendLog(failure(t0, "dispatch.failed", "first defect"))
+	cmd := d.command("watch", "--dry-run")
+	var stdout, stderr syncBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	wait := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if ok() {
+				return
+			}
+		}
+		t.Fatalf("timed out waiting for %s\nstdout:\n%s\nstderr:\n%s", what, stdout.String(), stderr.String())
+	}
+	wait("the first would-be issue", func() bool { return strings.Contains(stdout.String(), "first defect") })
+	d.appendLog(failure(t0.Add(time.Minute), "queue.failed", "second defect"))
+	wait("the second would-be issue", func() bool { return strings.Contains(stdout.String(), "second defect") })
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+	if n := strings.Count(stdout.String(), "=== would file"); n != 2 {
+		t.Fatalf("printed %d would-be issues, want 2 (the first must not be printed again)\n%s", n, stdout.String())
+	}
+	if _, err := os.Stat(d.state); err == nil {
+		t.Fatal("a dry run wrote a state file")
+	}
 }

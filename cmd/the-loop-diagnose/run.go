@@ -54,6 +54,13 @@ func cmdRun(hard, soft context.Context, args []string, io stdio, watch bool) err
 	if !watch {
 		return sc.runOnce(hard, soft)
 	}
+	if *dryRun {
+		// A dry-run watcher keeps its (never written) state in memory, so
+		// each wake-up prints only what is new, as a real watcher would file.
+		if sc.dryState, err = store.Open(cfg.StatePath, true); err != nil {
+			return err
+		}
+	}
 	if metricsAddr != "" {
 		sc.metrics = newMetrics()
 		addr, err := sc.metrics.serve(hard, metricsAddr, 2*cfg.Interval+cfg.Timeout)
@@ -67,15 +74,19 @@ func cmdRun(hard, soft context.Context, args []string, io stdio, watch bool) err
 
 // runOnce is one locked scan with its stderr summary and exit status.
 func (s *scanner) runOnce(hard, soft context.Context) error {
-	st, err := store.Open(s.cfg.StatePath, s.dryRun)
-	if errors.Is(err, store.ErrLocked) {
-		fmt.Fprintf(s.io.err, "the-loop-diagnose: another scan holds %s.lock: skipping this scan\n", s.cfg.StatePath)
-		return nil
+	st := s.dryState
+	if st == nil {
+		var err error
+		st, err = store.Open(s.cfg.StatePath, s.dryRun)
+		if errors.Is(err, store.ErrLocked) {
+			fmt.Fprintf(s.io.err, "the-loop-diagnose: another scan holds %s.lock: skipping this scan\n", s.cfg.StatePath)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		defer st.Close()
 	}
-	if err != nil {
-		return err
-	}
-	defer st.Close()
 	sum, err := s.scan(hard, soft, st)
 	if err != nil {
 		return err

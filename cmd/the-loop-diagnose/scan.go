@@ -25,10 +25,11 @@ type scanner struct {
 	log    zerolog.Logger
 	dryRun bool
 
-	fp      *fingerprint.Fingerprinter
-	red     *redact.Redactor
-	agent   pipeline.Stage[pipeline.Dossier, pipeline.Finding]
-	metrics *metrics // nil unless watch --metrics-addr
+	fp       *fingerprint.Fingerprinter
+	red      *redact.Redactor
+	agent    pipeline.Stage[pipeline.Dossier, pipeline.Finding]
+	metrics  *metrics     // nil unless watch --metrics-addr
+	dryState *store.Store // a dry-run watcher's in-memory state, kept across scans
 	// skipBacklog is set by a watcher woken by new lines: the backlog is
 	// retried on the interval, not on every append.
 	skipBacklog bool

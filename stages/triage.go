@@ -104,7 +104,9 @@ var environmentSigns = []struct {
 	{regexp.MustCompile(`(?i)\b401\b.*(unauthori[sz]ed|bad credentials)|bad credentials|invalid api key|authentication failed|invalid_grant`), "credentials are missing or invalid (401)"},
 	{regexp.MustCompile(`(?i)permission denied|\bEACCES\b|\bEPERM\b|operation not permitted`), "permission denied on the host"},
 	{regexp.MustCompile(`(?i)no space left on device|\bENOSPC\b|disk quota exceeded|\bEDQUOT\b`), "the disk is full"},
-	{regexp.MustCompile(`(?i)no such host|name or service not known|temporary failure in name resolution|getaddrinfo (ENOTFOUND|EAI_AGAIN)|could not resolve host`), "DNS resolution failed"},
+	{regexp.MustCompile(`(?i)no such host|name or service not known|temporary failure in name resolution|getaddrinfo (ENOTFOUND|EAI_AGAIN)|could not resolve host|\blookup \S+ on \S+: (server misbehaving|i/o timeout)`), "DNS resolution failed"},
+	{regexp.MustCompile(`(?i)host key verification failed|REMOTE HOST IDENTIFICATION HAS CHANGED`), "this host does not trust the SSH host key"},
+	{regexp.MustCompile(`(?i)x509: certificate signed by unknown authority|unable to get local issuer certificate|self[- ]signed certificate in certificate chain`), "this host does not trust the TLS certificate (a proxy or a missing CA)"},
 }
 
 // classifyEnvironment returns why every sample of g is an environment

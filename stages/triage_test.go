@@ -97,6 +97,9 @@ func TestEnvironmentFailuresAreSettledButMixedOnesAreNot(t *testing.T) {
 		"open /var/lib/the-loop/state.db: permission denied",
 		"write /var/log/x: no space left on device",
 		"dial tcp: lookup api.github.com on 10.0.0.2:53: no such host",
+		"dial tcp: lookup api.github.com on 127.0.0.53:53: server misbehaving",
+		"git clone: exit status 128: Host key verification failed.",
+		"Get \"https://api.github.com\": x509: certificate signed by unknown authority",
 	}
 	for i, e := range env {
 		fp := fmt.Sprint("e", i)

@@ -41,7 +41,7 @@ func DefaultTriage() TriageConfig {
 		SuccessSuffixes: []string{"succeeded", "completed", "success"},
 		FlakyThreshold:  5,
 		SettleFor:       7 * 24 * time.Hour,
-		MaxPending:      100_000,
+		MaxPending:      20_000,
 		Confidence:      0.8,
 	}
 }

@@ -41,7 +41,8 @@ type Rule struct {
 
 // Fingerprinter computes fingerprints under a validated rule set.
 type Fingerprinter struct {
-	rules []compiledRule
+	rules     []compiledRule
+	noAliases bool
 }
 
 type compiledRule struct {
@@ -176,13 +177,25 @@ func (r *compiledRule) matches(in Input) ([]string, bool) {
 	return m, m != nil
 }
 
+// WithoutAliases is f without the older versions' fingerprints: for a state
+// that holds none of them there is nothing for them to match, and the legacy
+// normalizer is half the cost of fingerprinting.
+func (f *Fingerprinter) WithoutAliases() *Fingerprinter {
+	c := *f
+	c.noAliases = true
+	return &c
+}
+
 // Compute fingerprints a record: the first matching rule decides, else the
-// default v2 fingerprint of the event and template. Aliases always hold
-// the legacy fingerprint.
+// default v2 fingerprint of the event and template. Aliases hold the legacy
+// fingerprint (unless WithoutAliases).
 func (f *Fingerprinter) Compute(in Input) Result {
 	template := Template(in)
 	def := v2Fingerprint(in.Event, template)
-	res := Result{Fingerprint: def, Template: template, Aliases: []string{Legacy(in.Event, in.Error)}}
+	res := Result{Fingerprint: def, Template: template}
+	if !f.noAliases {
+		res.Aliases = []string{Legacy(in.Event, in.Error)}
+	}
 	for i := range f.rules {
 		r := &f.rules[i]
 		sub, ok := r.matches(in)

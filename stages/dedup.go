@@ -3,6 +3,7 @@ package stages
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sort"
 	"time"
 
@@ -60,6 +61,7 @@ func NewDedup(cfg DedupConfig) pipeline.Stage[pipeline.Occurrence, pipeline.Grou
 				order = append(order, o.Fingerprint)
 			}
 			AddOccurrence(g, o, cfg.Samples)
+			g.Aliases = addAliases(g.Aliases, o.Aliases)
 		}
 		if err := ctx.Err(); err != nil {
 			return err
@@ -104,6 +106,20 @@ func AddOccurrence(g *pipeline.Group, o pipeline.Occurrence, samples int) {
 		g.Samples = g.Samples[:samples-1]
 	}
 	g.Samples = append(g.Samples, o)
+}
+
+// maxAliases bounds the older-version fingerprints kept per group.
+const maxAliases = 32
+
+// addAliases unions an occurrence's aliases into its group's: the-loop's
+// normalizer split one defect many ways, and its state may hold any of them.
+func addAliases(have, more []string) []string {
+	for _, a := range more {
+		if len(have) < maxAliases && !slices.Contains(have, a) {
+			have = append(have, a)
+		}
+	}
+	return have
 }
 
 // Window is the rolling period of the daily issue cap.

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -254,6 +255,30 @@ func since(times []time.Time, t time.Time) []time.Time {
 		}
 	}
 	return kept
+}
+
+// HoldsUnversioned reports whether any fingerprint in the state lacks a
+// version prefix ("v2:…"): the-loop's own, which only an alias can match.
+func (s *State) HoldsUnversioned() bool {
+	unversioned := func(fp string) bool {
+		return len(fp) < 3 || fp[0] != 'v' || !strings.Contains(fp[:min(len(fp), 5)], ":")
+	}
+	for fp := range s.Reported {
+		if unversioned(fp) {
+			return true
+		}
+	}
+	for fp := range s.Abandoned {
+		if unversioned(fp) {
+			return true
+		}
+	}
+	for fp := range s.Attempts {
+		if unversioned(fp) {
+			return true
+		}
+	}
+	return false
 }
 
 // IsReported reports whether any of the fingerprints was filed or dismissed.

@@ -216,3 +216,16 @@ func TestResumeDetectsAppendTruncationAndReplacement(t *testing.T) {
 		t.Fatalf("after replacement: %+v", pos)
 	}
 }
+
+func TestHoldsUnversionedTellsTheLoopsFingerprintsFromOurs(t *testing.T) {
+	st := NewState()
+	st.Reported["v2:0123456789abcdef"] = Reported{}
+	st.Attempts["v2:fedcba9876543210"] = 1
+	if st.HoldsUnversioned() {
+		t.Fatal("only versioned fingerprints, yet HoldsUnversioned")
+	}
+	st.Abandoned["0123456789abcdef"] = Abandoned{}
+	if !st.HoldsUnversioned() {
+		t.Fatal("the-loop's fingerprint not noticed")
+	}
+}

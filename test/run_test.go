@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+
+	"github.com/the-loop/the-loop-diagnose/fingerprint"
 )
 
 func TestNewDefectFilesExactlyOneIssueAndARerunFilesNothing(t *testing.T) {
@@ -269,4 +271,36 @@ func TestSigtermDuringWatchLeavesAValidStateFile(t *testing.T) {
 		t.Fatal("watch filed nothing")
 	}
 	_ = exec.ErrNotFound
+}
+
+// A deployment switching from the-loop's own scan keeps its state file:
+// defects the-loop reported (under its own, unversioned fingerprints) are
+// not filed again, whichever of their occurrences the-loop had seen.
+func TestSwitchingFromTheLoopNeverRefilesItsDefects(t *testing.T) {
+	gh := newGitHub(t)
+	d := newDeployment(t, gh, deployOpts{})
+	// One defect to this tool; two to the-loop, whose normalizer keeps short
+	// hex ids: it reported the second form.
+	first := "git checkout abcdef failed: conflict in queue.py"
+	second := "git checkout bcadfe failed: conflict in queue.py"
+	if fingerprint.Legacy("dispatch.failed", first) == fingerprint.Legacy("dispatch.failed", second) {
+		t.Fatal("the two forms must differ to the-loop for this test to mean anything")
+	}
+	state := fmt.Sprintf(`{"reported": {%q: "https://github.com/acme/widgets/issues/7"}, "abandoned": {}, "attempts": {}, "posted": [%q]}`,
+		fingerprint.Legacy("dispatch.failed", second), t0.Format(time.RFC3339))
+	if err := os.WriteFile(d.state, []byte(state), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d.appendLog(failure(t0, "dispatch.failed", first), failure(t0.Add(time.Minute), "dispatch.failed", second),
+		failure(t0.Add(2*time.Minute), "queue.failed", "a new defect"))
+	if res := d.run("run"); res.code != 0 {
+		t.Fatalf("exit %d\n%s", res.code, res.stderr)
+	}
+	issues := gh.Issues()
+	if len(issues) != 1 || !strings.Contains(issues[0].Body, "a new defect") {
+		t.Fatalf("filed %d issues; want only the new defect (the-loop reported the other)", len(issues))
+	}
+	if _, ok := d.stateMap("reported")[fingerprint.Legacy("dispatch.failed", second)]; !ok {
+		t.Fatal("the-loop's own entry was dropped from the state")
+	}
 }

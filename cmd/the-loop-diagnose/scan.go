@@ -118,7 +118,13 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store) (*stages.Sum
 		}
 		return true
 	}))
-	occurrences := pipeline.Then(r, candidates, stages.NewFingerprint(s.fp))
+	fp := s.fp
+	st.View(func(state *store.State) {
+		if !state.HoldsUnversioned() {
+			fp = fp.WithoutAliases() // nothing written by the-loop to match
+		}
+	})
+	occurrences := pipeline.Then(r, candidates, stages.NewFingerprint(fp))
 	groups := pipeline.Then(r, occurrences, s.newDedup(st, !s.skipBacklog))
 	dossiers := pipeline.Then(r, groups, s.newDossier())
 	findings := pipeline.Then(r, pipeline.Then(r, dossiers, s.agent), s.newGate(st))

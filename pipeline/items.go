@@ -8,6 +8,9 @@ type Record struct {
 	Offset int64          `json:"offset"` // byte offset of the line's first byte
 	End    int64          `json:"end"`    // byte offset just after the line (a safe cursor)
 	Fields map[string]any `json:"fields"` // the decoded JSON object
+	// Raw is the line not decoded yet (the reader left decoding to the
+	// decode stage, off its own goroutine); nil once Fields is set.
+	Raw []byte `json:"-"`
 }
 
 // Str returns a string field, or "" when absent or not a string.

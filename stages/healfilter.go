@@ -61,6 +61,25 @@ func (h *HealFilter) note(fields map[string]any) {
 	}
 }
 
+// noteRaw is note for an undecoded line: will_retry, the event and the
+// correlation values picked out of its bytes. Noting a failure that is not
+// one only costs a decode later; missing one only misses a heal.
+func (h *HealFilter) noteRaw(line []byte) {
+	if h == nil || !hasPair(line, []byte(`"will_retry"`), []byte(`true`)) {
+		return
+	}
+	event, ok := rawValue(line, quotedEvent)
+	if !ok {
+		return
+	}
+	fam, _ := family(string(event))
+	for i, k := range h.keys {
+		if v, ok := rawValue(line, h.quoted[i]); ok && len(v) > 0 {
+			h.pending.put(fam+"\x00"+k+"\x00"+string(v), struct{}{})
+		}
+	}
+}
+
 // wants reports whether a line must be decoded for the healing check.
 func (h *HealFilter) wants(line []byte) bool {
 	if h == nil || h.pending.len() == 0 || !containsAny(line, h.patterns) {

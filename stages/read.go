@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"sync/atomic"
 	"unicode/utf8"
 
@@ -32,6 +33,9 @@ type ReadConfig struct {
 	// Heal, when set, also decodes the success lines that can heal a retried
 	// failure read before them (see HealFilter).
 	Heal *HealFilter
+	// DeferDecode leaves JSON decoding to a NewDecode stage: records carry
+	// Raw instead of Fields.
+	DeferDecode bool
 	// FinalPartialLine treats a last line without a newline as complete
 	// (fixtures). Otherwise it is left unread: a writer may be mid-line.
 	FinalPartialLine bool
@@ -50,6 +54,20 @@ type ReadStats struct {
 	EndLine  atomic.Int64 // line number of the last consumed line
 	Pending  atomic.Int64 // bytes of an unfinished last line left for next time
 	Examples [4]string    // first few corrupt-line reasons, for the summary
+
+	exampleMu sync.Mutex // the reader and the decode stage both report
+	examples  int
+}
+
+// AddCorrupt counts a corrupt line and keeps the first few reasons.
+func (s *ReadStats) AddCorrupt(line int64, reason string) {
+	s.Corrupt.Add(1)
+	s.exampleMu.Lock()
+	defer s.exampleMu.Unlock()
+	if s.examples < len(s.Examples) {
+		s.Examples[s.examples] = CorruptError{line, reason}.Error()
+		s.examples++
+	}
 }
 
 // CorruptError describes why a line was skipped.
@@ -101,7 +119,6 @@ type reader struct {
 	// offset and line are the file offset of buf[0] once a region is
 	// consumed, and the number of lines before it.
 	offset, line int64
-	corrupt      int
 	// success[k] is where the heal filter's pattern k next occurs in the
 	// region being scanned (len(region) when nowhere): each is searched for
 	// once per region, not once per line.
@@ -309,68 +326,95 @@ func (r *reader) exactLine(raw []byte, size int64) error {
 	// wants consumes its match, so the region's own call is remembered.
 	heal := r.healing || r.cfg.Heal.wants(raw)
 	r.healing = false
-	rec, reason := decodeLine(trimNewline(raw), size, r.cfg.MaxLine, r.cfg.Prefilter && !heal)
+	line := trimNewline(raw)
+	decode, reason := checkLine(line, size, r.cfg.MaxLine, r.cfg.Prefilter && !heal)
 	switch {
 	case reason != "":
 		r.markCorrupt(reason)
 		return nil
-	case rec == nil:
+	case !decode:
 		r.stats.Skipped.Add(1)
 		return nil
 	}
-	r.cfg.Heal.note(rec.Fields)
+	var rec pipeline.Record
+	if r.cfg.DeferDecode {
+		r.cfg.Heal.noteRaw(line)
+		rec.Raw = bytes.Clone(line) // the buffer is reused
+	} else {
+		fields, reason := DecodeObject(line)
+		if reason != "" {
+			r.markCorrupt(reason)
+			return nil
+		}
+		r.cfg.Heal.note(fields)
+		rec.Fields = fields
+	}
 	rec.Line, rec.Offset, rec.End = r.line, start, r.offset
 	r.stats.End.Store(r.offset)
 	r.stats.EndLine.Store(r.line)
-	return pipeline.Send(r.ctx, r.out, *rec)
+	return pipeline.Send(r.ctx, r.out, rec)
 }
 
 func (r *reader) markCorrupt(reason string) { r.corruptAt(r.line, reason) }
 
-func (r *reader) corruptAt(line int64, reason string) {
-	if r.corrupt < len(r.stats.Examples) {
-		r.stats.Examples[r.corrupt] = CorruptError{line, reason}.Error()
-	}
-	r.corrupt++
-	r.stats.Corrupt.Add(1)
-}
+func (r *reader) corruptAt(line int64, reason string) { r.stats.AddCorrupt(line, reason) }
 
 func trimNewline(b []byte) []byte {
 	b = bytes.TrimSuffix(b, []byte("\n"))
 	return bytes.TrimSuffix(b, []byte("\r"))
 }
 
-// decodeLine parses one line. It returns a corrupt reason, or a nil record
-// when the prefilter proved the line cannot be a candidate (then only its
-// shape is checked; see NewRead).
-func decodeLine(raw []byte, size int64, max int, prefilter bool) (*pipeline.Record, string) {
+// checkLine runs the checks every line gets and says whether it must be
+// decoded: not when the prefilter proved it cannot be a candidate (then only
+// its shape is checked; see NewRead). A non-empty reason means corrupt.
+func checkLine(raw []byte, size int64, max int, prefilter bool) (decode bool, reason string) {
 	if size > int64(max)+1 {
-		return nil, fmt.Sprintf("longer than the %d-byte line cap", max)
+		return false, fmt.Sprintf("longer than the %d-byte line cap", max)
 	}
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 {
-		return nil, "blank line"
+		return false, "blank line"
 	}
 	if trimmed[0] != '{' {
-		return nil, "not a JSON object"
+		return false, "not a JSON object"
+	}
+	if !utf8.Valid(raw) {
+		return false, "invalid UTF-8"
 	}
 	if prefilter && !MayBeCandidate(raw) {
 		if trimmed[len(trimmed)-1] != '}' {
-			return nil, "truncated: no closing brace"
+			return false, "truncated: no closing brace"
 		}
-		if !utf8.Valid(raw) {
-			return nil, "invalid UTF-8"
-		}
-		return nil, ""
+		return false, ""
 	}
-	if !utf8.Valid(raw) {
-		return nil, "invalid UTF-8"
-	}
+	return true, ""
+}
+
+// DecodeObject decodes one line known to be a UTF-8 object candidate.
+func DecodeObject(raw []byte) (map[string]any, string) {
 	var fields map[string]any
 	if err := json.Unmarshal(raw, &fields); err != nil {
 		return nil, "bad JSON: " + err.Error()
 	}
-	return &pipeline.Record{Fields: fields}, ""
+	return fields, ""
+}
+
+// NewDecode decodes the lines the reader passed on undecoded (DeferDecode),
+// on a goroutine of its own so JSON decoding does not slow the reader, and
+// counts the ones that are not JSON as corrupt.
+func NewDecode(stats *ReadStats) pipeline.Stage[pipeline.Record, pipeline.Record] {
+	return pipeline.Map(func(_ context.Context, r pipeline.Record) (pipeline.Record, bool, error) {
+		if r.Raw == nil {
+			return r, true, nil
+		}
+		fields, reason := DecodeObject(r.Raw)
+		if reason != "" {
+			stats.AddCorrupt(r.Line, reason)
+			return r, false, nil
+		}
+		r.Fields, r.Raw = fields, nil
+		return r, true, nil
+	})
 }
 
 // MayBeCandidate is the byte-level prefilter. A candidate has a top-level

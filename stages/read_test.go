@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand"
+	"reflect"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -22,7 +23,11 @@ func readAll(t *testing.T, input string, cfg ReadConfig) ([]pipeline.Record, *Re
 	var stats ReadStats
 	r := pipeline.New(context.Background())
 	var got []pipeline.Record
-	pipeline.Into(r, pipeline.From(r, NewRead(cfg, &stats)), func(_ context.Context, rec pipeline.Record) error {
+	records := pipeline.From(r, NewRead(cfg, &stats))
+	if cfg.DeferDecode {
+		records = pipeline.Then(r, records, NewDecode(&stats))
+	}
+	pipeline.Into(r, records, func(_ context.Context, rec pipeline.Record) error {
 		got = append(got, rec)
 		return nil
 	})
@@ -200,13 +205,17 @@ func referenceRead(input string, maxLine int) (recs []pipeline.Record, lines, co
 		}
 		input = rest
 		lines++
-		rec, reason := decodeLine(trimNewline([]byte(raw)), size, maxLine, true)
+		line := trimNewline([]byte(raw))
+		decode, reason := checkLine(line, size, maxLine, true)
+		var fields map[string]any
+		if decode {
+			fields, reason = DecodeObject(line)
+		}
 		switch {
 		case reason != "":
 			corrupt++
-		case rec != nil:
-			rec.Line, rec.Offset, rec.End = lines, offset, offset+size
-			recs = append(recs, *rec)
+		case decode:
+			recs = append(recs, pipeline.Record{Line: lines, Offset: offset, End: offset + size, Fields: fields})
 		}
 		offset += size
 	}
@@ -217,6 +226,16 @@ func checkFastPathAgrees(t *testing.T, input string, maxLine int) {
 	t.Helper()
 	want, lines, corrupt := referenceRead(input, maxLine)
 	got, stats := readAll(t, input, ReadConfig{Prefilter: true, MaxLine: maxLine})
+	// Decoding on the decode stage's goroutine changes nothing either.
+	deferred, dstats := readAll(t, input, ReadConfig{Prefilter: true, MaxLine: maxLine, DeferDecode: true})
+	if dstats.Corrupt.Load() != stats.Corrupt.Load() || len(deferred) != len(got) {
+		t.Fatalf("deferred decoding: %d records, %d corrupt; inline: %d, %d", len(deferred), dstats.Corrupt.Load(), len(got), stats.Corrupt.Load())
+	}
+	for i := range got {
+		if !reflect.DeepEqual(deferred[i], got[i]) {
+			t.Fatalf("record %d decoded on the decode stage differs:\n%+v\n%+v", i, deferred[i], got[i])
+		}
+	}
 	if stats.Lines.Load() != lines || stats.Corrupt.Load() != corrupt {
 		t.Fatalf("fast path: %d lines, %d corrupt; reference: %d, %d\ninput %q",
 			stats.Lines.Load(), stats.Corrupt.Load(), lines, corrupt, input)
@@ -378,7 +397,7 @@ func TestHealFilterHidesNoHealingSuccess(t *testing.T) {
 	if _, err := eventlog.Generate(&buf, eventlog.Options{Lines: 30000, Seed: 5, Transients: 6, FailureRate: 0.03}); err != nil {
 		t.Fatal(err)
 	}
-	fast, _ := readAll(t, buf.String(), ReadConfig{Prefilter: true, Heal: NewHealFilter(DefaultTriage())})
+	fast, _ := readAll(t, buf.String(), ReadConfig{Prefilter: true, Heal: NewHealFilter(DefaultTriage()), DeferDecode: true})
 	full, _ := readAll(t, buf.String(), ReadConfig{})
 	got, want := healedBy(fast), healedBy(full)
 	total := 0

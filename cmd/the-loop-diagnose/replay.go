@@ -66,8 +66,9 @@ func cmdReplay(ctx context.Context, args []string, io stdio) error {
 	r := pipeline.New(ctx)
 	records := pipeline.From(r, stages.NewRead(stages.ReadConfig{
 		Source: f, Name: cfg.EventLog, Prefilter: *stage != "read", FinalPartialLine: true,
-		Heal: stages.NewHealFilter(cfg.Triage),
+		Heal: stages.NewHealFilter(cfg.Triage), DeferDecode: true,
 	}, &stats))
+	records = pipeline.Then(r, records, stages.NewDecode(&stats))
 	// The pipeline is built only up to the chosen stage, whose output is
 	// printed: nothing after it (an agent) runs for nothing.
 	done := func() error { return finishReplay(r, &stats, io) }

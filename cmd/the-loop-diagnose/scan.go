@@ -108,7 +108,9 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store) (*stages.Sum
 	var stats stages.ReadStats
 	sum := &stages.Summary{}
 	r := pipeline.New(hard)
-	records := pipeline.From(r, src.Read(stages.ReadConfig{Prefilter: true, Heal: stages.NewHealFilter(s.cfg.Triage), Stop: soft.Done()}, &stats))
+	records := pipeline.From(r, src.Read(stages.ReadConfig{Prefilter: true, Heal: stages.NewHealFilter(s.cfg.Triage),
+		DeferDecode: true, Stop: soft.Done()}, &stats))
+	records = pipeline.Then(r, records, stages.NewDecode(&stats))
 	stopProgress := s.showProgress(src, &stats)
 	candidates := pipeline.Then(r, records, stages.NewFilter(&s.cfg.Triage))
 	var counted int64

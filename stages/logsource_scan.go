@@ -51,3 +51,33 @@ func indexInterestingGeneric(b []byte) int {
 	}
 	return -1
 }
+
+// indexPair returns the first i with b[i] == c0 and b[i+1] == c1, or -1: a
+// search anchored on a pair of bytes rarer than any single byte of the
+// pattern it belongs to (the "cc" of ".succeeded"; "." is on every line).
+func indexPair(b []byte, c0, c1 byte) int {
+	i := 0
+	if useAVX2 && len(b) > 33 {
+		j, hit := indexPairAVX2(b, c0, c1)
+		if hit {
+			return j
+		}
+		i = j
+	}
+	for ; i+1 < len(b); i++ {
+		if b[i] == c0 && b[i+1] == c1 {
+			return i
+		}
+	}
+	return -1
+}
+
+// indexPairGeneric is the portable definition, for tests.
+func indexPairGeneric(b []byte, c0, c1 byte) int {
+	for i := 0; i+1 < len(b); i++ {
+		if b[i] == c0 && b[i+1] == c1 {
+			return i
+		}
+	}
+	return -1
+}

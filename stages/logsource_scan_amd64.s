@@ -75,3 +75,49 @@ found:
 	MOVQ AX, i+24(FP)
 	MOVB $1, hit+32(FP)
 	RET
+
+// func indexPairAVX2(b []byte, c0, c1 byte) (i int, hit bool)
+//
+// The first position i with b[i] == c0 and b[i+1] == c1, 32 positions per
+// iteration. Like indexInterestingAVX2 it stops before the last 32
+// positions, which the caller scans: i is then the first not examined.
+TEXT ·indexPairAVX2(SB), NOSPLIT, $0-41
+	MOVQ b_base+0(FP), SI
+	MOVQ b_len+8(FP), DX
+	XORQ AX, AX
+	SUBQ $32, DX
+	JLE  pairdone
+
+	MOVBQZX c0+24(FP), BX
+	MOVQ    BX, X8
+	VPBROADCASTB X8, Y8
+	MOVBQZX c1+25(FP), BX
+	MOVQ    BX, X9
+	VPBROADCASTB X9, Y9
+
+pairloop:
+	VMOVDQU  (SI)(AX*1), Y0  // c
+	VMOVDQU  1(SI)(AX*1), Y1 // n
+	VPCMPEQB Y0, Y8, Y2
+	VPCMPEQB Y1, Y9, Y3
+	VPAND    Y2, Y3, Y2
+	VPMOVMSKB Y2, BX
+	TESTL    BX, BX
+	JNZ      pairfound
+	ADDQ     $32, AX
+	CMPQ     AX, DX
+	JLT      pairloop
+
+pairdone:
+	VZEROUPPER
+	MOVQ AX, i+32(FP)
+	MOVB $0, hit+40(FP)
+	RET
+
+pairfound:
+	VZEROUPPER
+	BSFL BX, BX
+	ADDQ BX, AX
+	MOVQ AX, i+32(FP)
+	MOVB $1, hit+40(FP)
+	RET

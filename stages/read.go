@@ -270,13 +270,9 @@ func (r *reader) nextSuccess(b []byte, i int) int {
 		}
 	}
 	first := len(b)
-	for k, pat := range h.patterns {
+	for k := range h.patterns {
 		if r.success[k] < i {
-			if q := bytes.Index(b[i:], pat); q >= 0 {
-				r.success[k] = i + q
-			} else {
-				r.success[k] = len(b)
-			}
+			r.success[k] = h.nextOccurrence(b, i, k)
 		}
 		first = min(first, r.success[k])
 	}

@@ -414,3 +414,31 @@ func TestHealFilterHidesNoHealingSuccess(t *testing.T) {
 		t.Fatalf("the fast reader decoded %d of %d lines: the heal filter filters nothing", len(fast), len(full))
 	}
 }
+
+func FuzzIndexPair(f *testing.F) {
+	f.Add([]byte(strings.Repeat(`{"event":"dispatch.started"}`, 5)+`{"event":"dispatch.succeeded"}`), byte('c'), byte('c'))
+	f.Add([]byte("cc"), byte('c'), byte('c'))
+	f.Fuzz(func(t *testing.T, b []byte, c0, c1 byte) {
+		if got, want := indexPair(b, c0, c1), indexPairGeneric(b, c0, c1); got != want {
+			t.Fatalf("indexPair = %d, generic %d", got, want)
+		}
+	})
+}
+
+func TestHealFilterFindsEveryPatternOccurrence(t *testing.T) {
+	h := NewHealFilter(DefaultTriage())
+	line := `{"event":"x.success"}` + strings.Repeat(`{"event":"queue.tick","ts":"2026-11-01T00:00:01.123Z"}`, 7) +
+		`{"event":"dispatch.succeeded"}{"event":"git.completed"}`
+	b := []byte(line)
+	for k, pat := range h.patterns {
+		for from := 0; from < len(b); from++ {
+			want := len(b)
+			if q := bytes.Index(b[from:], pat); q >= 0 {
+				want = from + q
+			}
+			if got := h.nextOccurrence(b, from, k); got != want {
+				t.Fatalf("pattern %q from %d: %d, want %d", pat, from, got, want)
+			}
+		}
+	}
+}

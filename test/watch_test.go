@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -145,5 +147,46 @@ func TestDryRunWatchPrintsOnlyWhatIsNew(t *testing.T) {
 	}
 	if _, err := os.Stat(d.state); err == nil {
 		t.Fatal("a dry run wrote a state file")
+	}
+}
+
+func TestASecondSignalAbortsAndLeavesAValidState(t *testing.T) {
+	gh := newGitHub(t)
+	d := newDeployment(t, gh, deployOpts{agentMode: "slow"}) // the agent never answers
+	d.appendLog(failure(t0, "dispatch.failed", "boom"))
+	runs := filepath.Join(t.TempDir(), "runs.jsonl")
+	d.env = append(d.env, "FAKE_AGENT_RECORD="+runs)
+	cmd := d.command("watch")
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	// Wait until the agent is running: the scan is in flight.
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(runs); err == nil {
+			break
+		}
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	time.Sleep(200 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != 130 || !strings.Contains(stderr.String(), "aborted by a second signal") {
+			t.Fatalf("exit %v, stderr:\n%s", err, stderr.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("a second signal did not abort the in-flight agent\n%s", stderr.String())
+	}
+	if gh.CountCreates() != 0 {
+		t.Fatal("an aborted scan filed an issue")
+	}
+	if _, err := os.Stat(d.state); err == nil {
+		d.readState() // present: it must be valid JSON
 	}
 }

@@ -22,8 +22,9 @@ var version = "0.1.0-dev"
 // Exit codes.
 const (
 	exitOK      = 0
-	exitFailed  = 1 // some defect failed, or a hard error
-	exitUsage   = 2 // bad flags or config, or posting not enabled
+	exitFailed  = 1   // some defect failed, or a hard error
+	exitUsage   = 2   // bad flags or config, or posting not enabled
+	exitAborted = 130 // a second SIGINT/SIGTERM aborted the scan
 	usageHeader = `the-loop-diagnose — files one GitHub issue per new defect in the-loop's event log
 
 Usage:
@@ -103,6 +104,11 @@ func exitCode(err error, stderr io.Writer) int {
 	if errors.As(err, &ce) {
 		fmt.Fprintln(stderr, "the-loop-diagnose:", err)
 		return exitUsage
+	}
+	if errors.Is(err, context.Canceled) {
+		// Only a second signal cancels: the first lets the scan drain.
+		fmt.Fprintln(stderr, "the-loop-diagnose: aborted by a second signal; what was recorded before it is kept, the rest is read again next scan")
+		return exitAborted
 	}
 	fmt.Fprintln(stderr, "the-loop-diagnose:", err)
 	return exitFailed

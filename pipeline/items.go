@@ -84,6 +84,7 @@ type Group struct {
 	// records lie before the read cursor, so its dossier comes from state.
 	Backlog       bool   `json:"backlog,omitempty"`
 	CachedDossier string `json:"cached_dossier,omitempty"`
+	DossierFile   string `json:"dossier_file,omitempty"` // the saved dossier, loaded only to file it
 	// Healed counts this scan's occurrences whose operation later succeeded.
 	Healed int `json:"healed,omitempty"`
 	// Settle is set when the machine settled the group without a human.

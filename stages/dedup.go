@@ -260,7 +260,7 @@ func backlogGroup(fp string, d store.Deferred) pipeline.Group {
 	return pipeline.Group{
 		Fingerprint: fp, Event: d.Event, Template: d.Template, Count: d.Count,
 		FirstSeen: d.Since, LastSeen: d.LastSeen, Backlog: true,
-		CachedDossier: d.Dossier, Finding: decodeFinding(d.Finding),
+		CachedDossier: d.Dossier, DossierFile: d.DossierFile, Finding: decodeFinding(d.Finding),
 	}
 }
 

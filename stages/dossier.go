@@ -27,6 +27,8 @@ type DossierConfig struct {
 	Scrubber    *redact.Redactor
 	ToolVersion string
 	MaxBytes    int
+	// Load reads a backlog defect's saved dossier (store.LoadDossier).
+	Load func(name string) (string, error)
 }
 
 // NewDossier builds the scrubbed, allow-listed report of each group that
@@ -40,6 +42,20 @@ func NewDossier(cfg DossierConfig) pipeline.Stage[pipeline.Group, pipeline.Dossi
 		d := pipeline.Dossier{Group: g, Environment: env}
 		if g.Verdict != pipeline.VerdictNew && g.Verdict != pipeline.VerdictDeferred {
 			return d, true, nil
+		}
+		if g.Backlog && g.DossierFile != "" {
+			if g.Verdict == pipeline.VerdictDeferred {
+				return d, true, nil // still waiting: its dossier stays in its file
+			}
+			if cfg.Load != nil {
+				md, err := cfg.Load(g.DossierFile)
+				if err != nil {
+					// Filed all the same, with what the state still knows.
+					md = BuildDossier(g, cfg.Scrubber, cfg.MaxBytes) + "\n_(the saved dossier could not be read: " + cfg.Scrubber.Scrub(err.Error()) + ")_\n"
+				}
+				d.Markdown = md
+				return d, true, nil
+			}
 		}
 		d.Markdown = BuildDossier(g, cfg.Scrubber, cfg.MaxBytes)
 		return d, true, nil

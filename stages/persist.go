@@ -90,6 +90,15 @@ type PersistConfig struct {
 func NewPersist(cfg PersistConfig) func(context.Context, pipeline.Outcome) error {
 	return func(_ context.Context, o pipeline.Outcome) error {
 		now := cfg.Now()
+		// A defect going to the backlog with fresh records saves its
+		// dossier to a file first, so the state only names it.
+		dossierFile := ""
+		if (o.Status == pipeline.StatusDeferred || o.Status == pipeline.StatusFailed) && !o.Backlog && o.Markdown != "" {
+			var err error
+			if dossierFile, err = cfg.Store.SaveDossier(o.Fingerprint, o.Markdown); err != nil {
+				return err
+			}
+		}
 		var events []store.Event
 		cfg.Store.Mutate(func(st *store.State) {
 			if o.Settle != nil {
@@ -101,6 +110,10 @@ func NewPersist(cfg PersistConfig) func(context.Context, pipeline.Outcome) error
 			}
 			events = Apply(st, o, now, cfg.MaxRetries)
 			recordTriage(st, o, now, cfg.SettleFor)
+			if d, ok := st.Deferred[o.Fingerprint]; ok && dossierFile != "" {
+				d.DossierFile, d.Dossier = dossierFile, ""
+				st.Deferred[o.Fingerprint] = d
+			}
 		})
 		cfg.Summary.add(o)
 		cfg.Summary.mu.Lock()
@@ -229,7 +242,7 @@ func keepForLater(st *store.State, o pipeline.Outcome, now time.Time) (already b
 	if o.Count > d.Count {
 		d.Count = o.Count
 	}
-	if o.Markdown != "" {
+	if o.Markdown != "" && d.DossierFile == "" {
 		d.Dossier = o.Markdown
 	}
 	if o.Answer != nil && o.Failure == "" {
@@ -269,8 +282,12 @@ func FinishScan(s *store.Store, cursor *store.Cursor, eventLog string, sum *Summ
 		}
 		return nil
 	})
-	if err != nil || s.ReadOnly() || eventLog == "" {
+	if err != nil {
 		return err
+	}
+	s.PruneDossiers()
+	if s.ReadOnly() || eventLog == "" {
+		return nil
 	}
 	sum.mu.Lock()
 	events := sum.events

@@ -59,13 +59,15 @@ type Dismissal struct {
 // Deferred is a defect kept for a later scan (over a cap or a rate limit),
 // with its diagnosis when the agent already ran, so it is not run again.
 type Deferred struct {
-	Since    time.Time       `json:"since"` // first seen
-	LastSeen time.Time       `json:"last_seen,omitzero"`
-	Event    string          `json:"event,omitempty"`
-	Template string          `json:"template,omitempty"`
-	Count    int             `json:"count,omitempty"`
-	Dossier  string          `json:"dossier,omitempty"` // scrubbed: its records lie behind the cursor
-	Finding  json.RawMessage `json:"finding,omitempty"` // the agent's answer, when it already ran
+	Since    time.Time `json:"since"` // first seen
+	LastSeen time.Time `json:"last_seen,omitzero"`
+	Event    string    `json:"event,omitempty"`
+	Template string    `json:"template,omitempty"`
+	Count    int       `json:"count,omitempty"`
+	Dossier  string    `json:"dossier,omitempty"` // scrubbed: its records lie behind the cursor (inline: dry runs, older states)
+	// DossierFile names the dossier saved beside the state (SaveDossier).
+	DossierFile string          `json:"dossier_file,omitempty"`
+	Finding     json.RawMessage `json:"finding,omitempty"` // the agent's answer, when it already ran
 }
 
 // Settlement is a machine verdict that kept a defect from a human.

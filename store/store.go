@@ -105,6 +105,18 @@ func (s *Store) Update(fn func(*State) error) error {
 	return writeAtomic(s.path, s.state)
 }
 
+// PruneDossiers removes dossier files no backlog entry refers to. Call it
+// only when no dossier is being saved (at the end of a scan): a file saved
+// but not yet referenced would look unused.
+func (s *Store) PruneDossiers() {
+	if s.readOnly {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pruneDossiers(s.state)
+}
+
 // Mutate applies fn in memory only; the next Update (or the scan's final
 // one) makes it durable. For changes a crash may lose because the scan that
 // made them is re-run from the old cursor.
@@ -130,7 +142,11 @@ func writeAtomic(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("state %s: encode: %w", path, err)
 	}
-	b = append(b, '\n')
+	return writeFileAtomic(path, append(b, '\n'))
+}
+
+// writeFileAtomic is writeAtomic for bytes already encoded.
+func writeFileAtomic(path string, b []byte) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp-*")
 	if err != nil {

@@ -2,9 +2,11 @@ package test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -91,8 +93,22 @@ func TestDailyCapDefersTheFourthDefectUntilTheWindowMoves(t *testing.T) {
 	if res.code != 0 || gh.CountCreates() != 3 {
 		t.Fatalf("first run: exit %d, %d issues, want 3\n%s", res.code, gh.CountCreates(), res.stderr)
 	}
-	if len(d.stateMap("deferred")) != 1 {
-		t.Fatalf("the 4th defect was not deferred: %v", d.stateMap("deferred"))
+	deferred := d.stateMap("deferred")
+	if len(deferred) != 1 {
+		t.Fatalf("the 4th defect was not deferred: %v", deferred)
+	}
+	// Its dossier waits in a file of its own, not in the state every scan rewrites.
+	dossiers := strings.TrimSuffix(d.state, ".json") + ".dossiers"
+	for _, raw := range deferred {
+		var entry struct {
+			Dossier     string `json:"dossier"`
+			DossierFile string `json:"dossier_file"`
+		}
+		json.Unmarshal(raw, &entry)
+		b, err := os.ReadFile(filepath.Join(dossiers, entry.DossierFile))
+		if entry.Dossier != "" || err != nil || !strings.Contains(string(b), "rebase") {
+			t.Fatalf("deferred entry %s: dossier inline %q, file error %v", raw, entry.Dossier, err)
+		}
 	}
 	if ev := d.events("diagnosis.deferred"); len(ev) != 1 {
 		t.Fatalf("want one diagnosis.deferred summary, got %v", ev)
@@ -110,6 +126,9 @@ func TestDailyCapDefersTheFourthDefectUntilTheWindowMoves(t *testing.T) {
 	}
 	if len(d.stateMap("deferred")) != 0 {
 		t.Fatalf("backlog not emptied: %v", d.stateMap("deferred"))
+	}
+	if left, _ := os.ReadDir(dossiers); len(left) != 0 {
+		t.Fatalf("the filed defect's dossier file was left behind: %v", left)
 	}
 	last := gh.Issues()[3].Body
 	if !strings.Contains(last, "rebase") {

@@ -103,7 +103,7 @@ func cmdReplay(ctx context.Context, args []string, io stdio) error {
 		printEach(r, groups, emit, groupLine)
 		return done()
 	}
-	dossiers := pipeline.Then(r, groups, sc.newDossier())
+	dossiers := pipeline.Then(r, groups, sc.newDossier(st))
 	if *stage == "dossier" {
 		printEach(r, dossiers, emit, func(d pipeline.Dossier) map[string]any {
 			m := groupLine(d.Group)

@@ -69,8 +69,8 @@ func (s *scanner) newDedup(st *store.Store, backlog bool) pipeline.Stage[pipelin
 		MaxDiagnosesPerDay: s.cfg.MaxDiagnosesPerDay, Backlog: backlog, Triage: s.cfg.Triage}})
 }
 
-func (s *scanner) newDossier() pipeline.Stage[pipeline.Group, pipeline.Dossier] {
-	return stages.NewDossier(stages.DossierConfig{Scrubber: s.red, ToolVersion: version})
+func (s *scanner) newDossier(st *store.Store) pipeline.Stage[pipeline.Group, pipeline.Dossier] {
+	return stages.NewDossier(stages.DossierConfig{Scrubber: s.red, ToolVersion: version, Load: st.LoadDossier})
 }
 
 func (s *scanner) newGate(st *store.Store) pipeline.Stage[pipeline.Finding, pipeline.Finding] {
@@ -128,7 +128,7 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store) (*stages.Sum
 	})
 	occurrences := pipeline.Then(r, candidates, stages.NewFingerprint(fp))
 	groups := pipeline.Then(r, occurrences, s.newDedup(st, !s.skipBacklog))
-	dossiers := pipeline.Then(r, groups, s.newDossier())
+	dossiers := pipeline.Then(r, groups, s.newDossier(st))
 	findings := pipeline.Then(r, pipeline.Then(r, dossiers, s.agent), s.newGate(st))
 	reports := pipeline.Then(r, findings, s.newCompose())
 	outcomes := pipeline.Then(r, reports, sink)

@@ -31,6 +31,8 @@ type metrics struct {
 	githubRequests *prometheus.CounterVec
 	rateLimited    prometheus.Counter
 	scans          *prometheus.CounterVec
+	scanSeconds    prometheus.Histogram
+	lastScanTook   prometheus.Gauge
 	lastScan       prometheus.Gauge
 	lastScanAt     atomic.Int64 // unix seconds, for /healthz
 }
@@ -62,6 +64,10 @@ func newMetrics() *metrics {
 	m.rateLimited = counter("github_rate_limited_total", "GitHub responses that were rate limits (each means a wait or a deferral).")
 	m.scans = vec("scans_total", "Scans by result (ok, failed, skipped).", "result")
 	m.lastScan = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "last_scan_timestamp_seconds", Help: "When the last scan finished."})
+	m.scanSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "scan_seconds",
+		Help: "Scan duration, from opening the state to the last write.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)})
+	m.lastScanTook = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "last_scan_duration_seconds", Help: "How long the last scan took."})
+	m.reg.MustRegister(m.scanSeconds, m.lastScanTook)
 	m.reg.MustRegister(m.lastScan, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
@@ -89,10 +95,12 @@ func (m *metrics) observe(o pipeline.Outcome) {
 }
 
 // scanned records a finished scan.
-func (m *metrics) scanned(sum *stages.Summary, candidates int64, err error) {
+func (m *metrics) scanned(sum *stages.Summary, candidates int64, took time.Duration, err error) {
 	if m == nil {
 		return
 	}
+	m.scanSeconds.Observe(took.Seconds())
+	m.lastScanTook.Set(took.Seconds())
 	result := "ok"
 	if err != nil {
 		result = "failed"

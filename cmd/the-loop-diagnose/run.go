@@ -74,6 +74,7 @@ func cmdRun(hard, soft context.Context, args []string, io stdio, watch bool) err
 
 // runOnce is one locked scan with its stderr summary and exit status.
 func (s *scanner) runOnce(hard, soft context.Context) error {
+	started := time.Now()
 	st := s.dryState
 	if st == nil {
 		var err error
@@ -87,7 +88,7 @@ func (s *scanner) runOnce(hard, soft context.Context) error {
 		}
 		defer st.Close()
 	}
-	sum, err := s.scan(hard, soft, st)
+	sum, err := s.scan(hard, soft, st, started)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -82,12 +81,9 @@ func (s *scanner) newCompose() pipeline.Stage[pipeline.Finding, pipeline.Report]
 	return stages.NewCompose(stages.ComposeConfig{Scrubber: s.red, Keywords: s.cfg.Keywords, Repo: s.cfg.Repo, Label: s.cfg.Label})
 }
 
-// errSkipped means the scan did not run because another holds the lock.
-var errSkipped = errors.New("skipped")
-
 // scan runs one pass over what is new in the event log. hard cancels
 // everything; soft stops the reader at a line boundary and lets the rest drain.
-func (s *scanner) scan(hard, soft context.Context, st *store.Store) (*stages.Summary, error) {
+func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time.Time) (sum *stages.Summary, err error) {
 	var prev *store.Cursor
 	st.View(func(state *store.State) { prev = state.Cursor })
 	src, err := stages.OpenLog(s.cfg.EventLog, prev)
@@ -106,7 +102,7 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store) (*stages.Sum
 		return nil, err
 	}
 	var stats stages.ReadStats
-	sum := &stages.Summary{}
+	sum = &stages.Summary{}
 	r := pipeline.New(hard)
 	records := pipeline.From(r, src.Read(stages.ReadConfig{Prefilter: true, Heal: stages.NewHealFilter(s.cfg.Triage),
 		DeferDecode: true, Stop: soft.Done()}, &stats))
@@ -145,7 +141,7 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store) (*stages.Sum
 	})
 	runErr := r.Wait()
 	sum.Candidates = counted
-	defer func() { s.metrics.scanned(sum, counted, runErr) }()
+	defer func() { s.metrics.scanned(sum, counted, time.Since(started), err) }()
 	stopProgress()
 	s.log.Debug().Int64("lines", stats.Lines.Load()).Int64("corrupt", stats.Corrupt.Load()).
 		Int64("from", src.Start()).Int64("to", stats.End.Load()).Msg("read")

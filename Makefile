@@ -25,12 +25,13 @@ test:
 	$(GO) test -race -count=1 ./...
 
 fuzz:
-	$(GO) test ./fingerprint -run '^$$' -fuzz FuzzFingerprint -fuzztime 30s
-	$(GO) test ./redact -run '^$$' -fuzz FuzzScrub -fuzztime 30s
-	$(GO) test ./stages -run '^$$' -fuzz FuzzParseAnswer -fuzztime 30s
+	$(GO) test ./fingerprint -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime 30s
+	$(GO) test ./fingerprint -run '^$$' -fuzz '^FuzzVolatileSubstitution$$' -fuzztime 30s
+	$(GO) test ./redact -run '^$$' -fuzz '^FuzzScrub$$' -fuzztime 30s
+	$(GO) test ./stages -run '^$$' -fuzz '^FuzzParseAnswer$$' -fuzztime 30s
+	$(GO) test ./stages -run '^$$' -fuzz '^FuzzPrefilterIsExact$$' -fuzztime 30s
+	$(GO) test ./stages -run '^$$' -fuzz '^FuzzFastPathAgrees$$' -fuzztime 30s
 
-# Scale figures of issue #7 against their targets (generated 1M-line log in
-# bench-out/), then the reader's and the stages' micro-benchmarks.
 bench: build
 	$(GO) run ./test/bench --bin $(BIN) --out bench-out
 	$(GO) test -run '^$$' -bench BenchmarkRead -benchtime 5x ./stages

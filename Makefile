@@ -24,6 +24,12 @@ test:
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) test -race -count=1 ./...
 
+vet:
+	$(GO) vet ./...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
 fuzz:
 	$(GO) test ./fingerprint -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime 30s
 	$(GO) test ./fingerprint -run '^$$' -fuzz '^FuzzVolatileSubstitution$$' -fuzztime 30s

@@ -71,6 +71,16 @@ func OpenLog(path string, prev *store.Cursor) (*LogSource, error) {
 		cur := rot.Cursor
 		ls.segments = append(ls.segments, segment{file: old, name: rot.Path, start: rot.Offset, line: rot.Line,
 			size: rot.Size, cursor: &cur, complete: true})
+		for _, b := range pos.Between {
+			mid, err := os.Open(b.Path)
+			if err != nil {
+				ls.Close()
+				ls.closeFile(f)
+				return nil, fmt.Errorf("rotated event log %s: %w", b.Path, err)
+			}
+			cur := b.Cursor
+			ls.segments = append(ls.segments, segment{file: mid, name: b.Path, size: b.Size, cursor: &cur, complete: true})
+		}
 	}
 	cur := pos.Cursor
 	ls.segments = append(ls.segments, segment{file: f, name: path, start: pos.Offset, line: pos.Line,

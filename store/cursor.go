@@ -7,7 +7,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"syscall"
+	"time"
 )
 
 // headBytes is how much of the file's start identifies it: enough to tell a
@@ -24,6 +27,9 @@ type Position struct {
 	// directory since the last scan and still holding unread bytes: read it
 	// from Rotated.Offset to its end before reading the live file from Offset.
 	Rotated *Rotated
+	// Between are files rotated away after Rotated (the log rotated more
+	// than once between two scans), oldest first: read whole, after it.
+	Between []Rotated
 }
 
 // Rotated is a rotated-away log file to finish before the live one.
@@ -101,6 +107,9 @@ func Resume(f *os.File, path string, prev *Cursor) (Position, error) {
 		}
 		pos, err := fresh(warning)
 		pos.Rotated = rot
+		if err == nil && rot != nil {
+			pos.Between, err = rotatedSince(path, rot, fi)
+		}
 		return pos, err
 	}
 	// Same file: keep the identity hash growing up to headBytes as it fills.
@@ -159,4 +168,63 @@ func findRotated(path string, prev *Cursor) (*Rotated, string, error) {
 		return &Rotated{Path: old, Offset: prev.Offset, Line: prev.Line, Size: size, Cursor: id}, "", nil
 	}
 	return nil, replaced, nil
+}
+
+// compressedSuffixes mark rotated logs this tool cannot read.
+var compressedSuffixes = []string{".gz", ".bz2", ".xz", ".zst", ".lz4", ".z"}
+
+// rotatedSince lists the log's other rotated files written after the one the
+// cursor was in (named like the log, modified later, not the live file),
+// oldest first: a log rotated twice between scans leaves one in between.
+func rotatedSince(path string, rot *Rotated, live os.FileInfo) ([]Rotated, error) {
+	old, err := os.Stat(rot.Path)
+	if err != nil {
+		return nil, fmt.Errorf("rotated event log %s: %w", rot.Path, err)
+	}
+	dir, base := filepath.Dir(path), filepath.Base(path)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("event log directory %s: %w", dir, err)
+	}
+	type found struct {
+		r     Rotated
+		mtime time.Time
+	}
+	var list []found
+	for _, e := range entries {
+		name := e.Name()
+		if !e.Type().IsRegular() || !strings.HasPrefix(name, base) || name == base || hasAnySuffix(name, compressedSuffixes) {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil || os.SameFile(info, old) || os.SameFile(info, live) || !info.ModTime().After(old.ModTime()) {
+			continue
+		}
+		full := filepath.Join(dir, name)
+		f, err := os.Open(full)
+		if err != nil {
+			return nil, fmt.Errorf("rotated event log %s: %w", full, err)
+		}
+		id, err := Identify(f, path, info.Size())
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, found{Rotated{Path: full, Size: info.Size(), Cursor: id}, info.ModTime()})
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].mtime.Before(list[j].mtime) })
+	out := make([]Rotated, len(list))
+	for i, f := range list {
+		out[i] = f.r
+	}
+	return out, nil
+}
+
+func hasAnySuffix(name string, suffixes []string) bool {
+	for _, s := range suffixes {
+		if strings.HasSuffix(strings.ToLower(name), s) {
+			return true
+		}
+	}
+	return false
 }

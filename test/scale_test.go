@@ -155,3 +155,45 @@ func TestDryRunReadsALogFromAPipe(t *testing.T) {
 		t.Fatalf("a dry run over a pipe wrote state: %v", err)
 	}
 }
+
+// Rotated twice between two scans: the file the cursor was in, the whole
+// file rotated after it, then the new log — nothing in between is lost.
+func TestTwoRotationsBetweenScansLoseNothing(t *testing.T) {
+	gh := newGitHub(t)
+	d := newDeployment(t, gh, deployOpts{maxPerDay: 10})
+	d.appendLog(failure(t0, "dispatch.failed", "claude exited 1: open /tmp/x/dossier.md: no such file or directory"))
+	d.mustRun("run")
+	d.appendLog(failure(t0.Add(time.Minute), "git.push.failed", "remote rejected: protected branch hook declined"))
+	rotate := func() {
+		t.Helper()
+		if _, err := os.Stat(d.log + ".1"); err == nil {
+			if err := os.Rename(d.log+".1", d.log+".2"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Rename(d.log, d.log+".1"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond) // later files get later modification times
+	}
+	rotate()
+	d.appendLog(failure(t0.Add(2*time.Minute), "queue.claim.failed", "lease expired before claim could be committed"))
+	rotate()
+	d.appendLog(failure(t0.Add(3*time.Minute), "pr.create.failed", "422 Validation Failed: a pull request already exists"))
+
+	res := d.mustRun("run")
+	var bodies []string
+	for _, is := range gh.Issues() {
+		bodies = append(bodies, is.Body)
+	}
+	all := strings.Join(bodies, "\n")
+	for _, want := range []string{"dossier.md", "protected branch", "lease expired", "pull request already exists"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("the defect %q was lost across two rotations\n%s", want, res.stderr)
+		}
+	}
+	d.mustRun("run")
+	if n := gh.CountCreates(); n != 4 {
+		t.Fatalf("%d issues after a rerun, want 4", n)
+	}
+}

@@ -3,6 +3,7 @@ package store
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -97,6 +98,13 @@ func Resume(f *os.File, path string, prev *Cursor) (Position, error) {
 	sameInode := same.Device == prev.Device && same.Inode == prev.Inode
 	switch {
 	case sameInode && fi.Size() < prev.Offset:
+		// logrotate's copytruncate: the old content was copied to a sibling
+		// first. Finish that copy from the cursor, then the log from 0.
+		if copied, err := findCopied(path, prev, fi); err != nil || copied != nil {
+			pos, ferr := fresh("")
+			pos.Rotated = copied
+			return pos, errors.Join(err, ferr)
+		}
 		return fresh(fmt.Sprintf("event log shrank from %d to %d bytes (truncated): reading it from the beginning", prev.Offset, fi.Size()))
 	case sameInode && same.HeadHash != prev.HeadHash:
 		return fresh("event log was replaced since the last scan: reading it from the beginning")
@@ -227,4 +235,38 @@ func hasAnySuffix(name string, suffixes []string) bool {
 		}
 	}
 	return false
+}
+
+// findCopied looks for a copy of the log as it was at the cursor (same
+// first bytes, at least as long) among its siblings: what copytruncate
+// leaves before it truncates the log in place.
+func findCopied(path string, prev *Cursor, live os.FileInfo) (*Rotated, error) {
+	dir, base := filepath.Dir(path), filepath.Base(path)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("event log directory %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !e.Type().IsRegular() || !strings.HasPrefix(name, base) || name == base || hasAnySuffix(name, compressedSuffixes) {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil || os.SameFile(info, live) || info.Size() < prev.Offset {
+			continue
+		}
+		full := filepath.Join(dir, name)
+		f, err := os.Open(full)
+		if err != nil {
+			continue
+		}
+		id, err := Identify(f, path, int64(prev.HeadLen))
+		f.Close()
+		if err != nil || id.HeadHash != prev.HeadHash {
+			continue
+		}
+		id.Offset, id.Line = prev.Offset, prev.Line
+		return &Rotated{Path: full, Offset: prev.Offset, Line: prev.Line, Size: info.Size(), Cursor: id}, nil
+	}
+	return nil, nil
 }

@@ -197,3 +197,41 @@ func TestTwoRotationsBetweenScansLoseNothing(t *testing.T) {
 		t.Fatalf("%d issues after a rerun, want 4", n)
 	}
 }
+
+// logrotate's copytruncate: the log is copied to a sibling, then truncated
+// in place. The lines written since the last scan are in the copy only.
+func TestCopytruncateRotationLosesNothing(t *testing.T) {
+	gh := newGitHub(t)
+	d := newDeployment(t, gh, deployOpts{maxPerDay: 10})
+	d.appendLog(failure(t0, "dispatch.failed", "claude exited 1: open /tmp/x/dossier.md: no such file or directory"))
+	d.mustRun("run")
+	d.appendLog(failure(t0.Add(time.Minute), "git.push.failed", "remote rejected: protected branch hook declined"))
+	b, err := os.ReadFile(d.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(d.log+".1", b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(d.log, 0); err != nil {
+		t.Fatal(err)
+	}
+	d.appendLog(failure(t0.Add(2*time.Minute), "queue.claim.failed", "lease expired before claim could be committed"))
+	res := d.mustRun("run")
+	if strings.Contains(res.stderr, "truncated") {
+		t.Errorf("a copytruncate rotation is not a restart:\n%s", res.stderr)
+	}
+	var all []string
+	for _, is := range gh.Issues() {
+		all = append(all, is.Body)
+	}
+	for _, want := range []string{"protected branch", "lease expired"} {
+		if !strings.Contains(strings.Join(all, "\n"), want) {
+			t.Errorf("the defect %q was lost in a copytruncate rotation", want)
+		}
+	}
+	d.mustRun("run")
+	if n := gh.CountCreates(); n != 3 {
+		t.Fatalf("%d issues after a rerun, want 3", n)
+	}
+}

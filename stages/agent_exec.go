@@ -143,8 +143,8 @@ func agentExec(ctx context.Context, timeout time.Duration, dir string, argv []st
 		return agentExecResult{failure: fmt.Sprintf("agent executable not found: %q", argv[0])}
 	}
 	cmd.Dir = dir
-	cmd.Env = os.Environ() // the CLIs need HOME, PATH and their API keys
-	cmd.Stdin = nil        // /dev/null: a one-shot agent must not wait for input
+	cmd.Env = agentEnv(os.Environ()) // the CLIs need HOME, PATH and their API keys
+	cmd.Stdin = nil                  // /dev/null: a one-shot agent must not wait for input
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error {
 		// The group id is the child's pid (Setpgid); a negative pid
@@ -243,3 +243,19 @@ func (b *agentTailBuffer) Write(p []byte) (int, error) {
 }
 
 func (b *agentTailBuffer) Bytes() []byte { return b.buf }
+
+// agentWithheld are variables the agent never gets: the GitHub token this
+// tool files issues with. The agent reads text from a log; a prompt
+// injection in it must not find a token to act with.
+var agentWithheld = map[string]bool{"GH_TOKEN": true, "GITHUB_TOKEN": true, "GH_ENTERPRISE_TOKEN": true, "GITHUB_ENTERPRISE_TOKEN": true}
+
+func agentEnv(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !agentWithheld[name] {
+			out = append(out, kv)
+		}
+	}
+	return out
+}

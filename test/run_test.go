@@ -323,3 +323,25 @@ func TestSwitchingFromTheLoopNeverRefilesItsDefects(t *testing.T) {
 		t.Fatal("the-loop's own entry was dropped from the state")
 	}
 }
+
+// The agent reads text from a log that anyone may have written into: a
+// prompt injection there must not find the GitHub token in its environment.
+func TestTheAgentNeverGetsTheGitHubToken(t *testing.T) {
+	gh := newGitHub(t)
+	runs := filepath.Join(t.TempDir(), "agent-runs.jsonl")
+	d := newDeployment(t, gh, deployOpts{env: []string{"FAKE_AGENT_RECORD=" + runs, "GITHUB_TOKEN=another-token"}})
+	d.appendLog(failure(t0, "dispatch.failed", "boom"))
+	if res := d.run("run"); res.code != 0 || gh.CountCreates() != 1 {
+		t.Fatalf("exit %d, %d issues\n%s", res.code, gh.CountCreates(), res.stderr)
+	}
+	b, err := os.ReadFile(runs)
+	if err != nil {
+		t.Fatal("the agent did not run")
+	}
+	var rec struct {
+		GitHubToken bool `json:"github_token"`
+	}
+	if err := json.Unmarshal([]byte(strings.Split(string(b), "\n")[0]), &rec); err != nil || rec.GitHubToken {
+		t.Fatalf("the agent's environment held a GitHub token (record %s)", b)
+	}
+}

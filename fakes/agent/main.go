@@ -65,6 +65,8 @@ type record struct {
 	OwnGroup        bool     `json:"own_group"` // it leads its own process group
 	Pid             int      `json:"pid"`
 	StartNano       int64    `json:"start_nano"`
+	// GitHubToken: a GitHub token variable reached the agent's environment.
+	GitHubToken bool `json:"github_token"`
 }
 
 func main() {
@@ -150,6 +152,7 @@ func writeRecord(path string, inv invocation, dossier string) error {
 		OwnGroup:        pgid == os.Getpid(),
 		Pid:             os.Getpid(),
 		StartNano:       time.Now().UnixNano(),
+		GitHubToken:     os.Getenv("GH_TOKEN")+os.Getenv("GITHUB_TOKEN")+os.Getenv("GH_ENTERPRISE_TOKEN")+os.Getenv("GITHUB_ENTERPRISE_TOKEN") != "",
 	})
 	if err != nil {
 		return err

@@ -20,17 +20,19 @@ func ShowProgress(w io.Writer, name string, total int64, read *atomic.Int64, int
 		tick := time.NewTicker(interval)
 		defer tick.Stop()
 		width := 0
+		show := func() {
+			line := ProgressLine(name, read.Load(), total)
+			fmt.Fprintf(w, "\r%-*s", width, line)
+			width = max(width, len(line))
+		}
+		show() // at once: the backlog is large enough to be worth a line
 		for {
 			select {
 			case <-done:
-				if width > 0 {
-					fmt.Fprintf(w, "\r%*s\r", width, "")
-				}
+				fmt.Fprintf(w, "\r%*s\r", width, "")
 				return
 			case <-tick.C:
-				line := ProgressLine(name, read.Load(), total)
-				fmt.Fprintf(w, "\r%-*s", width, line)
-				width = max(width, len(line))
+				show()
 			}
 		}
 	}()

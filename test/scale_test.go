@@ -3,7 +3,10 @@ package test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"github.com/the-loop/the-loop-diagnose/fakes/eventlog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -233,5 +236,53 @@ func TestCopytruncateRotationLosesNothing(t *testing.T) {
 	d.mustRun("run")
 	if n := gh.CountCreates(); n != 3 {
 		t.Fatalf("%d issues after a rerun, want 3", n)
+	}
+}
+
+// Progress is for a person at a terminal: a large backlog scanned by cron
+// (stderr not a terminal) prints none.
+func TestNoProgressWhenStderrIsNotATerminal(t *testing.T) {
+	d := newDeployment(t, nil, deployOpts{harness: "builtin"})
+	f, err := os.Create(d.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eventlog.Generate(f, eventlog.Options{Lines: 350_000, Seed: 9}); err != nil { // ~70 MB: over the progress threshold
+		t.Fatal(err)
+	}
+	f.Close()
+	res := d.run("run", "--dry-run")
+	if res.code != 0 {
+		t.Fatalf("exit %d\n%s", res.code, res.stderr)
+	}
+	if strings.Contains(res.stderr, "\r") || strings.Contains(res.stderr, "MiB") {
+		t.Fatalf("progress printed although stderr is a pipe:\n%q", res.stderr[:min(len(res.stderr), 300)])
+	}
+}
+
+// The same scan on a terminal shows it (script(1) provides the terminal).
+func TestProgressOnATerminal(t *testing.T) {
+	script, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("script(1) is not installed: no terminal to test progress on")
+	}
+	d := newDeployment(t, nil, deployOpts{harness: "builtin"})
+	f, err := os.Create(d.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eventlog.Generate(f, eventlog.Options{Lines: 350_000, Seed: 9}); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	cmd := exec.Command(script, "-qec", fmt.Sprintf("%s run --dry-run --config %s >/dev/null", binary, d.config), "/dev/null")
+	cmd.Dir = d.dir
+	cmd.Env = append(cleanEnv(), d.env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "\r") || !strings.Contains(string(out), "MiB") {
+		t.Fatalf("no progress on a terminal:\n%q", string(out)[:min(len(out), 300)])
 	}
 }

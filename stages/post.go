@@ -516,6 +516,11 @@ func (p *poster) create(ctx context.Context, o *pipeline.Outcome) error {
 		// Another deployment won the race while our create was in doubt.
 		return p.existing(ctx, o, created)
 	}
+	if first, err := p.earlierTwin(ctx, fp, created); err != nil {
+		return err
+	} else if first != nil {
+		return p.standDown(ctx, o, created, first)
+	}
 	if !slices.ContainsFunc(created.Labels, func(l *github.Label) bool { return strings.EqualFold(l.GetName(), p.cfg.Label) }) && !p.labelWarned {
 		p.labelWarned = true
 		p.cfg.Log.Warn().Str("label", p.cfg.Label).Str("url", created.GetHTMLURL()).
@@ -526,6 +531,59 @@ func (p *poster) create(ctx context.Context, o *pipeline.Outcome) error {
 
 // filed records a created issue as reported at once, so a crash right after
 // still knows it.
+// earlierTwin looks, right after a create, for an open issue with the same
+// marker and a lower number: another deployment that looked before ours was
+// filed and filed the same defect at the same moment. A marker lookup cannot
+// prevent that race; this settles it the same way on both sides (the lowest
+// number stays), so at most one open issue per defect survives.
+func (p *poster) earlierTwin(ctx context.Context, fp string, created *github.Issue) (*github.Issue, error) {
+	var first *github.Issue
+	opts := github.IssueListByRepoOptions{State: "open", Sort: "created", Direction: "asc",
+		ListOptions: github.ListOptions{PerPage: 100}}
+	err := p.do(ctx, ghCall{what: "list issues", repoLevel: true}, func(ctx context.Context) error {
+		list, _, err := p.cfg.Client.Issues.ListByRepo(ctx, p.owner, p.name, &opts)
+		for _, is := range list {
+			if is.GetNumber() < created.GetNumber() && strings.Contains(is.GetBody(), FingerprintMarker(fp)) &&
+				(first == nil || is.GetNumber() < first.GetNumber()) {
+				first = is
+			}
+		}
+		return err
+	}, nil)
+	return first, err
+}
+
+// standDown closes our just-filed twin in favour of the earlier issue: its
+// marker is taken out (so no lookup ever finds it again) and a comment says
+// which issue to follow. The defect is recorded as that issue's.
+func (p *poster) standDown(ctx context.Context, o *pipeline.Outcome, ours, first *github.Issue) error {
+	n := ours.GetNumber()
+	body := strings.ReplaceAll(ours.GetBody(), FingerprintMarker(o.Fingerprint),
+		fmt.Sprintf("<!-- the-loop-diagnose duplicate-of:%d -->", first.GetNumber()))
+	err := p.do(ctx, ghCall{what: "close a duplicate filed in a race", write: true}, func(ctx context.Context) error {
+		_, _, err := p.cfg.Client.Issues.Edit(ctx, p.owner, p.name, n, &github.IssueRequest{
+			Body: github.String(body), State: github.String("closed"), StateReason: github.String("not_planned")})
+		return err
+	}, nil)
+	if err != nil {
+		return err
+	}
+	comment := fmt.Sprintf("Duplicate of #%d: another deployment filed this defect at the same moment. Follow #%d.\n\n%s\n",
+		first.GetNumber(), first.GetNumber(), SelfAuthoredMarker)
+	if err := p.do(ctx, ghCall{what: "comment on the duplicate", write: true}, func(ctx context.Context) error {
+		_, _, err := p.cfg.Client.Issues.CreateComment(ctx, p.owner, p.name, n, &github.IssueComment{Body: github.String(comment)})
+		return err
+	}, nil); err != nil {
+		p.cfg.Log.Warn().Err(err).Int("issue", n).Msg("closed a duplicate but could not say why on it")
+	}
+	p.cfg.Log.Info().Int("closed", n).Int("kept", first.GetNumber()).Msg("another deployment filed this defect at the same moment: kept the earlier issue")
+	if err := p.filed(o, first); err != nil {
+		return err
+	}
+	o.Status = pipeline.StatusKnown // the issue that stands is not ours
+	return nil
+}
+
 func (p *poster) filed(o *pipeline.Outcome, is *github.Issue) error {
 	fp, now := o.Fingerprint, p.cfg.Now()
 	p.indexIssue(fp, is)

@@ -211,9 +211,44 @@ func TestPostMarkerLookupUsesListEndpointNotSearch(t *testing.T) {
 		t.Fatalf("first lookup %+v", lists)
 	}
 	// One scan's index serves every fingerprint: label, creator and recent
-	// queries each run once, not once per defect.
-	if len(lists) != 3 {
-		t.Fatalf("%d list requests for two defects, want 3", len(lists))
+	// queries each run once, not once per defect; each create adds one
+	// check for a twin filed at the same moment (open issues, oldest first).
+	lookups, twinChecks := 0, 0
+	for _, l := range lists {
+		if l.Query.Get("state") == "open" && l.Query.Get("direction") == "asc" {
+			twinChecks++
+		} else {
+			lookups++
+		}
+	}
+	if lookups != 3 || twinChecks != 2 {
+		t.Fatalf("%d lookups and %d twin checks for two defects, want 3 and 2", lookups, twinChecks)
+	}
+}
+
+// Two deployments that looked before either filed, then filed the same
+// defect at the same moment: the later issue closes itself in favour of the
+// earlier, its marker taken out so no lookup finds it again.
+func TestPostTwinFiledAtTheSameMomentStandsDown(t *testing.T) {
+	h := newPostHarness(t, fakegh.Options{}, "")
+	// The other deployment's issue appears between our lookup and our create.
+	h.srv.Inject(fakegh.RouteCreateIssue, fakegh.Fault{Before: func() {
+		h.srv.AddIssue(fakegh.Issue{Title: "filed elsewhere", Body: postBody("fp-twin", "x"), Login: "other-deployment", Labels: []string{DefaultPostLabel}})
+	}})
+	o := h.runOne(t, postReport("fp-twin"))
+	if o.Status != pipeline.StatusKnown || o.Number != 1 {
+		t.Fatalf("outcome %+v: want the earlier issue #1 recorded", o)
+	}
+	ours, _ := h.srv.Issue(2)
+	if ours.State != "closed" || strings.Contains(ours.Body, FingerprintMarker("fp-twin")) {
+		t.Fatalf("our twin #2 stays findable: state %s, body %q", ours.State, ours.Body)
+	}
+	if c := h.srv.Comments(2); len(c) != 1 || !strings.Contains(c[0].Body, "#1") {
+		t.Fatalf("the twin does not say which issue to follow: %+v", c)
+	}
+	// Later scans, on any deployment, find only #1.
+	if o := h.withFreshState().runOne(t, postReport("fp-twin")); o.Number != 1 {
+		t.Fatalf("a fresh deployment found %+v", o)
 	}
 }
 

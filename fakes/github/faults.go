@@ -23,6 +23,10 @@ type Fault struct {
 	// Status: the ambiguous case where the write happened but the caller
 	// saw an error.
 	AfterEffect bool
+	// Before runs when the fault fires, before the request is served: a
+	// test's way to make something happen on GitHub at that exact moment
+	// (another deployment filing the same issue).
+	Before func()
 	// resetIn is resolved against the server clock when the fault fires, so
 	// a queued rate limit does not go stale.
 	resetIn    time.Duration

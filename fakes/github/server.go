@@ -224,6 +224,9 @@ func (s *Server) handle(r *http.Request, body []byte, rec *Request) response {
 	if !faulted {
 		return s.dispatch(c)
 	}
+	if fault.Before != nil {
+		fault.Before()
+	}
 	var resp response
 	if fault.AfterEffect {
 		// The write happens first; the caller then waits, or sees an error.

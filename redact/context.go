@@ -243,6 +243,20 @@ func keyValue(sc *scan, ks, ke int) {
 	if label == "password" && (v[0] == '/' || v[0] == '~') && !quoted && strings.HasSuffix(strings.ToLower(s[ks:nameEnd]), "pwd") {
 		return
 	}
+	if sep == ' ' && !quoted && (v == "is" || v == "was") && class != keyWeak {
+		// Prose: "DD_API_KEY is 91d2…". Only a value that looks like a
+		// credential is taken: "the token is expired" stays.
+		p := ve
+		for p < len(s) && (s[p] == ' ' || s[p] == '\t') {
+			p++
+		}
+		if p < len(s) && !isPlaceholderAt(s, p) {
+			if ws, we, _ := readValue(s, p); we-ws >= 16 && (looksSecret(s[ws:we]) || (we-ws >= 32 && hexRest(s[ws:we]))) {
+				sc.add(ws, we, label)
+			}
+		}
+		return
+	}
 	switch {
 	case sep == ' ':
 		// "--password x", "password x" in .netrc, or prose ("the key X").

@@ -345,3 +345,20 @@ func TestAccountNamesThatAreWordsKeepTheirWordUses(t *testing.T) {
 		t.Errorf("a personal user name is masked everywhere: %q", got)
 	}
 }
+
+func TestCredentialsInProseAndDottedProviderTokens(t *testing.T) {
+	r := New(Options{})
+	hex32 := strings.Repeat("9a1f", 8)
+	tf := "XuyWXJa5sP8WiK.atlasv1." + strings.Repeat("Ab3dEf9h", 9)
+	got := r.Scrub("DD_API_KEY is " + hex32 + "; terraform login with " + tf)
+	for _, leak := range []string{hex32, "XuyWXJa5sP8WiK", "Ab3dEf9h"} {
+		if strings.Contains(got, leak) {
+			t.Errorf("%q leaks %q", got, leak)
+		}
+	}
+	for _, keep := range []string{"the token is expired", "API_KEY is short", "max_tokens is 4096"} {
+		if got := r.Scrub(keep); got != keep {
+			t.Errorf("%q became %q", keep, got)
+		}
+	}
+}

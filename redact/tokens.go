@@ -326,6 +326,13 @@ func dottedToken(sc *scan, start, end int) (int, bool) {
 			sc.add(start, e, label)
 			return e, true
 		}
+	case len(run) >= 10 && strings.HasPrefix(s[end:], ".atlasv1."):
+		// Terraform Cloud / HCP: ID.atlasv1.SECRET, all three parts secret.
+		e, lens := parts(3)
+		if len(lens) == 3 && lens[2] >= 40 {
+			sc.add(start, e, "terraform-token")
+			return e, true
+		}
 	case len(run) >= 23 && len(run) <= 28 && (run[0] == 'M' || run[0] == 'N' || run[0] == 'O'):
 		e, lens := parts(3)
 		if len(lens) == 3 && lens[1] >= 6 && lens[1] <= 7 && lens[2] >= 27 && mixedRest(run) {

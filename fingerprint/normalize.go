@@ -2,6 +2,7 @@ package fingerprint
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"unicode/utf8"
 )
@@ -22,6 +23,9 @@ const maxTemplate = 2048
 // Java, Node stack traces) are reduced to the exception and its top in-app
 // frame first.
 func Normalize(errorText string) string {
+	if strings.Contains(errorText, "' panicked at ") {
+		errorText = rustPanic(errorText)
+	}
 	if strings.IndexByte(errorText, '\n') >= 0 {
 		if t, ok := normalizeTrace(errorText); ok {
 			return t
@@ -31,6 +35,21 @@ func Normalize(errorText string) string {
 	n := normalizer{out: make([]byte, 0, len(errorText)+16)}
 	n.line(errorText)
 	return n.finish()
+}
+
+// Rust panics: "thread 'NAME' panicked at 'MESSAGE', FILE:LINE:COL" (before
+// Rust 1.73) or "thread 'NAME' panicked at FILE:LINE:COL:" with the message
+// on the next line. The thread name varies per run; the message is the
+// defect, though quoted prose is otherwise data; the file's place is masked
+// as everywhere.
+var (
+	rustPanicOld = regexp.MustCompile(`thread '[^'\n]*' panicked at '(.*)', (\S+?):\d+:\d+`)
+	rustPanicNew = regexp.MustCompile(`thread '[^'\n]*' panicked at (\S+?):\d+:\d+:`)
+)
+
+func rustPanic(text string) string {
+	text = rustPanicOld.ReplaceAllString(text, "thread panicked at $2: $1")
+	return rustPanicNew.ReplaceAllString(text, "thread panicked at $1:")
 }
 
 // normalizeLines normalizes each non-blank line of a multi-line text that is

@@ -179,3 +179,18 @@ func TestLongTextIsCappedDeterministically(t *testing.T) {
 		t.Error("cap must apply to the masked text, so volatile lengths don't move it")
 	}
 }
+
+func TestRustPanicsGroupOnTheirMessageNotTheirThread(t *testing.T) {
+	fp := func(e string) string { return Compute(Input{Event: "rs.failed", Error: e}).Fingerprint }
+	a := fp("thread 'main' panicked at 'called `Option::unwrap()` on a `None` value', src/main.rs:10:5")
+	b := fp("thread 'worker-3' panicked at 'called `Option::unwrap()` on a `None` value', src/main.rs:12:9")
+	c := fp("thread 'main' panicked at 'index out of bounds: the len is 3 but the index is 7', src/main.rs:10:5")
+	d := fp("thread 'tokio-runtime-worker' panicked at src/sync.rs:44:13:\ncalled `Result::unwrap()` on an `Err` value: NotFound")
+	e := fp("thread 'main' panicked at src/sync.rs:50:1:\ncalled `Result::unwrap()` on an `Err` value: NotFound")
+	if a != b || d != e {
+		t.Error("the thread name or the line split one panic")
+	}
+	if a == c {
+		t.Error("two different panic messages in one file merged")
+	}
+}

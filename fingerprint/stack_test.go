@@ -194,7 +194,7 @@ func TestRustBacktraceKeepsPanicAndTopAppFrame(t *testing.T) {
 		"   2: loopd::store::Store::load\n             at ./src/store.rs:41:9\n" +
 		"   3: loopd::main\n             at ./src/main.rs:12:5\n" +
 		"note: Some details are omitted, run with `RUST_BACKTRACE=full` for a verbose backtrace."
-	want := "thread 'main' panicked at src/store.rs:<*>:\ncalled `Option::unwrap()` on a `None` value\n  at loopd::store::Store::load (store.rs)"
+	want := "thread panicked at src/store.rs:\ncalled `Option::unwrap()` on a `None` value\n  at loopd::store::Store::load (store.rs)"
 	if got := Normalize(text); got != want {
 		t.Fatalf("template:\n%s\nwant:\n%s", got, want)
 	}

@@ -71,7 +71,8 @@ func normalizeLines(text string) string {
 		if t == "" || isRubyCaller(line, t) {
 			continue
 		}
-		if isNumberedFrame(t) {
+		if isNumberedFrame(t) || isRubyFrame(line, t) {
+			// Only the innermost frame: the callers are the call path.
 			if numberedFrame {
 				continue
 			}
@@ -88,6 +89,13 @@ func normalizeLines(text string) string {
 // isRubyCaller: an indented "from path:line:in ..." frame.
 func isRubyCaller(line, t string) bool {
 	return len(line) > len(t) && strings.HasPrefix(t, "from ") && strings.Contains(t, ":in ")
+}
+
+// isRubyFrame: an indented Rails-style frame without "from":
+// "  app/models/order.rb:12:in `summary'".
+func isRubyFrame(line, t string) bool {
+	i := strings.Index(t, ".rb:")
+	return len(line) > len(t) && i > 0 && !strings.ContainsAny(t[:i], " \t") && strings.Contains(t[i:], ":in ")
 }
 
 // isNumberedFrame: "#<digits> " opening a line that names a call — it has

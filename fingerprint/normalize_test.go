@@ -194,3 +194,16 @@ func TestRustPanicsGroupOnTheirMessageNotTheirThread(t *testing.T) {
 		t.Error("two different panic messages in one file merged")
 	}
 }
+
+func TestRailsBacktracesGroupOnTheInnermostFrame(t *testing.T) {
+	fp := func(e string) string { return Compute(Input{Event: "app.failed", Error: e}).Fingerprint }
+	a := fp("NoMethodError: undefined method `name' for nil:NilClass\n  app/models/order.rb:12:in `summary'\n  app/controllers/orders_controller.rb:8:in `show'")
+	b := fp("NoMethodError: undefined method `name' for nil:NilClass\n  app/models/order.rb:14:in `summary'\n  app/jobs/report_job.rb:20:in `perform'")
+	c := fp("NoMethodError: undefined method `name' for nil:NilClass\n  app/models/invoice.rb:12:in `summary'\n  app/jobs/report_job.rb:20:in `perform'")
+	if a != b {
+		t.Error("callers below the innermost frame split one defect")
+	}
+	if a == c {
+		t.Error("different innermost frames merged")
+	}
+}

@@ -149,6 +149,11 @@ type normalizer struct {
 	// dateRun is where a run of month/day names starts in out (-1: none),
 	// so "Sun Jul 3 ..." masks its names once the number shows it is a date.
 	dateRun int
+	// valueSeen: a value word ("literal", "value", ...) came earlier on the
+	// line; prevColon: the previous raw word ended with ':'. Together they
+	// mark a quoted token as the value a message echoes ("invalid literal
+	// for int() with base 10: 'abc'"), not a name ("KeyError: 'user_id'").
+	valueSeen, prevColon bool
 }
 
 func (n *normalizer) finish() string {
@@ -172,6 +177,7 @@ func isSpace(c byte) bool {
 // whitespace, except that a quoted string may contain whitespace.
 func (n *normalizer) line(s string) {
 	n.prev = ""
+	n.valueSeen, n.prevColon = false, false
 	n.lastMasked = false
 	n.accessLog = false
 	n.dateRun = -1
@@ -266,6 +272,7 @@ const (
 
 // word normalizes one whitespace-delimited word and appends it.
 func (n *normalizer) word(w string, lineStart int) {
+	defer n.noteWord(w)
 	// Leading brackets and trailing punctuation are structure, kept as
 	// they are around the normalized core.
 	lead := 0
@@ -370,6 +377,15 @@ func (n *normalizer) word(w string, lineStart int) {
 	n.out = append(n.out, suffix...)
 	n.lastMasked, n.dateRun = false, -1
 	n.prev = trimPunct(core)
+}
+
+// noteWord records what the next word needs to know about this one.
+func (n *normalizer) noteWord(w string) {
+	n.prevColon = strings.HasSuffix(w, ":")
+	var buf [16]byte
+	if l := lowerInto(buf[:0], trimPunct(w)); len(l) > 0 && valueWords[string(l)] {
+		n.valueSeen = true
+	}
 }
 
 var maskBytes = []byte(Mask)
@@ -669,7 +685,7 @@ func (n *normalizer) quoted(c string) {
 			n.out = append(n.out, ' ')
 		}
 		n.out = append(n.out, Mask...)
-	case isQuotedData(inner), n.prev != "" && n.prevIs(valueWords):
+	case isQuotedData(inner), n.prev != "" && n.prevIs(valueWords), n.valueSeen && n.prevColon:
 		n.out = append(n.out, Mask...)
 	default:
 		sub := normalizer{out: n.out, dateRun: -1}

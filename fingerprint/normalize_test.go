@@ -207,3 +207,16 @@ func TestRailsBacktracesGroupOnTheInnermostFrame(t *testing.T) {
 		t.Error("different innermost frames merged")
 	}
 }
+
+func TestAnEchoedValueAfterAValueWordIsDataButAQuotedNameIsNot(t *testing.T) {
+	fp := func(e string) string { return Compute(Input{Event: "app.failed", Error: e}).Fingerprint }
+	if fp("ValueError: invalid literal for int() with base 10: 'abc'") != fp("ValueError: invalid literal for int() with base 10: '12x'") {
+		t.Error("the echoed literal split one defect")
+	}
+	if fp("KeyError: 'user_id'") == fp("KeyError: 'account_id'") {
+		t.Error("two missing keys (field names: identity) merged")
+	}
+	if fp("invalid value for field 'timeout': 'abc'") == fp("invalid value for field 'retries': 'abc'") {
+		t.Error("the field name before the echoed value was masked")
+	}
+}

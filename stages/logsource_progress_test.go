@@ -2,31 +2,13 @@ package stages
 
 import (
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 )
 
-type lockedBuilder struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuilder) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuilder) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestProgressRewritesOneLineAndClearsIt(t *testing.T) {
-	var out lockedBuilder
+	var out postLog // a goroutine-safe buffer
 	var read atomic.Int64
 	read.Store(50 << 20)
 	stop := ShowProgress(&out, "events.jsonl", 200<<20, &read, time.Millisecond)

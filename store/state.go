@@ -262,21 +262,16 @@ func since(times []time.Time, t time.Time) []time.Time {
 // HoldsUnversioned reports whether any fingerprint in the state lacks a
 // version prefix ("v2:…"): the-loop's own, which only an alias can match.
 func (s *State) HoldsUnversioned() bool {
-	unversioned := func(fp string) bool {
-		return len(fp) < 3 || fp[0] != 'v' || !strings.Contains(fp[:min(len(fp), 5)], ":")
-	}
-	for fp := range s.Reported {
-		if unversioned(fp) {
-			return true
-		}
-	}
-	for fp := range s.Abandoned {
-		if unversioned(fp) {
-			return true
-		}
-	}
-	for fp := range s.Attempts {
-		if unversioned(fp) {
+	return anyKey(s.Reported, unversioned) || anyKey(s.Abandoned, unversioned) || anyKey(s.Attempts, unversioned)
+}
+
+func unversioned(fp string) bool {
+	return len(fp) < 3 || fp[0] != 'v' || !strings.Contains(fp[:min(len(fp), 5)], ":")
+}
+
+func anyKey[V any](m map[string]V, pred func(string) bool) bool {
+	for k := range m {
+		if pred(k) {
 			return true
 		}
 	}

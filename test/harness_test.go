@@ -221,3 +221,14 @@ func newGitHub(t *testing.T) *fakegh.Server {
 }
 
 var t0 = time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
+
+// eventually polls ok every 50 ms for up to 20 s and reports whether it
+// came true: how the tests wait for a running watcher, never how they time it.
+func eventually(ok func() bool) bool {
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if ok() {
+			return true
+		}
+	}
+	return ok()
+}

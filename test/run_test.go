@@ -266,10 +266,7 @@ func TestSigtermDuringWatchLeavesAValidStateFile(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for gh.CountCreates() == 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	eventually(func() bool { return gh.CountCreates() > 0 })
 	// New work arrives; stop while the watcher may be scanning it.
 	d.appendLog(failure(t0.Add(time.Minute), "queue.failed", "second defect"))
 	time.Sleep(100 * time.Millisecond)

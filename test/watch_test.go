@@ -41,7 +41,7 @@ func TestWatchFollowsNewLinesAndServesMetrics(t *testing.T) {
 	d.appendLog(info(t0, "dispatch.started"))
 	addr := freeAddr(t)
 	cmd := d.command("watch", "--metrics-addr", addr)
-	var stderr bytes.Buffer
+	var stderr syncBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -49,12 +49,9 @@ func TestWatchFollowsNewLinesAndServesMetrics(t *testing.T) {
 	defer cmd.Process.Kill()
 	waitFor := func(what string, ok func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-			if ok() {
-				return
-			}
+		if !eventually(ok) {
+			t.Fatalf("timed out waiting for %s\n%s", what, stderr.String())
 		}
-		t.Fatalf("timed out waiting for %s\n%s", what, stderr.String())
 	}
 	waitFor("/healthz", func() bool { code, _ := get("http://" + addr + "/healthz"); return code == 200 })
 
@@ -72,18 +69,15 @@ func TestWatchFollowsNewLinesAndServesMetrics(t *testing.T) {
 	var metrics string
 	// Outcomes are counted as they are persisted, the scan's totals when it
 	// ends: wait for the whole set.
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	eventually(func() bool {
 		_, metrics = get("http://" + addr + "/metrics")
-		missing := 0
 		for _, want := range wanted {
 			if !strings.Contains(metrics, want) {
-				missing++
+				return false
 			}
 		}
-		if missing == 0 {
-			break
-		}
-	}
+		return true
+	})
 	for _, want := range wanted {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %q\n%s", want, grepLines(metrics, "the_loop_diagnose"))
@@ -130,12 +124,9 @@ func TestDryRunWatchPrintsOnlyWhatIsNew(t *testing.T) {
 	defer cmd.Process.Kill()
 	wait := func(what string, ok func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-			if ok() {
-				return
-			}
+		if !eventually(ok) {
+			t.Fatalf("timed out waiting for %s\nstdout:\n%s\nstderr:\n%s", what, stdout.String(), stderr.String())
 		}
-		t.Fatalf("timed out waiting for %s\nstdout:\n%s\nstderr:\n%s", what, stdout.String(), stderr.String())
 	}
 	wait("the first would-be issue", func() bool { return strings.Contains(stdout.String(), "first defect") })
 	d.appendLog(failure(t0.Add(time.Minute), "queue.failed", "second defect"))
@@ -164,10 +155,8 @@ func TestASecondSignalAbortsAndLeavesAValidState(t *testing.T) {
 	}
 	defer cmd.Process.Kill()
 	// Wait until the agent is running: the scan is in flight.
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if _, err := os.Stat(runs); err == nil {
-			break
-		}
+	if !eventually(func() bool { _, err := os.Stat(runs); return err == nil }) {
+		t.Fatalf("the agent never started\n%s", stderr.String())
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	time.Sleep(200 * time.Millisecond)

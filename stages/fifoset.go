@@ -7,6 +7,8 @@ type fifoMap[V any] struct {
 	m     map[string]V
 	order []string // keys, oldest first; may hold deleted keys until compacted
 	max   int
+	// evicted, when set, hears of each key put pushed out.
+	evicted func(k string)
 }
 
 func newFIFOMap[V any](max int) *fifoMap[V] {
@@ -24,6 +26,9 @@ func (f *fifoMap[V]) put(k string, v V) {
 	}
 	f.m[k] = v
 	for len(f.m) > f.max && len(f.order) > 0 {
+		if _, live := f.m[f.order[0]]; live && f.evicted != nil {
+			f.evicted(f.order[0])
+		}
 		delete(f.m, f.order[0])
 		f.order = f.order[1:]
 	}

@@ -3,6 +3,8 @@ package stages
 import (
 	"bytes"
 	"fmt"
+	"slices"
+	"strings"
 )
 
 // HealFilter lets the reader decode only the success lines that can heal a
@@ -17,22 +19,29 @@ import (
 // healed, and an unhealed failure goes to a human.
 type HealFilter struct {
 	patterns [][]byte
-	anchors  []pairAnchor // per pattern: where to look for it fast
-	keys     []string
-	quoted   [][]byte           // the keys as they appear in JSON: "work_item"
-	pending  *fifoMap[struct{}] // family + key + value of retried failures
-	id       []byte             // scratch for lookups
+	// anchors group the patterns by the pair of bytes searched for to find
+	// them (see tune); one vector scan per group.
+	anchors []anchorGroup
+	tuned   bool
+	keys    []string
+	quoted  [][]byte           // the keys as they appear in JSON: "work_item"
+	pending *fifoMap[struct{}] // family + key + value of retried failures
+	// families counts pending entries per event family: a success line of
+	// a family with none (most of them: github.api.succeeded...) is ruled
+	// out before its correlation values are looked for.
+	families map[string]int
+	id       []byte // scratch for lookups
 }
 
 // NewHealFilter builds the reader's filter for a triage configuration.
 func NewHealFilter(cfg TriageConfig) *HealFilter {
-	h := &HealFilter{patterns: cfg.SuccessPatterns(), keys: cfg.CorrelationKeys, pending: newFIFOMap[struct{}](cfg.MaxPending)}
+	h := &HealFilter{patterns: cfg.SuccessPatterns(), keys: cfg.CorrelationKeys,
+		pending: newFIFOMap[struct{}](cfg.MaxPending), families: map[string]int{}}
+	h.pending.evicted = h.forget
 	for _, k := range cfg.CorrelationKeys {
 		h.quoted = append(h.quoted, []byte(`"`+k+`"`))
 	}
-	for _, p := range h.patterns {
-		h.anchors = append(h.anchors, rarestPair(p))
-	}
+	h.tune(nil)
 	return h
 }
 
@@ -61,9 +70,29 @@ func (h *HealFilter) note(fields map[string]any) {
 		if !ok {
 			continue
 		}
-		h.pending.put(fam+"\x00"+k+"\x00"+v, struct{}{})
+		h.remember(fam + "\x00" + k + "\x00" + v)
 	}
 }
+
+// remember adds a pending entry, family + NUL + key + NUL + value.
+func (h *HealFilter) remember(id string) {
+	if _, ok := h.pending.get(id); !ok {
+		h.families[familyOf(id)]++
+	}
+	h.pending.put(id, struct{}{})
+}
+
+// forget drops a pending entry (healed or evicted) from its family's count.
+func (h *HealFilter) forget(id string) {
+	fam := familyOf(id)
+	if h.families[fam] <= 1 {
+		delete(h.families, fam)
+	} else {
+		h.families[fam]--
+	}
+}
+
+func familyOf(id string) string { fam, _, _ := strings.Cut(id, "\x00"); return fam }
 
 // noteRaw is note for an undecoded line: will_retry, the event and the
 // correlation values picked out of its bytes. Noting a failure that is not
@@ -79,24 +108,42 @@ func (h *HealFilter) noteRaw(line []byte) {
 	fam, _ := family(string(event))
 	for i, k := range h.keys {
 		if v, ok := rawValue(line, h.quoted[i]); ok && len(v) > 0 {
-			h.pending.put(fam+"\x00"+k+"\x00"+string(v), struct{}{})
+			h.remember(fam + "\x00" + k + "\x00" + string(v))
 		}
 	}
 }
 
-// wants reports whether a line must be decoded for the healing check.
-func (h *HealFilter) wants(line []byte) bool {
-	if h == nil || h.pending.len() == 0 || !containsAny(line, h.patterns) {
+// wants reports whether a line must be decoded for the healing check. at is
+// where the reader found one of the success patterns in it, or -1 if it has
+// not looked.
+func (h *HealFilter) wants(line []byte, at int) bool {
+	if h == nil || h.pending.len() == 0 {
 		return false
+	}
+	if at < 0 {
+		at = indexAny(line, h.patterns)
+		if at < 0 {
+			return false
+		}
 	}
 	if bytes.IndexByte(line, '\\') >= 0 {
 		return true // an escape may hide a key or a value: decode
 	}
-	event, ok := rawValue(line, quotedEvent)
+	event, ok := eventAround(line, at)
 	if !ok {
-		return false
+		if event, ok = rawValue(line, quotedEvent); !ok {
+			return false
+		}
 	}
-	fam, _ := family(string(event))
+	fam := event
+	if dot := bytes.LastIndexByte(event, '.'); dot >= 0 {
+		fam = event[:dot]
+	} else {
+		fam = nil
+	}
+	if h.families[string(fam)] == 0 {
+		return false // nothing of this family is waiting to be healed
+	}
 	hit := false
 	for i, k := range h.keys {
 		v, ok := rawValue(line, h.quoted[i])
@@ -110,6 +157,7 @@ func (h *HealFilter) wants(line []byte) bool {
 			// The success heals every failure waiting on it, as the
 			// healing check does: later successes need no decoding.
 			h.pending.delete(string(h.id))
+			h.forget(string(h.id))
 			hit = true
 		}
 	}
@@ -117,6 +165,21 @@ func (h *HealFilter) wants(line []byte) bool {
 }
 
 var quotedEvent = []byte(`"event"`)
+
+// eventAround is the value of the "event" key when the success pattern at
+// position at is part of it, spelled as the-loop writes it ("event":"x.y"):
+// the common case, found without searching the line for the key.
+func eventAround(line []byte, at int) ([]byte, bool) {
+	open := bytes.LastIndexByte(line[:at], '"')
+	if open < 0 || !bytes.HasSuffix(line[:open], []byte(`"event":`)) {
+		return nil, false
+	}
+	end := bytes.IndexByte(line[at:], '"')
+	if end < 0 {
+		return nil, false
+	}
+	return line[open+1 : at+end], true
+}
 
 // rawValue picks the value of a top-level-looking "key" (given quoted):
 // a string's bytes or a number's, out of an escape-free line.
@@ -148,22 +211,66 @@ func rawValue(line, quotedKey []byte) ([]byte, bool) {
 	}
 }
 
-func containsAny(line []byte, patterns [][]byte) bool {
+// indexAny is where the first of patterns found in line occurs, or -1.
+func indexAny(line []byte, patterns [][]byte) int {
 	for _, p := range patterns {
-		if bytes.Contains(line, p) {
-			return true
+		if i := bytes.Index(line, p); i >= 0 {
+			return i
 		}
 	}
-	return false
+	return -1
 }
 
-// pairAnchor is the pair of adjacent bytes of a pattern least likely to occur
-// in a log line, and its offset in the pattern: searching for the pair (a
-// vector scan) finds the pattern's few occurrences faster than searching for
-// its first byte, a '.' that is on every line.
+// pairAnchor is a pair of adjacent bytes of a pattern and its offset in
+// the pattern: searching for a pair rare in the log (a vector scan) finds
+// the pattern's few occurrences faster than searching for its first byte, a
+// '.' that is on every line.
 type pairAnchor struct {
 	offset int
 	c0, c1 byte
+}
+
+// anchorGroup is the patterns sharing one anchor (".succeeded" and
+// ".success" both have "cc" at offset 3): one scan finds them all.
+type anchorGroup struct {
+	pairAnchor
+	patterns [][]byte
+}
+
+// tune chooses each pattern's anchor: the pair least frequent in sample (the
+// start of the log being read), with English letter frequency as the
+// tie-break when the sample says nothing. Letter frequency alone is a poor
+// guide in JSON logs: "mp" (of ".completed") is on every line that holds a
+// "timestamp".
+func (h *HealFilter) tune(sample []byte) {
+	h.anchors = h.anchors[:0]
+	counts := map[[2]byte]int{}
+	count := func(c0, c1 byte) int {
+		k := [2]byte{c0, c1}
+		if n, ok := counts[k]; ok {
+			return n
+		}
+		n := 0
+		for at := 0; ; n++ {
+			j := indexPair(sample[at:], c0, c1)
+			if j < 0 {
+				break
+			}
+			at += j + 1
+		}
+		counts[k] = n
+		return n
+	}
+	for _, p := range h.patterns {
+		a := rarestPair(p, count)
+		i := slices.IndexFunc(h.anchors, func(g anchorGroup) bool { return g.pairAnchor == a })
+		if i < 0 {
+			h.anchors = append(h.anchors, anchorGroup{pairAnchor: a})
+			i = len(h.anchors) - 1
+		}
+		h.anchors[i].patterns = append(h.anchors[i].patterns, p)
+	}
+	h.tuned = sample != nil
 }
 
 // letterRarity is a rough English letter frequency (per mille); bytes not
@@ -172,43 +279,50 @@ var letterRarity = map[byte]float64{'e': 127, 't': 91, 'a': 82, 'o': 75, 'i': 70
 	'r': 60, 'd': 43, 'l': 40, 'c': 28, 'u': 28, 'm': 24, 'w': 24, 'f': 22, 'g': 20, 'y': 20, 'p': 19,
 	'b': 15, 'v': 10, 'k': 8, 'j': 2, 'x': 2, 'q': 1, 'z': 1}
 
-func rarestPair(p []byte) pairAnchor {
+// rarestPair is the pair of p seen least often (count), then the rarest by
+// letter frequency.
+func rarestPair(p []byte, count func(c0, c1 byte) int) pairAnchor {
 	freq := func(c byte) float64 {
 		if f, ok := letterRarity[c]; ok {
 			return f
 		}
 		return 150
 	}
-	best, bestScore := pairAnchor{}, -1.0
+	best, bestSeen, bestScore := pairAnchor{}, 0, -1.0
 	for i := 0; i+1 < len(p); i++ {
+		seen := count(p[i], p[i+1])
 		score := freq(p[i]) * freq(p[i+1])
 		if p[i] == p[i+1] {
 			score /= 2 // doubled letters are rarer than their letters suggest
 		}
-		if bestScore < 0 || score < bestScore {
-			best, bestScore = pairAnchor{offset: i, c0: p[i], c1: p[i+1]}, score
+		if bestScore < 0 || seen < bestSeen || (seen == bestSeen && score < bestScore) {
+			best, bestSeen, bestScore = pairAnchor{offset: i, c0: p[i], c1: p[i+1]}, seen, score
 		}
 	}
 	return best
 }
 
-// nextOccurrence is the first occurrence of pattern k at or after from in b,
-// or len(b).
-func (h *HealFilter) nextOccurrence(b []byte, from, k int) int {
-	a, pat := h.anchors[k], h.patterns[k]
-	if len(pat) < 2 {
-		if q := bytes.Index(b[from:], pat); q >= 0 {
+// nextOccurrence is the first occurrence at or after from in b of a pattern
+// of anchor group g, or len(b). Its patterns share the anchor's offset, so
+// the first anchor that completes one is the first occurrence.
+func (h *HealFilter) nextOccurrence(b []byte, from, g int) int {
+	a := h.anchors[g]
+	if a.offset == 0 && len(a.patterns[0]) < 2 {
+		if q := indexAny(b[from:], a.patterns); q >= 0 {
 			return from + q
 		}
 		return len(b)
 	}
-	for at := from; at < len(b); {
+	for at := from + a.offset; at < len(b); {
 		j := indexPair(b[at:], a.c0, a.c1)
 		if j < 0 {
 			break
 		}
-		if p := at + j - a.offset; p >= from && bytes.HasPrefix(b[p:], pat) {
-			return p
+		p := at + j - a.offset
+		for _, pat := range a.patterns {
+			if bytes.HasPrefix(b[p:], pat) {
+				return p
+			}
 		}
 		at += j + 1
 	}

@@ -5,10 +5,12 @@ package stages
 // interesting; every other line is proven well-shaped and not a candidate
 // by a single vectorized pass over the buffer, and is only counted.
 //
-// A position is interesting when its byte c and the next byte n are:
-//   - "rr" or "tr": a candidate holds `"error"` or `will_retry` spelled
-//     out, or else a \u escape (pairs rare in the-loop's logs were chosen:
-//     "ry" would flag every delivery_id);
+// A position is interesting when its byte c and the next bytes n, nn are:
+//   - "rr" or "lse": a candidate holds `"error"` or `false` (of
+//     `"will_retry": false`) spelled out, or else a \u escape. Rare
+//     sequences in the-loop's logs were chosen: "tr" (of will_retry) flagged
+//     one line in twenty (retry_in_ms, "retrying", paths of a user dmitri),
+//     "lse" one in 250;
 //   - "\u": an escape that could spell either;
 //   - '\n' then not '{', or not '}' then '\n': a line that does not start
 //     or end like a JSON object (blank, truncated, not an object, CRLF);
@@ -17,16 +19,26 @@ package stages
 // So a line with no interesting position is pure ASCII, starts with '{',
 // ends with '}' and cannot be a candidate: what readLineExact would conclude.
 
-func interesting(c, n byte) bool {
-	return c >= 0x80 || ((c == 'r' || c == 't') && n == 'r') || (c == '\\' && n == 'u') ||
+func interesting(c, n, nn byte) bool {
+	return c >= 0x80 || (c == 'r' && n == 'r') || (c == 'l' && n == 's' && nn == 'e') || (c == '\\' && n == 'u') ||
 		(c == '\n' && n != '{') || (n == '\n' && c != '}')
+}
+
+// interestingAt is interesting for position i of b (i+1 < len(b)); past the
+// end, nn is taken as 0.
+func interestingAt(b []byte, i int) bool {
+	var nn byte
+	if i+2 < len(b) {
+		nn = b[i+2]
+	}
+	return interesting(b[i], b[i+1], nn)
 }
 
 // indexInteresting returns the first interesting position i in b (its
 // pair is b[i], b[i+1]), or -1.
 func indexInteresting(b []byte) int {
 	i := 0
-	if useAVX2 && len(b) > 33 {
+	if useAVX2 && len(b) > 34 {
 		j, hit := indexInterestingAVX2(b)
 		if hit {
 			return j
@@ -34,7 +46,7 @@ func indexInteresting(b []byte) int {
 		i = j
 	}
 	for ; i+1 < len(b); i++ {
-		if interesting(b[i], b[i+1]) {
+		if interestingAt(b, i) {
 			return i
 		}
 	}
@@ -45,7 +57,7 @@ func indexInteresting(b []byte) int {
 // check the vector version against it.
 func indexInterestingGeneric(b []byte) int {
 	for i := 0; i+1 < len(b); i++ {
-		if interesting(b[i], b[i+1]) {
+		if interestingAt(b, i) {
 			return i
 		}
 	}

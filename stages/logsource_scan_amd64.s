@@ -2,22 +2,29 @@
 
 // func indexInterestingAVX2(b []byte) (i int, hit bool)
 //
-// 32 positions per iteration, each looking at its byte c and the next n (see
-// interesting in logsource_scan.go). Stops before the last 32 positions,
-// which the caller scans: i is then the first position not examined.
+// 32 positions per iteration, each looking at its byte c and the next two,
+// n and nn (see interesting in logsource_scan.go). Stops before the last 33
+// positions, which the caller scans: i is then the first position not
+// examined.
 TEXT ·indexInterestingAVX2(SB), NOSPLIT, $0-33
 	MOVQ b_base+0(FP), SI
 	MOVQ b_len+8(FP), DX
 	XORQ AX, AX
-	SUBQ $32, DX // positions i with i+32 < len(b): n of the last one is in range
+	SUBQ $33, DX // positions i with i+33 < len(b): nn of the last one is in range
 	JLE  done
 
 	MOVL $0x72, BX // 'r'
 	MOVQ BX, X8
 	VPBROADCASTB X8, Y8
-	MOVL $0x74, BX // 't'
+	MOVL $0x6c, BX // 'l'
 	MOVQ BX, X9
 	VPBROADCASTB X9, Y9
+	MOVL $0x73, BX // 's'
+	MOVQ BX, X6
+	VPBROADCASTB X6, Y6
+	MOVL $0x65, BX // 'e'
+	MOVQ BX, X7
+	VPBROADCASTB X7, Y7
 	MOVL $0x5c, BX // '\\'
 	MOVQ BX, X10
 	VPBROADCASTB X10, Y10
@@ -37,11 +44,16 @@ TEXT ·indexInterestingAVX2(SB), NOSPLIT, $0-33
 loop:
 	VMOVDQU (SI)(AX*1), Y0  // c
 	VMOVDQU 1(SI)(AX*1), Y1 // n
+	VMOVDQU 2(SI)(AX*1), Y5 // nn
 	VPCMPEQB Y0, Y8, Y2     // c == 'r'
-	VPCMPEQB Y0, Y9, Y4     // c == 't'
-	VPOR     Y2, Y4, Y2
 	VPCMPEQB Y1, Y8, Y3     // n == 'r'
-	VPAND    Y2, Y3, Y2     // "rr" (error) or "tr" (will_retry)
+	VPAND    Y2, Y3, Y2     // "rr" (error)
+	VPCMPEQB Y0, Y9, Y3     // c == 'l'
+	VPCMPEQB Y1, Y6, Y4     // n == 's'
+	VPAND    Y3, Y4, Y3
+	VPCMPEQB Y5, Y7, Y4     // nn == 'e'
+	VPAND    Y3, Y4, Y3     // "lse" (false)
+	VPOR     Y3, Y2, Y2
 	VPCMPEQB Y0, Y10, Y3    // c == '\\'
 	VPCMPEQB Y1, Y11, Y4    // n == 'u'
 	VPAND    Y3, Y4, Y3     // a \u escape

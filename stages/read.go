@@ -103,9 +103,9 @@ func NewRead(cfg ReadConfig, stats *ReadStats) pipeline.Source[pipeline.Record] 
 	}
 	return func(ctx context.Context, out chan<- pipeline.Record) error {
 		r := &reader{cfg: cfg, stats: stats, out: out, ctx: ctx,
-			buf: make([]byte, cfg.MaxLine+1+readChunk), offset: cfg.Start, line: cfg.StartLine}
-		stats.End.Store(r.offset)
-		stats.EndLine.Store(r.line)
+			buf: make([]byte, cfg.MaxLine+1+readChunk), offset: cfg.Start, line: cfg.StartLine,
+			publishedLine: cfg.StartLine, publishedOffset: cfg.Start}
+		r.publish()
 		return r.run()
 	}
 }
@@ -124,6 +124,10 @@ type reader struct {
 	// once per region, not once per line.
 	success []int
 	healing bool // the next exact line was chosen as a healing success
+	// What publish has told stats so far: the counters are shared with
+	// other goroutines (progress, metrics), so they are updated once per
+	// region, not once per line.
+	publishedLine, publishedOffset, skipped int64
 }
 
 func (r *reader) run() error {
@@ -177,9 +181,10 @@ func (r *reader) run() error {
 			// Longer than the cap and still going: count it once it ends.
 			overlong, filled = len(tail), 0
 		case eof && len(tail) > 0 && r.cfg.FinalPartialLine:
-			if err := r.exactLine(tail, int64(len(tail))); err != nil {
+			if err := r.exactLine(tail, int64(len(tail)), r.cfg.Heal.wants(tail, -1)); err != nil {
 				return err
 			}
+			r.publish()
 			return nil
 		case eof:
 			r.stats.Pending.Store(int64(len(tail)))
@@ -197,22 +202,38 @@ func (r *reader) run() error {
 func (r *reader) consumeOverlong(size int64) {
 	r.line++
 	r.offset += size
-	r.stats.Lines.Add(1)
-	r.stats.Bytes.Add(size)
 	r.markCorrupt(fmt.Sprintf("longer than the %d-byte line cap", r.cfg.MaxLine))
+	r.publish()
+}
+
+// publish brings the shared counters up to what has been consumed.
+func (r *reader) publish() {
+	r.stats.Lines.Add(r.line - r.publishedLine)
+	r.stats.Bytes.Add(r.offset - r.publishedOffset)
+	r.stats.Skipped.Add(r.skipped)
+	r.publishedLine, r.publishedOffset, r.skipped = r.line, r.offset, 0
 	r.stats.End.Store(r.offset)
 	r.stats.EndLine.Store(r.line)
 }
 
 // region consumes b, whole lines each ending in '\n'.
 func (r *reader) region(b []byte) error {
+	defer r.publish()
 	i := 0
 	r.success = r.success[:0]
 	for i < len(b) {
 		// The line at i gets the exact checks: it is the region's first (its
-		// preceding '\n' is not in b), or the fast scan flagged it.
+		// preceding '\n' is not in b), or the fast scan flagged it, or it is
+		// a success line that heals a failure read before it.
 		e := i + bytes.IndexByte(b[i:], '\n')
-		if err := r.exactLine(b[i:e], int64(e+1-i)); err != nil {
+		heal := r.healing
+		if !heal {
+			if q := r.nextSuccess(b, i); q < e {
+				heal = r.cfg.Heal.wants(b[i:e], q-i)
+			}
+		}
+		r.healing = false
+		if err := r.exactLine(b[i:e], int64(e+1-i), heal); err != nil {
 			return err
 		}
 		i = e + 1
@@ -230,7 +251,6 @@ func (r *reader) region(b []byte) error {
 					next = bytes.LastIndexByte(b[:p], '\n') + 1
 				}
 			}
-			// A line that may be a healing success gets the exact path too.
 			// A success line that heals a failure read before it gets the
 			// exact path too; the others stay in the clean span (the fast
 			// scan has already proven them well shaped).
@@ -240,8 +260,8 @@ func (r *reader) region(b []byte) error {
 					break
 				}
 				start := bytes.LastIndexByte(b[:q], '\n') + 1
-				end := start + bytes.IndexByte(b[start:], '\n')
-				if r.cfg.Heal.wants(b[start:end]) {
+				end := q + bytes.IndexByte(b[q:], '\n')
+				if r.cfg.Heal.wants(b[start:end], q-start) {
 					r.healing = true
 					next = start
 					break
@@ -257,6 +277,10 @@ func (r *reader) region(b []byte) error {
 	return nil
 }
 
+// tuneSample is how much of the log the heal filter looks at to choose the
+// byte pairs it searches for.
+const tuneSample = 256 << 10
+
 // nextSuccess is the position of the next possible healing success line at
 // or after i in region b, or len(b).
 func (r *reader) nextSuccess(b []byte, i int) int {
@@ -264,17 +288,20 @@ func (r *reader) nextSuccess(b []byte, i int) int {
 	if h == nil || h.pending.len() == 0 {
 		return len(b)
 	}
+	if !h.tuned {
+		h.tune(b[:min(len(b), tuneSample)])
+	}
 	if len(r.success) == 0 {
-		for range h.patterns {
+		for range h.anchors {
 			r.success = append(r.success, -1) // not searched yet
 		}
 	}
 	first := len(b)
-	for k := range h.patterns {
-		if r.success[k] < i {
-			r.success[k] = h.nextOccurrence(b, i, k)
+	for g := range h.anchors {
+		if r.success[g] < i {
+			r.success[g] = h.nextOccurrence(b, i, g)
 		}
-		first = min(first, r.success[k])
+		first = min(first, r.success[g])
 	}
 	return first
 }
@@ -301,27 +328,15 @@ func (r *reader) cleanLines(span []byte) {
 	}
 	r.line += n
 	r.offset += int64(len(span))
-	r.stats.Lines.Add(n)
-	r.stats.Bytes.Add(int64(len(span)))
-	r.stats.Skipped.Add(n - bad)
-	r.stats.End.Store(r.offset)
-	r.stats.EndLine.Store(r.line)
+	r.skipped += n - bad
 }
 
-// exactLine consumes one line (raw without its '\n'; size with it).
-func (r *reader) exactLine(raw []byte, size int64) error {
+// exactLine consumes one line (raw without its '\n'; size with it); heal
+// says the heal filter wants it decoded.
+func (r *reader) exactLine(raw []byte, size int64, heal bool) error {
 	r.line++
 	start := r.offset
 	r.offset += size
-	r.stats.Lines.Add(1)
-	r.stats.Bytes.Add(size)
-	defer func() {
-		r.stats.End.Store(r.offset)
-		r.stats.EndLine.Store(r.line)
-	}()
-	// wants consumes its match, so the region's own call is remembered.
-	heal := r.healing || r.cfg.Heal.wants(raw)
-	r.healing = false
 	line := trimNewline(raw)
 	decode, reason := checkLine(line, size, r.cfg.MaxLine, r.cfg.Prefilter && !heal)
 	switch {
@@ -329,7 +344,7 @@ func (r *reader) exactLine(raw []byte, size int64) error {
 		r.markCorrupt(reason)
 		return nil
 	case !decode:
-		r.stats.Skipped.Add(1)
+		r.skipped++
 		return nil
 	}
 	var rec pipeline.Record
@@ -346,8 +361,6 @@ func (r *reader) exactLine(raw []byte, size int64) error {
 		rec.Fields = fields
 	}
 	rec.Line, rec.Offset, rec.End = r.line, start, r.offset
-	r.stats.End.Store(r.offset)
-	r.stats.EndLine.Store(r.line)
 	return pipeline.Send(r.ctx, r.out, rec)
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -257,6 +258,10 @@ func FuzzIndexInteresting(f *testing.F) {
 	f.Add([]byte(strings.Repeat(`{"a":"b"}`+"\n", 9)))
 	f.Add([]byte(strings.Repeat("x", 40) + "rr" + strings.Repeat("x", 40)))
 	f.Add([]byte(strings.Repeat("}\n{", 30) + `\u`))
+	for pad := 28; pad < 36; pad++ { // "lse" across a block edge and at the end
+		f.Add([]byte(strings.Repeat("x", pad) + "lse" + strings.Repeat("x", 36-pad)))
+		f.Add([]byte(strings.Repeat("x", pad) + "ls"))
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for start := 0; start < len(b) && start < 40; start++ {
 			if got, want := indexInteresting(b[start:]), indexInterestingGeneric(b[start:]); got != want {
@@ -338,16 +343,31 @@ func BenchmarkRead(b *testing.B) {
 		b.Fatal(err)
 	}
 	data := buf.Bytes()
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	for b.Loop() {
-		var stats ReadStats
-		r := pipeline.New(context.Background())
-		pipeline.Into(r, pipeline.From(r, NewRead(ReadConfig{Source: bytes.NewReader(data), Prefilter: true}, &stats)),
-			func(context.Context, pipeline.Record) error { return nil })
-		if err := r.Wait(); err != nil {
-			b.Fatal(err)
-		}
+	for _, bc := range []struct {
+		name string
+		cfg  func() ReadConfig
+	}{
+		{"prefilter", func() ReadConfig { return ReadConfig{Prefilter: true} }},
+		// What a scan runs: healing successes picked out, decoding deferred.
+		{"as-scanned", func() ReadConfig {
+			return ReadConfig{Prefilter: true, Heal: NewHealFilter(DefaultTriage()), DeferDecode: true}
+		}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				var stats ReadStats
+				cfg := bc.cfg()
+				cfg.Source = bytes.NewReader(data)
+				r := pipeline.New(context.Background())
+				pipeline.Into(r, pipeline.From(r, NewRead(cfg, &stats)),
+					func(context.Context, pipeline.Record) error { return nil })
+				if err := r.Wait(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
@@ -430,15 +450,44 @@ func TestHealFilterFindsEveryPatternOccurrence(t *testing.T) {
 	line := `{"event":"x.success"}` + strings.Repeat(`{"event":"queue.tick","ts":"2026-11-01T00:00:01.123Z"}`, 7) +
 		`{"event":"dispatch.succeeded"}{"event":"git.completed"}`
 	b := []byte(line)
-	for k, pat := range h.patterns {
-		for from := 0; from < len(b); from++ {
-			want := len(b)
-			if q := bytes.Index(b[from:], pat); q >= 0 {
-				want = from + q
-			}
-			if got := h.nextOccurrence(b, from, k); got != want {
-				t.Fatalf("pattern %q from %d: %d, want %d", pat, from, got, want)
+	for _, sample := range []string{"", line, strings.Repeat(`"timestamp":1,"access":"cc"`, 9)} {
+		h.tune([]byte(sample))
+		for g, a := range h.anchors {
+			for from := 0; from < len(b); from++ {
+				want := len(b)
+				for _, pat := range a.patterns {
+					if q := bytes.Index(b[from:], pat); q >= 0 {
+						want = min(want, from+q)
+					}
+				}
+				if got := h.nextOccurrence(b, from, g); got != want {
+					t.Fatalf("sample %q: patterns %q from %d: %d, want %d", sample, a.patterns, from, got, want)
+				}
 			}
 		}
+	}
+}
+
+// The anchors are chosen by what the log holds: "mp" is the letter-frequency
+// pick for ".completed", but not in a log full of timestamps.
+func TestHealFilterTunesAnchorsToTheLog(t *testing.T) {
+	h := NewHealFilter(DefaultTriage())
+	anchorOf := func(pattern string) string {
+		for _, a := range h.anchors {
+			if slices.ContainsFunc(a.patterns, func(p []byte) bool { return string(p) == pattern }) {
+				return string([]byte{a.c0, a.c1})
+			}
+		}
+		return ""
+	}
+	if got := anchorOf(".completed"); got != "mp" {
+		t.Fatalf("untuned anchor of .completed = %q, want the letter-frequency pick mp", got)
+	}
+	if len(h.anchors) != 2 {
+		t.Fatalf("%d anchor groups, want 2: .succeeded and .success share cc", len(h.anchors))
+	}
+	h.tune([]byte(strings.Repeat(`{"timestamp":"x","complete":true,"temp":1}`+"\n", 50)))
+	if got := anchorOf(".completed"); got == "mp" || got == "pl" || got == "co" || got == "om" || got == "le" || got == "et" || got == "te" {
+		t.Fatalf("tuned anchor of .completed = %q, a pair the sample is full of", got)
 	}
 }

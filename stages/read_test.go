@@ -491,3 +491,35 @@ func TestHealFilterTunesAnchorsToTheLog(t *testing.T) {
 		t.Fatalf("tuned anchor of .completed = %q, a pair the sample is full of", got)
 	}
 }
+
+// The per-family counts that let the heal filter rule out a success line
+// follow the pending failures exactly: evicted or healed, a family with none
+// left is dropped, so its successes are not decoded and the map stays
+// bounded.
+func TestHealFilterFamilyCountsFollowEvictionAndHealing(t *testing.T) {
+	cfg := DefaultTriage()
+	cfg.MaxPending = 2
+	h := NewHealFilter(cfg)
+	for i, fam := range []string{"alpha", "beta", "gamma"} {
+		h.noteRaw([]byte(fmt.Sprintf(`{"event":"%s.failed","level":"error","will_retry":true,"work_item":"w%d"}`, fam, i)))
+	}
+	success := func(fam string, i int) bool {
+		line := []byte(fmt.Sprintf(`{"event":"%s.succeeded","level":"info","work_item":"w%d"}`, fam, i))
+		return h.wants(line, -1)
+	}
+	if len(h.families) != 2 || h.families["alpha"] != 0 {
+		t.Fatalf("families %v, want beta and gamma (alpha evicted by the bound of 2)", h.families)
+	}
+	if success("alpha", 0) {
+		t.Fatal("a success of the evicted failure's family was wanted")
+	}
+	if !success("gamma", 2) {
+		t.Fatal("the success healing gamma's pending failure was not wanted")
+	}
+	if success("gamma", 2) {
+		t.Fatal("a second success for an already healed failure was wanted")
+	}
+	if len(h.families) != 1 || h.families["beta"] != 1 {
+		t.Fatalf("families %v, want only beta left", h.families)
+	}
+}

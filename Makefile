@@ -9,8 +9,11 @@ SHARED  ?= ../shared
 
 all: build
 
+# Static (no cgo): the dynamic loader and libc start-up cost 4 ms of every
+# run, a fifth of an incremental cron scan; the pure-Go resolver and user
+# lookup do the same job here.
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/the-loop-diagnose
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/the-loop-diagnose
 
 # The README's first command: a dry run with the builtin (no-LLM) harness over
 # the sample event log shipped in the repo. Prints each would-be issue; writes

@@ -24,7 +24,8 @@ type HealFilter struct {
 	anchors []anchorGroup
 	tuned   bool
 	keys    []string
-	quoted  [][]byte           // the keys as they appear in JSON: "work_item"
+	quoted  []finder           // the keys as they appear in JSON: "work_item"
+	event   finder             // "event"
 	pending *fifoMap[struct{}] // family + key + value of retried failures
 	// families counts pending entries per event family: a success line of
 	// a family with none (most of them: github.api.succeeded...) is ruled
@@ -39,8 +40,9 @@ func NewHealFilter(cfg TriageConfig) *HealFilter {
 		pending: newFIFOMap[struct{}](cfg.MaxPending), families: map[string]int{}}
 	h.pending.evicted = h.forget
 	for _, k := range cfg.CorrelationKeys {
-		h.quoted = append(h.quoted, []byte(`"`+k+`"`))
+		h.quoted = append(h.quoted, finder{needle: []byte(`"` + k + `"`)})
 	}
+	h.event = finder{needle: []byte(`"event"`)}
 	h.tune(nil)
 	return h
 }
@@ -101,7 +103,7 @@ func (h *HealFilter) noteRaw(line []byte) {
 	if h == nil || !hasPair(line, []byte(`"will_retry"`), []byte(`true`)) {
 		return
 	}
-	event, ok := rawValue(line, quotedEvent)
+	event, ok := rawValue(line, h.event)
 	if !ok {
 		return
 	}
@@ -131,7 +133,7 @@ func (h *HealFilter) wants(line []byte, at int) bool {
 	}
 	event, ok := eventAround(line, at)
 	if !ok {
-		if event, ok = rawValue(line, quotedEvent); !ok {
+		if event, ok = rawValue(line, h.event); !ok {
 			return false
 		}
 	}
@@ -164,8 +166,6 @@ func (h *HealFilter) wants(line []byte, at int) bool {
 	return hit
 }
 
-var quotedEvent = []byte(`"event"`)
-
 // eventAround is the value of the "event" key when the success pattern at
 // position at is part of it, spelled as the-loop writes it ("event":"x.y"):
 // the common case, found without searching the line for the key.
@@ -181,15 +181,16 @@ func eventAround(line []byte, at int) ([]byte, bool) {
 	return line[open+1 : at+end], true
 }
 
-// rawValue picks the value of a top-level-looking "key" (given quoted):
-// a string's bytes or a number's, out of an escape-free line.
-func rawValue(line, quotedKey []byte) ([]byte, bool) {
+// rawValue picks the value of a top-level-looking "key" (its quoted
+// spelling found by key): a string's bytes or a number's, out of an
+// escape-free line.
+func rawValue(line []byte, key finder) ([]byte, bool) {
 	for {
-		i := bytes.Index(line, quotedKey)
+		i := key.index(line)
 		if i < 0 {
 			return nil, false
 		}
-		line = skipJSONSpace(line[i+len(quotedKey):])
+		line = skipJSONSpace(line[i+len(key.needle):])
 		if len(line) == 0 || line[0] != ':' {
 			continue
 		}
@@ -237,8 +238,8 @@ type anchorGroup struct {
 	patterns [][]byte
 }
 
-// tune chooses each pattern's anchor: the pair least frequent in sample (the
-// start of the log being read), with English letter frequency as the
+// tune chooses the anchor of each pattern and key: the pair least frequent
+// in sample (the start of the log being read), with letter frequency as the
 // tie-break when the sample says nothing. Letter frequency alone is a poor
 // guide in JSON logs: "mp" (of ".completed") is on every line that holds a
 // "timestamp".
@@ -261,6 +262,10 @@ func (h *HealFilter) tune(sample []byte) {
 		counts[k] = n
 		return n
 	}
+	for i := range h.quoted {
+		h.quoted[i].anchor = rarestPair(h.quoted[i].needle, count)
+	}
+	h.event.anchor = rarestPair(h.event.needle, count)
 	for _, p := range h.patterns {
 		a := rarestPair(p, count)
 		i := slices.IndexFunc(h.anchors, func(g anchorGroup) bool { return g.pairAnchor == a })
@@ -300,6 +305,31 @@ func rarestPair(p []byte, count func(c0, c1 byte) int) pairAnchor {
 		}
 	}
 	return best
+}
+
+// finder finds a needle by its anchor: bytes.Index starts from the first
+// byte, and in a JSON line the '"' of a quoted key is everywhere.
+type finder struct {
+	needle []byte
+	anchor pairAnchor
+}
+
+func (f finder) index(b []byte) int {
+	a := f.anchor
+	if len(f.needle) < 2 {
+		return bytes.Index(b, f.needle)
+	}
+	for at := a.offset; at < len(b); {
+		j := indexPair(b[at:], a.c0, a.c1)
+		if j < 0 {
+			break
+		}
+		if p := at + j - a.offset; bytes.HasPrefix(b[p:], f.needle) {
+			return p
+		}
+		at += j + 1
+	}
+	return -1
 }
 
 // nextOccurrence is the first occurrence at or after from in b of a pattern

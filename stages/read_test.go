@@ -523,3 +523,20 @@ func TestHealFilterFamilyCountsFollowEvictionAndHealing(t *testing.T) {
 		t.Fatalf("families %v, want only beta left", h.families)
 	}
 }
+
+// A finder, whatever anchor its sample gave it, finds what bytes.Index finds.
+func FuzzFinderAgreesWithIndex(f *testing.F) {
+	f.Add([]byte(`{"event":"x","work_item":"a/b#1"}`), []byte(`"work_item"`), []byte(`"work_item"`))
+	f.Add([]byte(strings.Repeat("k_k_", 20)+`"work_item"`), []byte(`"work_item"`), []byte("k_"))
+	f.Add([]byte("aaaa"), []byte("a"), []byte(""))
+	f.Fuzz(func(t *testing.T, b, needle, sample []byte) {
+		if len(needle) == 0 {
+			return
+		}
+		fd := finder{needle: needle}
+		fd.anchor = rarestPair(needle, func(c0, c1 byte) int { return bytes.Count(sample, []byte{c0, c1}) })
+		if got, want := fd.index(b), bytes.Index(b, needle); got != want {
+			t.Fatalf("finder (anchor %+v) = %d, bytes.Index %d", fd.anchor, got, want)
+		}
+	})
+}

@@ -18,8 +18,10 @@ func decodeFlat(s string) (map[string]any, bool) {
 	if i == len(s) || s[i] != '{' {
 		return nil, false
 	}
-	// Every key ends in `":` unless spaced out, so this sizes the map well.
-	fields := make(map[string]any, strings.Count(s, `":`))
+	// Commas inside strings make this overestimate a little; counting them
+	// is much cheaper than growing the map. The cap keeps a line of commas
+	// from allocating a huge map.
+	fields := make(map[string]any, min(strings.Count(s, ",")+1, 64))
 	i = skipSpace(s, i+1)
 	if i < len(s) && s[i] == '}' {
 		return fields, skipSpace(s, i+1) == len(s)

@@ -401,6 +401,9 @@ func checkLine(raw []byte, size int64, max int, prefilter bool) (decode bool, re
 
 // DecodeObject decodes one line known to be a UTF-8 object candidate.
 func DecodeObject(raw []byte) (map[string]any, string) {
+	if fields, ok := decodeFlat(string(raw)); ok {
+		return fields, ""
+	}
 	var fields map[string]any
 	if err := json.Unmarshal(raw, &fields); err != nil {
 		return nil, "bad JSON: " + err.Error()

@@ -1,0 +1,242 @@
+package stages
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// decodeFlat is DecodeObject's fast path for the common line: one flat JSON
+// object whose values are strings, numbers, booleans or null. It reports
+// false for anything else — nested values, syntax errors, invalid UTF-8,
+// surrogate escapes, numbers ParseFloat rejects — so that encoding/json
+// decides those cases and every result and error message stays its own.
+// Escape-free keys and values are substrings of s, which is why decoding
+// costs little more than the map and the boxed values.
+func decodeFlat(s string) (map[string]any, bool) {
+	i := skipSpace(s, 0)
+	if i == len(s) || s[i] != '{' {
+		return nil, false
+	}
+	// Commas inside strings make this overestimate a little; counting them
+	// is much cheaper than growing the map. The cap keeps a line of commas
+	// from allocating a huge map.
+	fields := make(map[string]any, min(strings.Count(s, ",")+1, 64))
+	i = skipSpace(s, i+1)
+	if i < len(s) && s[i] == '}' {
+		return fields, skipSpace(s, i+1) == len(s)
+	}
+	for {
+		if i == len(s) || s[i] != '"' {
+			return nil, false
+		}
+		key, next, ok := flatString(s, i+1)
+		if !ok {
+			return nil, false
+		}
+		i = skipSpace(s, next)
+		if i == len(s) || s[i] != ':' {
+			return nil, false
+		}
+		i = skipSpace(s, i+1)
+		var value any
+		if value, i, ok = flatValue(s, i); !ok {
+			return nil, false
+		}
+		fields[key] = value // a repeated key keeps its last value, as in encoding/json
+		i = skipSpace(s, i)
+		switch {
+		case i == len(s):
+			return nil, false
+		case s[i] == '}':
+			return fields, skipSpace(s, i+1) == len(s)
+		case s[i] != ',':
+			return nil, false
+		}
+		i = skipSpace(s, i+1)
+	}
+}
+
+// flatValue decodes the scalar value starting at s[i] and returns the index
+// just after it.
+func flatValue(s string, i int) (any, int, bool) {
+	if i == len(s) {
+		return nil, i, false
+	}
+	switch c := s[i]; {
+	case c == '"':
+		v, next, ok := flatString(s, i+1)
+		return v, next, ok
+	case c == '-' || c >= '0' && c <= '9':
+		end := numberEnd(s, i)
+		if end < 0 {
+			return nil, i, false
+		}
+		f, err := strconv.ParseFloat(s[i:end], 64)
+		return f, end, err == nil
+	case strings.HasPrefix(s[i:], "true"):
+		return true, i + len("true"), true
+	case strings.HasPrefix(s[i:], "false"):
+		return false, i + len("false"), true
+	case strings.HasPrefix(s[i:], "null"):
+		return nil, i + len("null"), true
+	}
+	return nil, i, false
+}
+
+// numberEnd returns the index just after the JSON number starting at s[i]
+// (-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?), or -1 if there is none.
+func numberEnd(s string, i int) int {
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && s[i] >= '1' && s[i] <= '9':
+		i = digitsEnd(s, i)
+	default:
+		return -1
+	}
+	if i < len(s) && s[i] == '.' {
+		if i = digitsEnd(s, i+1); s[i-1] == '.' {
+			return -1
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		start := i
+		if i = digitsEnd(s, i); i == start {
+			return -1
+		}
+	}
+	return i
+}
+
+func digitsEnd(s string, i int) int {
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+func skipSpace(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// plainByte marks the bytes a string body can hold as they are: not the
+// closing quote, a backslash, a control byte, or a non-ASCII byte (which
+// needs a UTF-8 check).
+var plainByte = func() (plain [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		plain[c] = c != '"' && c != '\\'
+	}
+	return plain
+}()
+
+// flatString decodes the string whose body starts at s[i] and returns the
+// index just after its closing quote.
+func flatString(s string, i int) (string, int, bool) {
+	start := i
+	escaped, nonASCII := false, false
+	for {
+		for i < len(s) && plainByte[s[i]] {
+			i++
+		}
+		if i >= len(s) { // also after a backslash that ended the line
+			return "", i, false
+		}
+		switch c := s[i]; {
+		case c == '"':
+			body := s[start:i]
+			if nonASCII && !utf8.ValidString(body) {
+				return "", i, false
+			}
+			if escaped {
+				body, escaped = unescape(body)
+				return body, i + 1, escaped
+			}
+			return body, i + 1, true
+		case c == '\\':
+			escaped = true
+			i += 2 // the escaped byte cannot end the string; unescape checks it
+		case c < 0x20:
+			return "", i, false
+		default:
+			nonASCII = true
+			i++
+		}
+	}
+}
+
+// unescape resolves the backslash escapes of a string body. It reports false
+// for an invalid escape and for surrogate \u escapes, whose pairing rules it
+// leaves to encoding/json.
+func unescape(body string) (string, bool) {
+	var b strings.Builder
+	b.Grow(len(body))
+	for {
+		n := strings.IndexByte(body, '\\')
+		if n < 0 {
+			b.WriteString(body)
+			return b.String(), true
+		}
+		b.WriteString(body[:n])
+		body = body[n:]
+		if len(body) < 2 {
+			return "", false
+		}
+		switch c := body[1]; c {
+		case '"', '\\', '/':
+			b.WriteByte(c)
+		case 'b':
+			b.WriteByte('\b')
+		case 'f':
+			b.WriteByte('\f')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'u':
+			r, ok := hex4(body[2:])
+			if !ok || r >= 0xD800 && r <= 0xDFFF {
+				return "", false
+			}
+			b.WriteRune(r)
+			body = body[4:]
+		default:
+			return "", false
+		}
+		body = body[2:]
+	}
+}
+
+// hex4 parses the four hex digits a \u escape must start with.
+func hex4(s string) (rune, bool) {
+	if len(s) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range []byte(s[:4]) {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}

@@ -50,8 +50,11 @@ func NewHealFilter(cfg TriageConfig) *HealFilter {
 // correlationValue is how a correlation field is compared, here and in the
 // healing check.
 func correlationValue(v any) (string, bool) {
-	if v == nil {
+	switch v := v.(type) {
+	case nil:
 		return "", false
+	case string: // nearly always; fmt.Sprint would cost a reflection walk
+		return v, v != ""
 	}
 	s := fmt.Sprint(v)
 	return s, s != ""

@@ -9,8 +9,9 @@ type Record struct {
 	End    int64          `json:"end"`    // byte offset just after the line (a safe cursor)
 	Fields map[string]any `json:"fields"` // the decoded JSON object
 	// Raw is the line not decoded yet (the reader left decoding to the
-	// decode stage, off its own goroutine); nil once Fields is set.
-	Raw []byte `json:"-"`
+	// decode stage, off its own goroutine); "" once Fields is set. A string:
+	// the decoded fields share its bytes instead of copying them again.
+	Raw string `json:"-"`
 }
 
 // Str returns a string field, or "" when absent or not a string.

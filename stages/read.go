@@ -350,7 +350,7 @@ func (r *reader) exactLine(raw []byte, size int64, heal bool) error {
 	var rec pipeline.Record
 	if r.cfg.DeferDecode {
 		r.cfg.Heal.noteRaw(line)
-		rec.Raw = bytes.Clone(line) // the buffer is reused
+		rec.Raw = string(line) // a copy: the buffer is reused
 	} else {
 		fields, reason := DecodeObject(line)
 		if reason != "" {
@@ -400,12 +400,16 @@ func checkLine(raw []byte, size int64, max int, prefilter bool) (decode bool, re
 }
 
 // DecodeObject decodes one line known to be a UTF-8 object candidate.
-func DecodeObject(raw []byte) (map[string]any, string) {
-	if fields, ok := decodeFlat(string(raw)); ok {
+func DecodeObject(raw []byte) (map[string]any, string) { return decodeLine(string(raw)) }
+
+// decodeLine is DecodeObject for a line already copied into a string, whose
+// bytes the fields then share.
+func decodeLine(s string) (map[string]any, string) {
+	if fields, ok := decodeFlat(s); ok {
 		return fields, ""
 	}
 	var fields map[string]any
-	if err := json.Unmarshal(raw, &fields); err != nil {
+	if err := json.Unmarshal([]byte(s), &fields); err != nil {
 		return nil, "bad JSON: " + err.Error()
 	}
 	return fields, ""
@@ -416,15 +420,15 @@ func DecodeObject(raw []byte) (map[string]any, string) {
 // counts the ones that are not JSON as corrupt.
 func NewDecode(stats *ReadStats) pipeline.Stage[pipeline.Record, pipeline.Record] {
 	return pipeline.Map(func(_ context.Context, r pipeline.Record) (pipeline.Record, bool, error) {
-		if r.Raw == nil {
+		if r.Raw == "" {
 			return r, true, nil
 		}
-		fields, reason := DecodeObject(r.Raw)
+		fields, reason := decodeLine(r.Raw)
 		if reason != "" {
 			stats.AddCorrupt(r.Line, reason)
 			return r, false, nil
 		}
-		r.Fields, r.Raw = fields, nil
+		r.Fields, r.Raw = fields, ""
 		return r, true, nil
 	})
 }

@@ -259,6 +259,10 @@ func (r *reader) region(b []byte) error {
 				if q >= next {
 					break
 				}
+				if r.cfg.Heal.idle(b, q) {
+					from = q + 1
+					continue
+				}
 				start := bytes.LastIndexByte(b[:q], '\n') + 1
 				end := q + bytes.IndexByte(b[q:], '\n')
 				if r.cfg.Heal.wants(b[start:end], q-start) {
@@ -441,19 +445,27 @@ func NewDecode(stats *ReadStats) pipeline.Stage[pipeline.Record, pipeline.Record
 // accept lines that are not (nested objects, duplicate keys, text in values).
 func MayBeCandidate(line []byte) bool {
 	return bytes.Contains(line, []byte(`\u`)) ||
-		hasPair(line, []byte(`"level"`), []byte(`"error"`)) ||
-		hasPair(line, []byte(`"will_retry"`), []byte(`false`))
+		hasPair(line, levelKey, []byte(`"error"`)) ||
+		hasPair(line, willRetryKey, []byte(`false`))
 }
+
+// The keys the prefilter and the heal filter look for, anchored on a pair
+// rare in the-loop's lines: "will_retry" comes after the error text, and a
+// search led by its '"' stops at every quote of a traceback on the way.
+var (
+	levelKey     = finder{needle: []byte(`"level"`), anchor: pairAnchor{offset: 0, c0: '"', c1: 'l'}}
+	willRetryKey = finder{needle: []byte(`"will_retry"`), anchor: pairAnchor{offset: 10, c0: 'y', c1: '"'}}
+)
 
 // hasPair reports whether key, optional JSON whitespace, ':', optional
 // whitespace, value occur in line.
-func hasPair(line, key, value []byte) bool {
+func hasPair(line []byte, key finder, value []byte) bool {
 	for {
-		i := bytes.Index(line, key)
+		i := key.index(line)
 		if i < 0 {
 			return false
 		}
-		line = line[i+len(key):]
+		line = line[i+len(key.needle):]
 		rest := skipJSONSpace(line)
 		if len(rest) > 0 && rest[0] == ':' && bytes.HasPrefix(skipJSONSpace(rest[1:]), value) {
 			return true

@@ -21,7 +21,7 @@ func decodeFlat(s string) (map[string]any, bool) {
 	// Commas inside strings make this overestimate a little; counting them
 	// is much cheaper than growing the map. The cap keeps a line of commas
 	// from allocating a huge map.
-	fields := make(map[string]any, min(strings.Count(s, ",")+1, 64))
+	fields := make(map[string]any, min(strings.Count(s, ",")+1, 24))
 	i = skipSpace(s, i+1)
 	if i < len(s) && s[i] == '}' {
 		return fields, skipSpace(s, i+1) == len(s)

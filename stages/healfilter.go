@@ -267,7 +267,6 @@ type anchorGroup struct {
 // guide in JSON logs: "mp" (of ".completed") is on every line that holds a
 // "timestamp".
 func (h *HealFilter) tune(sample []byte) {
-	h.anchors = h.anchors[:0]
 	counts := map[[2]byte]int{}
 	count := func(c0, c1 byte) int {
 		k := [2]byte{c0, c1}
@@ -289,16 +288,65 @@ func (h *HealFilter) tune(sample []byte) {
 		h.quoted[i].anchor = rarestPair(h.quoted[i].needle, count)
 	}
 	h.event.anchor = rarestPair(h.event.needle, count)
-	for _, p := range h.patterns {
-		a := rarestPair(p, count)
-		i := slices.IndexFunc(h.anchors, func(g anchorGroup) bool { return g.pairAnchor == a })
-		if i < 0 {
-			h.anchors = append(h.anchors, anchorGroup{pairAnchor: a})
-			i = len(h.anchors) - 1
-		}
-		h.anchors[i].patterns = append(h.anchors[i].patterns, p)
-	}
+	h.groupPatterns(count)
 	h.tuned = sample != nil
+}
+
+// groupPatterns chooses the patterns' anchors. Every anchor costs a pass
+// over the log, so patterns that hold the same pair at the same offset
+// (".succeeded" and ".success": "cc" at 3) share it, unless it is much
+// commoner than a member's own rarest pair; the others get their rarest.
+func (h *HealFilter) groupPatterns(count func(c0, c1 byte) int) {
+	h.anchors = h.anchors[:0]
+	best := make([]int, len(h.patterns))
+	for i, p := range h.patterns {
+		a := rarestPair(p, count)
+		best[i] = count(a.c0, a.c1)
+	}
+	placed := make([]bool, len(h.patterns))
+	sharers := func(a pairAnchor) []int {
+		var m []int
+		for j, q := range h.patterns {
+			if !placed[j] && a.offset+1 < len(q) && q[a.offset] == a.c0 && q[a.offset+1] == a.c1 &&
+				count(a.c0, a.c1) <= 2*best[j]+64 {
+				m = append(m, j)
+			}
+		}
+		return m
+	}
+	for {
+		var pick pairAnchor
+		var members []int
+		for i, p := range h.patterns {
+			for off := 0; !placed[i] && off+1 < len(p); off++ {
+				a := pairAnchor{offset: off, c0: p[off], c1: p[off+1]}
+				m := sharers(a)
+				if len(m) > len(members) || (len(m) == len(members) && len(m) > 0 && count(a.c0, a.c1) < count(pick.c0, pick.c1)) {
+					pick, members = a, m
+				}
+			}
+		}
+		if len(members) < 2 {
+			break
+		}
+		g := anchorGroup{pairAnchor: pick}
+		for _, j := range members {
+			g.patterns, placed[j] = append(g.patterns, h.patterns[j]), true
+		}
+		h.anchors = append(h.anchors, g)
+	}
+	for i, p := range h.patterns {
+		if placed[i] {
+			continue
+		}
+		a := rarestPair(p, count)
+		k := slices.IndexFunc(h.anchors, func(g anchorGroup) bool { return g.pairAnchor == a })
+		if k < 0 {
+			h.anchors = append(h.anchors, anchorGroup{pairAnchor: a})
+			k = len(h.anchors) - 1
+		}
+		h.anchors[k].patterns = append(h.anchors[k].patterns, p)
+	}
 }
 
 // letterRarity is a rough English letter frequency (per mille); bytes not

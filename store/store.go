@@ -206,13 +206,15 @@ func (s *Store) Close() error {
 	return s.lock.Unlock()
 }
 
-// writeAtomic writes v as JSON to a temp file in the same directory, fsyncs
+// writeAtomic writes st as JSON to a temp file in the same directory, fsyncs
 // it (together with alongside, which must make durable what the file will
 // refer to), renames it over path and fsyncs the directory: a crash leaves
 // either the old or the new file, never a torn one, and never a new one
 // naming a file that is not on disk. It returns the new file's identity.
-func writeAtomic(path string, v any, alongside func() error) (fileIdentity, error) {
-	b, err := json.MarshalIndent(v, "", "  ")
+// The JSON is compact: indenting it cost more than the rest of an
+// incremental scan's encoding (`status` shows the state to people).
+func writeAtomic(path string, st *State, alongside func() error) (fileIdentity, error) {
+	b, err := st.MarshalJSON()
 	if err != nil {
 		return fileIdentity{}, fmt.Errorf("state %s: encode: %w", path, err)
 	}

@@ -61,6 +61,10 @@ type PostConfig struct {
 	// deployment does not run yet, so it is told to upgrade instead. An
 	// error is inconclusive: the issue is reopened for a human.
 	FixedUpstream func(ctx context.Context, issue int, issueURL string, g pipeline.Group) (*pipeline.Settlement, error)
+	// Preflight, when set, is called before the stage first contacts
+	// GitHub (the scan's CheckGitHub, shared with the agent stage); its
+	// error stops the stage.
+	Preflight func(context.Context) error
 }
 
 // NewPost files each new defect on GitHub exactly once and records what it
@@ -134,6 +138,9 @@ func (p *poster) handle(ctx context.Context, r pipeline.Report) (pipeline.Outcom
 	o, settled := Settle(r)
 	if settled {
 		if r.Verdict == pipeline.VerdictKnown && o.Status == pipeline.StatusKnown && p.deferReason == "" {
+			if err := p.preflight(ctx); err != nil {
+				return o, err
+			}
 			return p.finish(o, p.refreshKnown(ctx, &o), true)
 		}
 		return o, nil
@@ -142,7 +149,17 @@ func (p *poster) handle(ctx context.Context, r pipeline.Report) (pipeline.Outcom
 		o.Status, o.Reason = pipeline.StatusDeferred, p.deferReason
 		return o, nil
 	}
+	if err := p.preflight(ctx); err != nil {
+		return o, err
+	}
 	return p.finish(o, p.post(ctx, &o), false)
+}
+
+func (p *poster) preflight(ctx context.Context) error {
+	if p.cfg.Preflight == nil {
+		return nil
+	}
+	return p.cfg.Preflight(ctx)
 }
 
 // finish turns a posting error into the outcome or the stage error.

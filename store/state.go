@@ -205,20 +205,27 @@ func (s *State) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// MarshalJSON writes the known keys plus any unknown keys read earlier.
+// MarshalJSON writes the known keys plus any unknown keys read earlier,
+// appended after them (sorted, so the output is stable).
 func (s *State) MarshalJSON() ([]byte, error) {
 	b, err := json.Marshal((*stateFields)(s))
 	if err != nil || len(s.extra) == 0 {
 		return b, err
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, err
+	keys := make([]string, 0, len(s.extra))
+	for k := range s.extra {
+		keys = append(keys, k)
 	}
-	for k, v := range s.extra {
-		m[k] = v
+	sort.Strings(keys)
+	b = b[:len(b)-1] // the closing brace; the object always holds the-loop's four keys
+	for _, k := range keys {
+		name, err := json.Marshal(k)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(append(append(b, ','), name...), ':'), s.extra[k]...)
 	}
-	return json.Marshal(m)
+	return append(b, '}'), nil
 }
 
 // PostedSince counts posts at or after t (the rolling daily window).

@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 
 	"github.com/gofrs/flock"
+	"golang.org/x/sync/errgroup"
 )
 
 // ErrLocked means another scan holds the state lock: skip this scan.
@@ -19,17 +22,33 @@ var ErrLocked = errors.New("another scan holds the state lock")
 type Store struct {
 	path     string
 	lock     *flock.Flock
-	readOnly bool // dry run: state is read, never written
+	readOnly bool   // dry run: state is read, never written
+	cache    *Cache // a long-running process's state, reused between scans; may be nil
 
 	mu    sync.Mutex
 	state *State
+	// dirty is set while the state in memory holds changes not on disk
+	// (Mutate, an Update whose fn or write failed): such a state must not
+	// be reused by the next scan in place of the file.
+	dirty bool
+	// unsynced are dossier files written this scan and not yet fsynced;
+	// the next state write makes them durable first (dossiers.go).
+	unsynced map[string]bool
+	// referencedAtOpen are the dossier files the state named when it was
+	// opened; pruneNeeded says a file may have become unused since.
+	referencedAtOpen map[string]bool
+	pruneNeeded      bool
 }
 
 // Open takes the exclusive, non-blocking lock beside path (path + ".lock") and
 // loads the state. A held lock returns ErrLocked. readOnly (dry run) still
 // locks nothing and writes nothing.
 func Open(path string, readOnly bool) (*Store, error) {
-	s := &Store{path: path, readOnly: readOnly}
+	return open(path, readOnly, nil)
+}
+
+func open(path string, readOnly bool, cache *Cache) (*Store, error) {
+	s := &Store{path: path, readOnly: readOnly, cache: cache, unsynced: map[string]bool{}}
 	if !readOnly {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return nil, fmt.Errorf("state %s: %w", path, err)
@@ -43,12 +62,20 @@ func Open(path string, readOnly bool) (*Store, error) {
 			return nil, ErrLocked
 		}
 	}
-	st, err := Load(path)
-	if err != nil {
-		s.Close()
-		return nil, err
+	// Only under the lock: no scan of ours writes the file while we look.
+	if st, ok := cache.reuse(path); ok {
+		s.state = st
+	} else {
+		st, id, err := load(path)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		s.state = st
+		cache.remember(path, id, st)
+		s.pruneNeeded = true // whatever a crash left behind
 	}
-	s.state = st
+	s.referencedAtOpen = referencedDossiers(s.state)
 	return s, nil
 }
 
@@ -60,21 +87,38 @@ func OpenMemory() *Store {
 // Load reads a state file; a missing file is an empty state. A malformed
 // file is an error naming it: it is never silently replaced.
 func Load(path string) (*State, error) {
-	b, err := os.ReadFile(path)
+	st, _, err := load(path)
+	return st, err
+}
+
+// load is Load that also returns the identity of the file it read, taken
+// before reading: a change made while it reads alters the identity, so the
+// state is never reused for a file it does not reflect.
+func load(path string) (*State, fileIdentity, error) {
+	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return NewState(), nil
+		return NewState(), fileIdentity{}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("state %s: %w", path, err)
+		return nil, fileIdentity{}, fmt.Errorf("state %s: %w", path, err)
+	}
+	defer f.Close()
+	var id fileIdentity
+	if fi, err := f.Stat(); err == nil {
+		id = identify(fi)
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fileIdentity{}, fmt.Errorf("state %s: %w", path, err)
 	}
 	st := NewState()
 	if len(b) == 0 {
-		return st, nil
+		return st, id, nil
 	}
 	if err := json.Unmarshal(b, st); err != nil {
-		return nil, fmt.Errorf("state %s is not valid state JSON (%v): fix or move it aside", path, err)
+		return nil, fileIdentity{}, fmt.Errorf("state %s is not valid state JSON (%v): fix or move it aside", path, err)
 	}
-	return st, nil
+	return st, id, nil
 }
 
 // Path is the state file's path.
@@ -97,24 +141,45 @@ func (s *Store) Update(fn func(*State) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := fn(s.state); err != nil {
+		s.dirty = true
 		return err
 	}
 	if s.readOnly {
 		return nil
 	}
-	return writeAtomic(s.path, s.state)
+	return s.write()
+}
+
+// write makes the state durable, with every dossier file it may name. The
+// caller holds s.mu.
+func (s *Store) write() error {
+	id, err := writeAtomic(s.path, s.state, s.syncDossiers)
+	if err != nil {
+		s.dirty = true
+		s.cache.forget()
+		return err
+	}
+	s.dirty = false
+	s.cache.remember(s.path, id, s.state)
+	return nil
 }
 
 // PruneDossiers removes dossier files no backlog entry refers to. Call it
 // only when no dossier is being saved (at the end of a scan): a file saved
-// but not yet referenced would look unused.
+// but not yet referenced would look unused. It lists the directory only when
+// a file can have become unused since the store was opened.
 func (s *Store) PruneDossiers() {
 	if s.readOnly {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !s.pruneNeeded && !lostAny(s.referencedAtOpen, referencedDossiers(s.state)) {
+		return
+	}
 	s.pruneDossiers(s.state)
+	s.pruneNeeded = false
+	s.referencedAtOpen = referencedDossiers(s.state)
 }
 
 // Mutate applies fn in memory only; the next Update (or the scan's final
@@ -123,53 +188,93 @@ func (s *Store) PruneDossiers() {
 func (s *Store) Mutate(fn func(*State)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.dirty = true
 	fn(s.state)
 }
 
-// Close releases the lock.
+// Close releases the lock. A state left with changes it never wrote is not
+// kept for the next scan: that one reads the file again.
 func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.dirty {
+		s.cache.forget()
+	}
+	s.mu.Unlock()
 	if s.lock == nil {
 		return nil
 	}
 	return s.lock.Unlock()
 }
 
-// writeAtomic writes v as JSON to a temp file in the same directory, fsyncs
-// it, renames it over path and fsyncs the directory: a crash leaves either
-// the old or the new file, never a torn one.
-func writeAtomic(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
+// writeAtomic writes st as JSON to a temp file in the same directory, fsyncs
+// it (together with alongside, which must make durable what the file will
+// refer to), renames it over path and fsyncs the directory: a crash leaves
+// either the old or the new file, never a torn one, and never a new one
+// naming a file that is not on disk. It returns the new file's identity.
+// The JSON is compact: indenting it cost more than the rest of an
+// incremental scan's encoding (`status` shows the state to people).
+func writeAtomic(path string, st *State, alongside func() error) (fileIdentity, error) {
+	b, err := st.MarshalJSON()
 	if err != nil {
-		return fmt.Errorf("state %s: encode: %w", path, err)
+		return fileIdentity{}, fmt.Errorf("state %s: encode: %w", path, err)
 	}
-	return writeFileAtomic(path, append(b, '\n'))
+	return writeFileAtomic(path, append(b, '\n'), alongside)
 }
 
-// writeFileAtomic is writeAtomic for bytes already encoded.
-func writeFileAtomic(path string, b []byte) error {
+// writeFileAtomic is writeAtomic for bytes already encoded. The temp file's
+// fsync and alongside run concurrently: ext4 commits concurrent fsyncs in one
+// journal transaction.
+func writeFileAtomic(path string, b []byte, alongside func() error) (fileIdentity, error) {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("state %s: %w", path, err)
+		return fileIdentity{}, fmt.Errorf("state %s: %w", path, err)
 	}
 	defer os.Remove(tmp.Name()) // no-op after a successful rename
+	defer tmp.Close()
 	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return fmt.Errorf("state %s: write: %w", path, err)
+		return fileIdentity{}, fmt.Errorf("state %s: write: %w", path, err)
 	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("state %s: fsync: %w", path, err)
+	var g errgroup.Group
+	g.Go(func() error {
+		if err := tmp.Sync(); err != nil {
+			return fmt.Errorf("state %s: fsync: %w", path, err)
+		}
+		return nil
+	})
+	if alongside != nil {
+		g.Go(alongside)
 	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("state %s: %w", path, err)
+	if err := g.Wait(); err != nil {
+		return fileIdentity{}, err
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("state %s: rename: %w", path, err)
+		return fileIdentity{}, fmt.Errorf("state %s: rename: %w", path, err)
 	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
+	// The rename is done: a directory that cannot be synced does not undo it.
+	_ = syncDir(dir)
+	// The renamed file's identity, from the descriptor: a writer that
+	// replaced path since cannot be mistaken for us.
+	var id fileIdentity
+	if fi, err := tmp.Stat(); err == nil {
+		id = identify(fi)
+	}
+	if err := tmp.Close(); err != nil {
+		return fileIdentity{}, fmt.Errorf("state %s: %w", path, err)
+	}
+	return id, nil
+}
+
+// syncDir makes a directory's entries (a rename, a new file) durable. Some
+// file systems cannot fsync a directory; their renames are durable anyway.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
+		return fmt.Errorf("fsync %s: %w", dir, err)
 	}
 	return nil
 }

@@ -78,7 +78,11 @@ func (s *scanner) runOnce(hard, soft context.Context) error {
 	st := s.dryState
 	if st == nil {
 		var err error
-		st, err = store.Open(s.cfg.StatePath, s.dryRun)
+		if s.dryRun {
+			st, err = store.Open(s.cfg.StatePath, true)
+		} else {
+			st, err = s.state.Open(s.cfg.StatePath)
+		}
 		if errors.Is(err, store.ErrLocked) {
 			fmt.Fprintf(s.io.err, "the-loop-diagnose: another scan holds %s.lock: skipping this scan\n", s.cfg.StatePath)
 			return nil

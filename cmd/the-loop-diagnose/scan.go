@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
+	"github.com/google/go-github/v66/github"
 	"github.com/rs/zerolog"
 	"golang.org/x/term"
 
@@ -27,12 +29,16 @@ type scanner struct {
 	fp       *fingerprint.Fingerprinter
 	red      *redact.Redactor
 	agent    pipeline.Stage[pipeline.Dossier, pipeline.Finding]
-	metrics  *metrics     // nil unless watch --metrics-addr
-	dryState *store.Store // a dry-run watcher's in-memory state, kept across scans
+	metrics  *metrics       // nil unless watch --metrics-addr
+	gh       *github.Client // made at the first scan that posts (githubClient)
+	dryState *store.Store   // a dry-run watcher's in-memory state, kept across scans
+	// state keeps the state a watcher last read or wrote, so a scan does not
+	// read and parse the file again when nobody else changed it.
+	state store.Cache
 	// skipBacklog is set by a watcher woken by new lines: the backlog is
 	// retried on the interval, not on every append.
 	skipBacklog bool
-	sink        func(context.Context, *store.Store) (pipeline.Stage[pipeline.Report, pipeline.Outcome], error)
+	sink        func(*store.Store, *githubPreflight) (pipeline.Stage[pipeline.Report, pipeline.Outcome], error)
 }
 
 func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, dryRun bool) (*scanner, error) {
@@ -50,7 +56,7 @@ func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, 
 	}
 	s := &scanner{cfg: cfg, now: now, io: io, log: log, dryRun: dryRun, fp: fp, red: red, agent: agent}
 	if dryRun {
-		s.sink = func(context.Context, *store.Store) (pipeline.Stage[pipeline.Report, pipeline.Outcome], error) {
+		s.sink = func(*store.Store, *githubPreflight) (pipeline.Stage[pipeline.Report, pipeline.Outcome], error) {
 			return stages.NewPrint(io.out), nil
 		}
 	} else {
@@ -97,7 +103,11 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time
 	if old := src.Rotated(); old != "" {
 		s.log.Info().Str("log", s.cfg.EventLog).Str("rotated", old).Msg("event log was rotated: finishing the old file first")
 	}
-	sink, err := s.sink(hard, st)
+	check, err := s.newPreflight()
+	if err != nil {
+		return nil, err
+	}
+	sink, err := s.sink(st, check)
 	if err != nil {
 		return nil, err
 	}
@@ -125,6 +135,7 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time
 	occurrences := pipeline.Then(r, candidates, stages.NewFingerprint(fp))
 	groups := pipeline.Then(r, occurrences, s.newDedup(st, !s.skipBacklog))
 	dossiers := pipeline.Then(r, groups, s.newDossier(st))
+	dossiers = pipeline.Then(r, dossiers, check.beforeAgent())
 	findings := pipeline.Then(r, pipeline.Then(r, dossiers, s.agent), s.newGate(st))
 	reports := pipeline.Then(r, findings, s.newCompose())
 	outcomes := pipeline.Then(r, reports, sink)
@@ -183,7 +194,12 @@ func (s *scanner) eventLogForEvents() string {
 	return s.cfg.EventLog
 }
 
-func (s *scanner) newPost(ctx context.Context, st *store.Store) (pipeline.Stage[pipeline.Report, pipeline.Outcome], error) {
+// githubClient is the scanner's GitHub client, made at its first scan and
+// kept, so a watcher's scans reuse its connections.
+func (s *scanner) githubClient() (*github.Client, error) {
+	if s.gh != nil {
+		return s.gh, nil
+	}
 	apiURL := os.Getenv("GITHUB_API_URL")
 	if apiURL == "" {
 		apiURL = s.cfg.APIURL
@@ -195,15 +211,75 @@ func (s *scanner) newPost(ctx context.Context, st *store.Store) (pipeline.Stage[
 	if err != nil {
 		return nil, &exitError{code: exitFailed, msg: err.Error()}
 	}
-	if err := stages.CheckGitHub(ctx, client, s.cfg.Repo); err != nil {
+	s.gh = client
+	return client, nil
+}
+
+// newPreflight is this scan's GitHub check; nil in a dry run, which never
+// talks to GitHub. A missing token fails here, before the scan starts.
+func (s *scanner) newPreflight() (*githubPreflight, error) {
+	if s.dryRun {
+		return nil, nil
+	}
+	client, err := s.githubClient()
+	if err != nil {
+		return nil, err
+	}
+	return &githubPreflight{check: func(ctx context.Context) error {
+		return stages.CheckGitHub(ctx, client, s.cfg.Repo)
+	}}, nil
+}
+
+func (s *scanner) newPost(st *store.Store, check *githubPreflight) (pipeline.Stage[pipeline.Report, pipeline.Outcome], error) {
+	client, err := s.githubClient()
+	if err != nil {
 		return nil, err
 	}
 	return stages.NewPost(stages.PostConfig{
 		Client: client, Repo: s.cfg.Repo, Label: s.cfg.Label, Store: st, Now: s.now,
 		WriteSpacing: orNone(s.cfg.WriteSpacing), SecondaryWait: max(s.cfg.SecondaryWait, time.Nanosecond),
 		MaxWait: orNone(s.cfg.MaxWait), Retries: orNoRetries(s.cfg.HTTPRetries), Version: version, Log: s.log,
-		FixedUpstream: s.fixedUpstream(),
+		FixedUpstream: s.fixedUpstream(), Preflight: check.run,
 	}), nil
+}
+
+// githubPreflight is a scan's GitHub check (stages.CheckGitHub), made once,
+// just before the scan first needs GitHub: the first agent run or the first
+// post, whichever comes first. A scan with nothing new asks GitHub nothing,
+// and a misconfiguration still stops the scan before any agent runs.
+type githubPreflight struct {
+	check func(context.Context) error
+	once  sync.Once
+	err   error
+}
+
+// run makes the check the first time and returns its result every time; a
+// second caller waits for the first. A nil preflight (dry run) passes.
+func (p *githubPreflight) run(ctx context.Context) error {
+	if p == nil {
+		return nil
+	}
+	p.once.Do(func() { p.err = p.check(ctx) })
+	return p.err
+}
+
+// beforeAgent passes dossiers through to the agent stage, running the check
+// before the first one the agent will diagnose.
+func (p *githubPreflight) beforeAgent() pipeline.Stage[pipeline.Dossier, pipeline.Dossier] {
+	return pipeline.Map(func(ctx context.Context, d pipeline.Dossier) (pipeline.Dossier, bool, error) {
+		if agentWillRun(d) {
+			if err := p.run(ctx); err != nil {
+				return d, false, err
+			}
+		}
+		return d, true, nil
+	})
+}
+
+// agentWillRun mirrors the agent stage's pass-through rules: only a new
+// defect without a diagnosis cached from an earlier scan runs the agent.
+func agentWillRun(d pipeline.Dossier) bool {
+	return d.Verdict == pipeline.VerdictNew && d.Group.Finding == nil
 }
 
 // showProgress draws "bytes read of total" on stderr, rewritten in place a

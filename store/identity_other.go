@@ -1,0 +1,13 @@
+//go:build !linux
+
+package store
+
+import "os"
+
+// fileIdentity is unknown off Linux (no portable ctime): the state file is
+// read again at every scan there.
+type fileIdentity struct{}
+
+func identify(os.FileInfo) fileIdentity { return fileIdentity{} }
+
+func (fileIdentity) known() bool { return false }

@@ -1,0 +1,97 @@
+package test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// watcher is a running `watch` with its metrics endpoint.
+type watcher struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	addr   string
+	stderr syncBuffer
+}
+
+func startWatcher(t *testing.T, d *deployment) *watcher {
+	t.Helper()
+	w := &watcher{t: t, addr: freeAddr(t)}
+	w.cmd = d.command("watch", "--metrics-addr", w.addr)
+	w.cmd.Stderr = &w.stderr
+	if err := w.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		w.cmd.Process.Signal(syscall.SIGTERM)
+		w.cmd.Wait()
+	})
+	return w
+}
+
+// waitScans waits until the watcher has finished n scans without error.
+func (w *watcher) waitScans(n int) {
+	w.t.Helper()
+	want := fmt.Sprintf(`the_loop_diagnose_scans_total{result="ok"} %d`, n)
+	if !eventually(func() bool { _, m := get("http://" + w.addr + "/metrics"); return strings.Contains(m, want) }) {
+		w.t.Fatalf("the watcher did not finish scan %d\n%s", n, w.stderr.String())
+	}
+}
+
+func TestAScanWithNothingToPostAsksGitHubNothing(t *testing.T) {
+	gh := newGitHub(t)
+	d := newDeployment(t, gh, deployOpts{})
+	d.appendLog(info(t0, "dispatch.started"), info(t0.Add(time.Second), "dispatch.finished"))
+	if res := d.run("run"); res.code != 0 {
+		t.Fatalf("run: exit %d\n%s", res.code, res.stderr)
+	}
+	if reqs := gh.Requests(); len(reqs) != 0 {
+		t.Fatalf("a run that found no failure made %d GitHub requests, first %s %s", len(reqs), reqs[0].Method, reqs[0].Path)
+	}
+
+	w := startWatcher(t, d)
+	w.waitScans(1)
+	d.appendLog(info(t0.Add(time.Minute), "dispatch.started"))
+	w.waitScans(2)
+	if reqs := gh.Requests(); len(reqs) != 0 {
+		t.Fatalf("watcher scans that found no failure made %d GitHub requests, first %s %s", len(reqs), reqs[0].Method, reqs[0].Path)
+	}
+	// What needs GitHub still gets it.
+	d.appendLog(failure(t0.Add(2*time.Minute), "dispatch.failed", "claude exited 1: bad request"))
+	if !eventually(func() bool { return gh.CountCreates() == 1 }) {
+		t.Fatalf("the failure was not filed\n%s", w.stderr.String())
+	}
+}
+
+func TestAWatcherPicksUpAStateChangedBehindItsBack(t *testing.T) {
+	gh := newGitHub(t)
+	d := newDeployment(t, gh, deployOpts{})
+	d.appendLog(info(t0, "dispatch.started"))
+	w := startWatcher(t, d)
+	w.waitScans(1)
+
+	// Between two of the watcher's scans, the-loop writes the state: a
+	// defect it filed itself, and a key of its own.
+	state := d.readState()
+	state["reported"] = json.RawMessage(`{"0123456789abcdef": "https://github.com/acme/widgets/issues/77"}`)
+	state["the_loop_schema"] = json.RawMessage(`1`)
+	b, _ := json.Marshal(state)
+	if err := os.WriteFile(d.state+".tmp", b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(d.state+".tmp", d.state); err != nil {
+		t.Fatal(err)
+	}
+
+	d.appendLog(info(t0.Add(time.Minute), "dispatch.finished"))
+	w.waitScans(2)
+	after := d.readState()
+	if string(after["the_loop_schema"]) != "1" || !strings.Contains(string(after["reported"]), "issues/77") {
+		t.Fatalf("the watcher's write lost what the-loop wrote behind its back:\n%s", after["reported"])
+	}
+}

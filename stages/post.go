@@ -267,6 +267,14 @@ func (p *poster) refreshKnown(ctx context.Context, o *pipeline.Outcome) error {
 	if dismissed || p.repo() != nil {
 		return nil
 	}
+	if cached && ref.Number != 0 && ref.State == "open" && !ref.CheckedAt.IsZero() && p.cfg.Now().Sub(ref.CheckedAt) < postOccurrenceEvery {
+		// Open when last looked at, within the hour: count the sighting
+		// without asking GitHub again. A watcher scanning every few seconds
+		// would otherwise read each recurring defect's issue every scan;
+		// a close is noticed at the next hourly look, with the comment edit.
+		o.URL, o.Number, o.Status = ref.URL, ref.Number, pipeline.StatusKnown
+		return p.occurrence(ctx, o, ref.Number)
+	}
 	number := ref.Number
 	if !cached || number == 0 {
 		// Filed by an older version or by the-loop: only follow it when it
@@ -311,7 +319,7 @@ func (p *poster) existing(ctx context.Context, o *pipeline.Outcome, is *github.I
 		return p.reopen(ctx, o, is)
 	}
 	o.Status = pipeline.StatusKnown
-	return p.occurrence(ctx, o, is)
+	return p.occurrence(ctx, o, is.GetNumber())
 }
 
 // postDismissed tells a maintainer's "won't fix" from a fix.
@@ -359,14 +367,21 @@ func (p *poster) reopen(ctx context.Context, o *pipeline.Outcome, is *github.Iss
 }
 
 // remember caches what GitHub said about fp's issue.
+// Only a change of the issue is written at once; the time of the look rides
+// on the scan's final state write.
 func (p *poster) remember(fp string, is *github.Issue) error {
-	return p.cfg.Store.Update(func(st *store.State) error {
+	changed := false
+	p.cfg.Store.Mutate(func(st *store.State) {
 		ref := st.Issues[fp]
+		changed = ref.Number != is.GetNumber() || ref.URL != is.GetHTMLURL() || ref.State != is.GetState() || ref.StateReason != is.GetStateReason()
 		ref.Number, ref.URL, ref.State, ref.StateReason = is.GetNumber(), is.GetHTMLURL(), is.GetState(), is.GetStateReason()
 		ref.CheckedAt = p.cfg.Now()
 		st.Issues[fp] = ref
-		return nil
 	})
+	if !changed {
+		return nil
+	}
+	return p.cfg.Store.Update(func(*store.State) error { return nil })
 }
 
 // occurrence tallies this scan's sightings and, at most once an hour, edits
@@ -374,13 +389,14 @@ func (p *poster) remember(fp string, is *github.Issue) error {
 // comment is shared by every deployment reporting to the repository: each
 // edit re-reads it and replaces only this deployment's entry in its hidden
 // tally, so the totals shown are the fleet's.
-func (p *poster) occurrence(ctx context.Context, o *pipeline.Outcome, is *github.Issue) error {
+func (p *poster) occurrence(ctx context.Context, o *pipeline.Outcome, n int) error {
 	fp, now := o.Fingerprint, p.cfg.Now()
 	var ref store.IssueRef
 	var deployment string
-	err := p.cfg.Store.Update(func(st *store.State) error {
-		// The id is made durable here, before it is first published, so a
-		// crash cannot make this deployment count twice under two ids.
+	// Counted in memory: the scan's final state write makes the count
+	// durable with the cursor, and a crash before it re-reads the same
+	// records from the old cursor and counts them again from the old count.
+	p.cfg.Store.Mutate(func(st *store.State) {
 		if st.Deployment == "" {
 			st.Deployment = postNewDeploymentID()
 		}
@@ -397,15 +413,16 @@ func (p *poster) occurrence(ctx context.Context, o *pipeline.Outcome, is *github
 			ref.Versions = append(ref.Versions, v)
 		}
 		st.Issues[fp] = ref
-		return nil
 	})
-	if err != nil {
-		return err
-	}
 	if !ref.CommentEditedAt.IsZero() && now.Sub(ref.CommentEditedAt) < postOccurrenceEvery {
 		return nil
 	}
-	n := is.GetNumber()
+	// The deployment id and the count are made durable before they are
+	// published, so a crash cannot make this deployment count twice under
+	// two ids.
+	if err := p.cfg.Store.Update(func(*store.State) error { return nil }); err != nil {
+		return err
+	}
 	// Read the comment right before writing it, to keep the window in which
 	// another deployment's edit could be overwritten short.
 	id, current, err := p.findOccurrenceComment(ctx, n, fp, ref.CommentID)

@@ -489,6 +489,7 @@ func TestPostReopensIssueClosedAsCompleted(t *testing.T) {
 	h.runOne(t, postReport("fp-r"))
 	h.srv.SetIssueState(1, "closed", "completed")
 
+	h.advance(postOccurrenceEvery) // the issue is looked at again hourly
 	o := h.runOne(t, known(postReport("fp-r")))
 	if o.Status != pipeline.StatusKnown || !strings.Contains(o.Reason, "reopened #1") {
 		t.Fatalf("outcome %+v", o)
@@ -847,5 +848,32 @@ func TestPostSpacesWrites(t *testing.T) {
 		if gap := writes[i].At.Sub(writes[i-1].At); gap < 120*time.Millisecond {
 			t.Fatalf("writes %d and %d only %v apart", i-1, i, gap)
 		}
+	}
+}
+
+// A recurring known defect costs no GitHub request within the hour after its
+// issue was last looked at: its sightings are counted in the state and
+// reach the issue with the next hourly look, which also notices a close.
+func TestPostLooksAtAKnownIssueAtMostHourly(t *testing.T) {
+	h := newPostHarness(t, fakegh.Options{}, "")
+	h.runOne(t, postReport("fp-k"))
+	before, counted := len(h.srv.Requests()), h.state().Issues["fp-k"].Occurrences
+	h.srv.SetIssueState(1, "closed", "completed")
+	for i := 0; i < 3; i++ {
+		h.advance(10 * time.Minute)
+		if o := h.runOne(t, known(postReport("fp-k"))); o.Status != pipeline.StatusKnown || o.Number != 1 {
+			t.Fatalf("scan %d: outcome %+v, want known #1", i, o)
+		}
+	}
+	if got := h.srv.Requests()[before:]; len(got) != 0 {
+		t.Fatalf("%d GitHub requests within the hour, want none: %+v", len(got), got)
+	}
+	if n := h.state().Issues["fp-k"].Occurrences - counted; n != 9 {
+		t.Fatalf("occurrences counted %d, want 9 (3 sightings of 3)", n)
+	}
+	h.advance(postOccurrenceEvery)
+	h.runOne(t, known(postReport("fp-k")))
+	if is, _ := h.srv.Issue(1); is.State != "open" {
+		t.Fatalf("after the hour the close was not noticed: issue is %s", is.State)
 	}
 }

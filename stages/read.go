@@ -41,6 +41,19 @@ type ReadConfig struct {
 	FinalPartialLine bool
 	// Stop, when closed, ends the read at the next line boundary (soft stop).
 	Stop <-chan struct{}
+	// Buffer, when big enough (ReadBufferSize), is used instead of a new
+	// one: a watcher passes the same to every scan, so a small rescan does
+	// not allocate and fault in 2 MiB each time. Nothing read keeps a
+	// reference to it.
+	Buffer []byte
+}
+
+// ReadBufferSize is the buffer a reader with this line cap needs.
+func ReadBufferSize(maxLine int) int {
+	if maxLine <= 0 {
+		maxLine = DefaultMaxLine
+	}
+	return maxLine + 1 + readChunk
 }
 
 // ReadStats counts what the reader saw. Fields are updated atomically while
@@ -102,8 +115,12 @@ func NewRead(cfg ReadConfig, stats *ReadStats) pipeline.Source[pipeline.Record] 
 		cfg.MaxLine = DefaultMaxLine
 	}
 	return func(ctx context.Context, out chan<- pipeline.Record) error {
+		buf := cfg.Buffer
+		if len(buf) < ReadBufferSize(cfg.MaxLine) {
+			buf = make([]byte, ReadBufferSize(cfg.MaxLine))
+		}
 		r := &reader{cfg: cfg, stats: stats, out: out, ctx: ctx,
-			buf: make([]byte, cfg.MaxLine+1+readChunk), offset: cfg.Start, line: cfg.StartLine,
+			buf: buf, offset: cfg.Start, line: cfg.StartLine,
 			publishedLine: cfg.StartLine, publishedOffset: cfg.Start}
 		r.publish()
 		return r.run()

@@ -35,6 +35,8 @@ type scanner struct {
 	// state keeps the state a watcher last read or wrote, so a scan does not
 	// read and parse the file again when nobody else changed it.
 	state store.Cache
+	// readBuf is the reader's buffer, reused by every scan of a watcher.
+	readBuf []byte
 	// skipBacklog is set by a watcher woken by new lines: the backlog is
 	// retried on the interval, not on every append.
 	skipBacklog bool
@@ -114,8 +116,11 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time
 	var stats stages.ReadStats
 	sum = &stages.Summary{}
 	r := pipeline.New(hard)
+	if s.readBuf == nil {
+		s.readBuf = make([]byte, stages.ReadBufferSize(0))
+	}
 	records := pipeline.From(r, src.Read(stages.ReadConfig{Prefilter: true, Heal: stages.NewHealFilter(s.cfg.Triage),
-		DeferDecode: true, Stop: soft.Done()}, &stats))
+		DeferDecode: true, Stop: soft.Done(), Buffer: s.readBuf}, &stats))
 	records = pipeline.Then(r, records, stages.NewDecode(&stats))
 	stopProgress := s.showProgress(src, &stats)
 	candidates := pipeline.Then(r, records, stages.NewFilter(&s.cfg.Triage))

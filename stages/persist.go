@@ -70,6 +70,10 @@ func (s *Summary) String() string {
 	return strings.Join(parts, ", ")
 }
 
+// dossierRefresh is how old a waiting defect's saved dossier may grow
+// before a recurrence rewrites it.
+const dossierRefresh = time.Hour
+
 // PersistConfig configures the persist sink.
 type PersistConfig struct {
 	Store       *store.Store
@@ -92,11 +96,21 @@ func NewPersist(cfg PersistConfig) func(context.Context, pipeline.Outcome) error
 		now := cfg.Now()
 		// A defect going to the backlog with fresh records saves its
 		// dossier to a file first, so the state only names it.
-		dossierFile := ""
+		dossierFile, savedAt := "", now
 		if (o.Status == pipeline.StatusDeferred || o.Status == pipeline.StatusFailed) && !o.Backlog && o.Markdown != "" {
-			var err error
-			if dossierFile, err = cfg.Store.SaveDossier(o.Fingerprint, o.Markdown); err != nil {
-				return err
+			// A defect recurring while it waits (every scan of a watcher)
+			// keeps a dossier under an hour old: its samples are fresh
+			// enough, and rewriting it each scan cost a file and an fsync.
+			cfg.Store.View(func(st *store.State) {
+				if d, ok := st.Deferred[o.Fingerprint]; ok && d.DossierFile != "" && now.Sub(d.DossierSaved) < dossierRefresh {
+					dossierFile, savedAt = d.DossierFile, d.DossierSaved
+				}
+			})
+			if dossierFile == "" {
+				var err error
+				if dossierFile, err = cfg.Store.SaveDossier(o.Fingerprint, o.Markdown); err != nil {
+					return err
+				}
 			}
 		}
 		var events []store.Event
@@ -111,7 +125,7 @@ func NewPersist(cfg PersistConfig) func(context.Context, pipeline.Outcome) error
 			events = Apply(st, o, now, cfg.MaxRetries)
 			recordTriage(st, o, now, cfg.SettleFor)
 			if d, ok := st.Deferred[o.Fingerprint]; ok && dossierFile != "" {
-				d.DossierFile, d.Dossier = dossierFile, ""
+				d.DossierFile, d.Dossier, d.DossierSaved = dossierFile, "", savedAt
 				st.Deferred[o.Fingerprint] = d
 			}
 		})

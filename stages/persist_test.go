@@ -15,7 +15,7 @@ import (
 // persistDeferred runs one scan's persist over deferred defects with fresh
 // records (fingerprint → dossier) and, when finish is set, ends the scan;
 // without it the scan "crashes" before its state write.
-func persistDeferred(t *testing.T, path string, dossiers map[string]string, finish bool) {
+func persistDeferred(t *testing.T, path string, at time.Time, dossiers map[string]string, finish bool) {
 	t.Helper()
 	s, err := store.Open(path, false)
 	if err != nil {
@@ -23,7 +23,7 @@ func persistDeferred(t *testing.T, path string, dossiers map[string]string, fini
 	}
 	defer s.Close()
 	sum := &Summary{}
-	persist := NewPersist(PersistConfig{Store: s, Now: func() time.Time { return now }, MaxRetries: 3, Summary: sum})
+	persist := NewPersist(PersistConfig{Store: s, Now: func() time.Time { return at }, MaxRetries: 3, Summary: sum})
 	for fp, md := range dossiers {
 		o := pipeline.Outcome{Status: pipeline.StatusDeferred}
 		o.Fingerprint, o.Event, o.Markdown, o.Count, o.Reason = fp, "dispatch.failed", md, 1, "daily issue cap reached"
@@ -32,7 +32,7 @@ func persistDeferred(t *testing.T, path string, dossiers map[string]string, fini
 		}
 	}
 	if finish {
-		if err := FinishScan(s, nil, "", sum, now); err != nil {
+		if err := FinishScan(s, nil, "", sum, at); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -74,17 +74,18 @@ func dossierFiles(t *testing.T, path string) []string {
 
 func TestACrashBeforeTheStateWriteLosesNoDeferredDossier(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.json")
-	persistDeferred(t, path, map[string]string{"v2:a": "a, first records", "v2:b": "b, first records"}, true)
-	// The next scan sees newer records of a and a new defect c, and dies
-	// after writing their dossiers, before its state write.
-	persistDeferred(t, path, map[string]string{"v2:a": "a, newer records", "v2:c": "c, first records"}, false)
+	persistDeferred(t, path, now, map[string]string{"v2:a": "a, first records", "v2:b": "b, first records"}, true)
+	// The next scan, an hour on, sees newer records of a and a new defect
+	// c, and dies after writing their dossiers, before its state write.
+	later := now.Add(dossierRefresh)
+	persistDeferred(t, path, later, map[string]string{"v2:a": "a, newer records", "v2:c": "c, first records"}, false)
 
 	want := map[string]string{"v2:a": "a, first records", "v2:b": "b, first records"}
 	if got := backlogDossiers(t, path); !equalMaps(got, want) {
 		t.Fatalf("after the crash the state's dossiers are %q, want the last durable ones %q", got, want)
 	}
 	// The rerun decides the same defects again.
-	persistDeferred(t, path, map[string]string{"v2:a": "a, newer records", "v2:c": "c, first records"}, true)
+	persistDeferred(t, path, later, map[string]string{"v2:a": "a, newer records", "v2:c": "c, first records"}, true)
 	want = map[string]string{"v2:a": "a, newer records", "v2:b": "b, first records", "v2:c": "c, first records"}
 	if got := backlogDossiers(t, path); !equalMaps(got, want) {
 		t.Fatalf("after the rerun the dossiers are %q, want %q", got, want)
@@ -96,7 +97,7 @@ func TestACrashBeforeTheStateWriteLosesNoDeferredDossier(t *testing.T) {
 
 func TestAnUnchangedDossierIsNotWrittenAgain(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.json")
-	persistDeferred(t, path, map[string]string{"v2:a": "a's records"}, true)
+	persistDeferred(t, path, now, map[string]string{"v2:a": "a's records"}, true)
 	files := dossierFiles(t, path)
 	if len(files) != 1 {
 		t.Fatalf("dossier files %v, want one", files)
@@ -107,12 +108,18 @@ func TestAnUnchangedDossierIsNotWrittenAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	persistDeferred(t, path, map[string]string{"v2:a": "a's records"}, true)
+	later := now.Add(dossierRefresh)
+	persistDeferred(t, path, later, map[string]string{"v2:a": "a's records"}, true)
 	if fi, err := os.Stat(file); err != nil || !fi.ModTime().Equal(long) {
 		t.Fatalf("the unchanged dossier was written again (stat %v, %v)", fi, err)
 	}
 
-	persistDeferred(t, path, map[string]string{"v2:a": "a's newer records"}, true)
+	// Within the hour a recurrence keeps the dossier it has.
+	persistDeferred(t, path, later.Add(dossierRefresh/2), map[string]string{"v2:a": "a's newer records"}, true)
+	if got := backlogDossiers(t, path)["v2:a"]; got != "a's records" {
+		t.Fatalf("dossier = %q: rewritten within the hour", got)
+	}
+	persistDeferred(t, path, later.Add(dossierRefresh), map[string]string{"v2:a": "a's newer records"}, true)
 	if got := backlogDossiers(t, path)["v2:a"]; got != "a's newer records" {
 		t.Fatalf("dossier = %q after it changed", got)
 	}
@@ -136,7 +143,7 @@ func TestADossierSavedByAnOlderVersionStillLoads(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A scan that defers another defect keeps the old one's file.
-	persistDeferred(t, path, map[string]string{"v2:new": "new dossier"}, true)
+	persistDeferred(t, path, now, map[string]string{"v2:new": "new dossier"}, true)
 	want := map[string]string{"v2:old": "old dossier", "v2:new": "new dossier"}
 	if got := backlogDossiers(t, path); !equalMaps(got, want) {
 		t.Fatalf("dossiers %q, want %q", got, want)

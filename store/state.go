@@ -66,8 +66,11 @@ type Deferred struct {
 	Count    int       `json:"count,omitempty"`
 	Dossier  string    `json:"dossier,omitempty"` // scrubbed: its records lie behind the cursor (inline: dry runs, older states)
 	// DossierFile names the dossier saved beside the state (SaveDossier).
-	DossierFile string          `json:"dossier_file,omitempty"`
-	Finding     json.RawMessage `json:"finding,omitempty"` // the agent's answer, when it already ran
+	DossierFile string `json:"dossier_file,omitempty"`
+	// DossierSaved is when DossierFile was written: a defect recurring in
+	// every scan rewrites it at most hourly.
+	DossierSaved time.Time       `json:"dossier_saved,omitzero"`
+	Finding      json.RawMessage `json:"finding,omitempty"` // the agent's answer, when it already ran
 }
 
 // Settlement is a machine verdict that kept a defect from a human.

@@ -261,6 +261,9 @@ type anchorGroup struct {
 	patterns [][]byte
 }
 
+// commonPair is the count at which tune stops counting a pair.
+const commonPair = 1024
+
 // tune chooses the anchor of each pattern and key: the pair least frequent
 // in sample (the start of the log being read), with letter frequency as the
 // tie-break when the sample says nothing. Letter frequency alone is a poor
@@ -273,8 +276,10 @@ func (h *HealFilter) tune(sample []byte) {
 		if n, ok := counts[k]; ok {
 			return n
 		}
+		// Counting stops at commonPair: past it a pair is common, and
+		// counting every '"e' of the sample would cost more than it tells.
 		n := 0
-		for at := 0; ; n++ {
+		for at := 0; n < commonPair; n++ {
 			j := indexPair(sample[at:], c0, c1)
 			if j < 0 {
 				break

@@ -300,7 +300,7 @@ func (r *reader) region(b []byte) error {
 
 // tuneSample is how much of the log the heal filter looks at to choose the
 // byte pairs it searches for.
-const tuneSample = 256 << 10
+const tuneSample = 64 << 10
 
 // nextSuccess is the position of the next possible healing success line at
 // or after i in region b, or len(b).

@@ -3,6 +3,7 @@ package stages
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -96,17 +97,28 @@ func (r EnvRule) matches(event, errText string) bool {
 
 // environmentSigns are failures of the operator's setup, not the project's
 // code. Each is specific enough not to catch a real defect by accident.
+// hints are lower-case words one of which every match of re contains: an
+// error text holding none is not run through the (backtracking) regexp. A
+// hint can only rule a sign out, so at worst a failure goes to a human.
 var environmentSigns = []struct {
 	re     *regexp.Regexp
+	hints  []string
 	reason string
 }{
-	{regexp.MustCompile(`(?i)executable file not found|command not found|no such file or directory.*\b(exec|spawn)\b|\b(exec|spawn)\b.*(ENOENT|no such file or directory)`), "an executable is missing from PATH"},
-	{regexp.MustCompile(`(?i)\b401\b.*(unauthori[sz]ed|bad credentials)|bad credentials|invalid api key|authentication failed|invalid_grant`), "credentials are missing or invalid (401)"},
-	{regexp.MustCompile(`(?i)permission denied|\bEACCES\b|\bEPERM\b|operation not permitted`), "permission denied on the host"},
-	{regexp.MustCompile(`(?i)no space left on device|\bENOSPC\b|disk quota exceeded|\bEDQUOT\b`), "the disk is full"},
-	{regexp.MustCompile(`(?i)no such host|name or service not known|temporary failure in name resolution|getaddrinfo (ENOTFOUND|EAI_AGAIN)|could not resolve host|\blookup \S+ on \S+: (server misbehaving|i/o timeout)`), "DNS resolution failed"},
-	{regexp.MustCompile(`(?i)host key verification failed|REMOTE HOST IDENTIFICATION HAS CHANGED`), "this host does not trust the SSH host key"},
-	{regexp.MustCompile(`(?i)x509: certificate signed by unknown authority|unable to get local issuer certificate|self[- ]signed certificate in certificate chain`), "this host does not trust the TLS certificate (a proxy or a missing CA)"},
+	{regexp.MustCompile(`(?i)executable file not found|command not found|no such file or directory.*\b(exec|spawn)\b|\b(exec|spawn)\b.*(ENOENT|no such file or directory)`),
+		[]string{"not found", "no such file or directory", "enoent"}, "an executable is missing from PATH"},
+	{regexp.MustCompile(`(?i)\b401\b.*(unauthori[sz]ed|bad credentials)|bad credentials|invalid api key|authentication failed|invalid_grant`),
+		[]string{"unauthori", "bad credentials", "invalid api key", "authentication failed", "invalid_grant"}, "credentials are missing or invalid (401)"},
+	{regexp.MustCompile(`(?i)permission denied|\bEACCES\b|\bEPERM\b|operation not permitted`),
+		[]string{"permission denied", "eacces", "eperm", "operation not permitted"}, "permission denied on the host"},
+	{regexp.MustCompile(`(?i)no space left on device|\bENOSPC\b|disk quota exceeded|\bEDQUOT\b`),
+		[]string{"no space left on device", "enospc", "disk quota exceeded", "edquot"}, "the disk is full"},
+	{regexp.MustCompile(`(?i)no such host|name or service not known|temporary failure in name resolution|getaddrinfo (ENOTFOUND|EAI_AGAIN)|could not resolve host|\blookup \S+ on \S+: (server misbehaving|i/o timeout)`),
+		[]string{"no such host", "name or service not known", "temporary failure in name resolution", "getaddrinfo", "could not resolve host", "lookup "}, "DNS resolution failed"},
+	{regexp.MustCompile(`(?i)host key verification failed|REMOTE HOST IDENTIFICATION HAS CHANGED`),
+		[]string{"host key verification failed", "remote host identification has changed"}, "this host does not trust the SSH host key"},
+	{regexp.MustCompile(`(?i)x509: certificate signed by unknown authority|unable to get local issuer certificate|self[- ]signed certificate in certificate chain`),
+		[]string{"x509: certificate signed by unknown authority", "unable to get local issuer certificate", "signed certificate in certificate chain"}, "this host does not trust the TLS certificate (a proxy or a missing CA)"},
 }
 
 // classifyEnvironment returns why every sample of g is an environment
@@ -135,8 +147,9 @@ func environmentReason(event, errText string, rules []EnvRule) string {
 	if errText == "" {
 		return ""
 	}
+	lower := strings.ToLower(errText)
 	for _, s := range environmentSigns {
-		if s.re.MatchString(errText) {
+		if slices.ContainsFunc(s.hints, func(h string) bool { return strings.Contains(lower, h) }) && s.re.MatchString(errText) {
 			return s.reason
 		}
 	}

@@ -3,6 +3,7 @@ package stages
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -199,4 +200,30 @@ func TestGateSettlesThenCapsAndCachesTheFinding(t *testing.T) {
 	if len(s.Deferred["c"].Finding) == 0 {
 		t.Fatal("deferred finding not cached in state")
 	}
+}
+
+// The hints in front of the environment regexps never rule out a text a
+// regexp matches (for ASCII text; Unicode case folding such as 'ſ' for 's'
+// may make a hint miss, which only sends the failure to a human).
+func FuzzEnvironmentHintsNeverHideASign(f *testing.F) {
+	for _, s := range []string{"exec: \"claude\": executable file not found in $PATH", "spawn git ENOENT",
+		"HTTP 401 Unauthorized", "Bad Credentials", "EACCES: permission denied, open '/x'", "write /x: No Space Left On Device",
+		"dial tcp: lookup api.github.com on 10.0.0.1:53: server misbehaving", "getaddrinfo EAI_AGAIN github.com",
+		"Host key verification failed.", "x509: certificate signed by unknown authority", "SELF SIGNED CERTIFICATE IN CERTIFICATE CHAIN",
+		"no such file or directory: exec /bin/x", "invalid_grant", "EDQUOT"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		for _, c := range []byte(text) {
+			if c >= 0x80 {
+				return
+			}
+		}
+		lower := strings.ToLower(text)
+		for _, s := range environmentSigns {
+			if s.re.MatchString(text) && !slices.ContainsFunc(s.hints, func(h string) bool { return strings.Contains(lower, h) }) {
+				t.Fatalf("%q matches %q but holds none of its hints %q", text, s.re, s.hints)
+			}
+		}
+	})
 }

@@ -6,6 +6,7 @@ package pipeline
 import (
 	"context"
 
+	"github.com/sourcegraph/conc/stream"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -46,6 +47,47 @@ func Map[In, Out any](f func(ctx context.Context, v In) (out Out, keep bool, err
 			if err := Send(ctx, out, o); err != nil {
 				return err
 			}
+		}
+		return ctx.Err()
+	}
+}
+
+// MapOrdered is Map with f run on up to workers items at once, its results
+// sent in input order (conc's stream): for work heavy enough per item, like
+// an agent run or a scrubbed dossier, to use the cores a finished reader
+// left idle. The first error stops the stage.
+func MapOrdered[In, Out any](workers int, f func(ctx context.Context, v In) (out Out, keep bool, err error)) Stage[In, Out] {
+	return func(ctx context.Context, in <-chan In, out chan<- Out) error {
+		s := stream.New().WithMaxGoroutines(max(workers, 1))
+		var stageErr error // callbacks run one at a time, in order: no lock
+	loop:
+		for {
+			var v In
+			var ok bool
+			select {
+			case v, ok = <-in:
+				if !ok {
+					break loop
+				}
+			case <-ctx.Done():
+				break loop
+			}
+			s.Go(func() stream.Callback {
+				o, keep, err := f(ctx, v)
+				return func() {
+					switch {
+					case stageErr != nil:
+					case err != nil:
+						stageErr = err
+					case keep:
+						stageErr = Send(ctx, out, o)
+					}
+				}
+			})
+		}
+		s.Wait()
+		if stageErr != nil {
+			return stageErr
 		}
 		return ctx.Err()
 	}

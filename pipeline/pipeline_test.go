@@ -3,6 +3,8 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -77,5 +79,39 @@ func TestCancellationStopsEveryStage(t *testing.T) {
 	})
 	if err := r.Wait(); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Wait = %v, want context.Canceled", err)
+	}
+}
+
+// MapOrdered runs items at once yet emits them in input order, drops what f
+// does not keep, and stops at f's first error.
+func TestMapOrderedKeepsInputOrder(t *testing.T) {
+	var running, most atomic.Int32
+	square := MapOrdered(4, func(_ context.Context, v int) (int, bool, error) {
+		n := running.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		time.Sleep(time.Duration(10-v%10) * time.Millisecond) // early items finish last
+		running.Add(-1)
+		return v * v, v%3 != 0, nil
+	})
+	got, err := Collect(context.Background(), square, 1, 2, 3, 4, 5, 6, 7, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{1, 4, 16, 25, 49, 64}; !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v (input order, multiples of 3 dropped)", got, want)
+	}
+	if most.Load() < 2 {
+		t.Fatalf("at most %d item ran at once, want several", most.Load())
+	}
+	boom := errors.New("boom")
+	_, err = Collect(context.Background(), MapOrdered(2, func(_ context.Context, v int) (int, bool, error) {
+		if v == 2 {
+			return 0, false, boom
+		}
+		return v, true, nil
+	}), 1, 2, 3)
+	if !errors.Is(err, boom) {
+		t.Fatalf("error %v, want boom", err)
 	}
 }

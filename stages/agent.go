@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/sourcegraph/conc/stream"
 
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 )
@@ -90,43 +89,10 @@ func NewAgent(cfg AgentConfig) (pipeline.Stage[pipeline.Dossier, pipeline.Findin
 // agentStage wraps run with the pass-through rules, logging, panic recovery
 // and order-preserving parallelism.
 func agentStage(cfg AgentConfig, run agentRunner) pipeline.Stage[pipeline.Dossier, pipeline.Finding] {
-	parallel := max(cfg.Parallel, 1)
-	return func(ctx context.Context, in <-chan pipeline.Dossier, out chan<- pipeline.Finding) error {
-		s := stream.New().WithMaxGoroutines(parallel)
-		// Callbacks run serially on one goroutine, so these need no lock.
-		var stageErr error
-	loop:
-		for {
-			var d pipeline.Dossier
-			var ok bool
-			select {
-			case d, ok = <-in:
-				if !ok {
-					break loop
-				}
-			case <-ctx.Done():
-				break loop
-			}
-			s.Go(func() stream.Callback {
-				f, err := agentDiagnose(ctx, cfg, run, d)
-				return func() {
-					if stageErr != nil {
-						return
-					}
-					if err != nil {
-						stageErr = err
-						return
-					}
-					stageErr = pipeline.Send(ctx, out, f)
-				}
-			})
-		}
-		s.Wait()
-		if stageErr != nil {
-			return stageErr
-		}
-		return ctx.Err()
-	}
+	return pipeline.MapOrdered(cfg.Parallel, func(ctx context.Context, d pipeline.Dossier) (pipeline.Finding, bool, error) {
+		f, err := agentDiagnose(ctx, cfg, run, d)
+		return f, true, err
+	})
 }
 
 // agentDiagnose applies the pass-through rules and runs the agent, turning a

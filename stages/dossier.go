@@ -38,7 +38,9 @@ func NewDossier(cfg DossierConfig) pipeline.Stage[pipeline.Group, pipeline.Dossi
 		cfg.MaxBytes = DefaultDossierBytes
 	}
 	env := Environment(cfg.ToolVersion)
-	return pipeline.Map(func(_ context.Context, g pipeline.Group) (pipeline.Dossier, bool, error) {
+	// Dossiers are built once the log is read (dedup is a barrier): each
+	// core takes its share of the scrubbing.
+	return pipeline.MapOrdered(runtime.GOMAXPROCS(0), func(_ context.Context, g pipeline.Group) (pipeline.Dossier, bool, error) {
 		d := pipeline.Dossier{Group: g, Environment: env}
 		if g.Verdict != pipeline.VerdictNew && g.Verdict != pipeline.VerdictDeferred {
 			return d, true, nil

@@ -24,6 +24,10 @@ type Summary struct {
 	Settled  []string // "fingerprint: reason", told to the operator
 	events   []store.Event
 	ledger   []store.LedgerEntry
+	// costly is set by an outcome that would cost something to redo (an
+	// agent run, an issue, a settlement, an event): its state is written
+	// at once, never left to a later write (FinishScan's writeBehind).
+	costly bool
 }
 
 func (s *Summary) add(o pipeline.Outcome) {
@@ -133,6 +137,9 @@ func NewPersist(cfg PersistConfig) func(context.Context, pipeline.Outcome) error
 		cfg.Summary.mu.Lock()
 		defer cfg.Summary.mu.Unlock()
 		cfg.Summary.events = append(cfg.Summary.events, events...)
+		if len(events) > 0 || o.AgentRan || o.Settle != nil || (o.Status != pipeline.StatusKnown && o.Status != pipeline.StatusDeferred) {
+			cfg.Summary.costly = true
+		}
 		if o.Settle != nil {
 			cfg.Summary.ledger = append(cfg.Summary.ledger, store.LedgerEntry{Time: now, Fingerprint: o.Fingerprint,
 				Verdict: o.Settle.Verdict, Reason: o.Settle.Reason, Evidence: o.Settle.Evidence, ToolVersion: cfg.ToolVersion})
@@ -276,11 +283,27 @@ func clearPending(st *store.State, fp string) {
 // FinishScan makes the scan's end durable: the cursor advances (only now,
 // after every outcome is on disk) and the diagnosis.* events are appended,
 // with one diagnosis.deferred summary instead of one line per deferral.
-func FinishScan(s *store.Store, cursor *store.Cursor, eventLog string, sum *Summary, now time.Time) error {
+//
+// With writeBehind (a watcher), a scan that only saw recurrences of known
+// and waiting defects leaves its state in memory (store.Checkpoint) while
+// the file on disk is younger than writeBehind: its fsyncs were most of an
+// incremental scan's cost, and redoing such a scan after a crash (from the
+// cursor on disk) costs nothing and changes nothing.
+func FinishScan(s *store.Store, cursor *store.Cursor, eventLog string, sum *Summary, now time.Time, writeBehind time.Duration) error {
 	sum.mu.Lock()
-	ledger := sum.ledger
+	ledger, costly := sum.ledger, sum.costly || len(sum.events) > 0
 	sum.ledger = nil
 	sum.mu.Unlock()
+	finish := func(st *store.State) {
+		st.PrunePosted(now.Add(-Window))
+		if cursor != nil {
+			st.Cursor = cursor
+		}
+	}
+	if age, ok := s.WrittenAgo(); ok && writeBehind > 0 && age < writeBehind && !costly && len(ledger) == 0 && !s.Unsynced() {
+		s.Checkpoint(finish)
+		return nil
+	}
 	// The ledger first: a crash between it and the state write repeats a
 	// settlement line on the rerun; the other order could lose one.
 	if !s.ReadOnly() {
@@ -290,10 +313,7 @@ func FinishScan(s *store.Store, cursor *store.Cursor, eventLog string, sum *Summ
 	}
 
 	err := s.Update(func(st *store.State) error {
-		st.PrunePosted(now.Add(-Window))
-		if cursor != nil {
-			st.Cursor = cursor
-		}
+		finish(st)
 		return nil
 	})
 	if err != nil {

@@ -14,6 +14,8 @@ type Cache struct {
 	path  string
 	id    fileIdentity
 	state *State
+	// ahead: state holds checkpointed changes the file does not (Store.Checkpoint).
+	ahead bool
 }
 
 // Open is store.Open for a writable store that reuses the cached state when
@@ -45,7 +47,7 @@ func (c *Cache) remember(path string, id fileIdentity, st *State) {
 		c.forget()
 		return
 	}
-	c.path, c.id, c.state = path, id, st
+	c.path, c.id, c.state, c.ahead = path, id, st, false
 }
 
 func (c *Cache) forget() {

@@ -81,3 +81,55 @@ func TestAStateWithChangesNeverWrittenIsReadAgain(t *testing.T) {
 		t.Fatalf("attempts = %v: a failed scan's unwritten changes leaked into the next scan", st.Attempts)
 	}
 }
+
+// A checkpoint leaves the state ahead of the file for the next scan of the
+// same process; Update writes it; another writer's file wins over it.
+func TestACheckpointedStateStaysAheadOfTheFileUntilWritten(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	var c Cache
+	s, _ := openCached(t, &c, path)
+	if err := s.Update(func(st *State) error { st.Attempts["v2:a"] = 1; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if age, ok := s.WrittenAgo(); !ok || age > time.Minute {
+		t.Fatalf("WrittenAgo = %v, %v just after a write", age, ok)
+	}
+	s.Checkpoint(func(st *State) { st.Attempts["v2:a"] = 2 })
+	if !s.Ahead() {
+		t.Fatal("a checkpointed store is not ahead of its file")
+	}
+	s.Close()
+	onDisk, err := Load(path)
+	if err != nil || onDisk.Attempts["v2:a"] != 1 {
+		t.Fatalf("a checkpoint wrote the file: %v %v", onDisk.Attempts, err)
+	}
+
+	s, st := openCached(t, &c, path)
+	if st.Attempts["v2:a"] != 2 || !s.Ahead() {
+		t.Fatalf("the next scan lost the checkpoint: %v", st.Attempts)
+	}
+	if err := s.Update(func(*State) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if s.Ahead() {
+		t.Fatal("still ahead after a write")
+	}
+	s.Checkpoint(func(st *State) { st.Attempts["v2:a"] = 3 })
+	s.Close()
+	// Another writer replaces the file: its state wins, the checkpoint is
+	// dropped (its lines are read again from that state's cursor).
+	if err := os.WriteFile(path+".new", []byte(`{"attempts": {"v2:a": 7}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".new", path); err != nil {
+		t.Fatal(err)
+	}
+	s, st = openCached(t, &c, path)
+	defer s.Close()
+	if st.Attempts["v2:a"] != 7 || s.Ahead() {
+		t.Fatalf("after another writer: attempts %v, ahead %v; want the file's 7", st.Attempts, s.Ahead())
+	}
+	if _, ok := (&Store{}).WrittenAgo(); ok {
+		t.Fatal("a store without a cache claims its changes can wait")
+	}
+}

@@ -3,6 +3,7 @@ package store
 import (
 	"os"
 	"syscall"
+	"time"
 )
 
 // fileIdentity tells whether a file was replaced or written since it was last
@@ -22,3 +23,5 @@ func identify(fi os.FileInfo) fileIdentity {
 }
 
 func (id fileIdentity) known() bool { return id.inode != 0 }
+
+func (id fileIdentity) modified() time.Time { return time.Unix(id.mtime.Unix()) }

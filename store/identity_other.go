@@ -2,7 +2,10 @@
 
 package store
 
-import "os"
+import (
+	"os"
+	"time"
+)
 
 // fileIdentity is unknown off Linux (no portable ctime): the state file is
 // read again at every scan there.
@@ -11,3 +14,5 @@ type fileIdentity struct{}
 func identify(os.FileInfo) fileIdentity { return fileIdentity{} }
 
 func (fileIdentity) known() bool { return false }
+
+func (fileIdentity) modified() time.Time { return time.Time{} }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/gofrs/flock"
 	"golang.org/x/sync/errgroup"
@@ -190,6 +191,48 @@ func (s *Store) Mutate(fn func(*State)) {
 	defer s.mu.Unlock()
 	s.dirty = true
 	fn(s.state)
+}
+
+// Checkpoint applies fn in memory and declares the state consistent without
+// writing it: a watcher's scan that found nothing costly to redo (only
+// recurrences) moves its cursor this way, and the state stays with the
+// Cache for the next scan. A crash before the next write re-reads those
+// lines from the cursor on disk and reaches the same state: nothing is lost.
+// A store without a Cache would drop it at Close: use Update there.
+func (s *Store) Checkpoint(fn func(*State)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fn(s.state)
+	s.dirty = false
+	if s.cache != nil && s.cache.state == s.state {
+		s.cache.ahead = true
+	}
+}
+
+// Ahead reports whether the state holds checkpointed changes not yet written.
+func (s *Store) Ahead() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cache != nil && s.cache.state == s.state && s.cache.ahead
+}
+
+// WrittenAgo is how long ago the state file this store holds was written (its
+// mtime when this process last read or wrote it); ok is false when the store
+// keeps no state between scans (no Cache, or no file identity on this system),
+// so a change cannot wait for a later write.
+func (s *Store) WrittenAgo() (time.Duration, bool) {
+	if s.cache == nil || s.readOnly || !s.cache.id.known() || s.cache.state != s.state {
+		return 0, false
+	}
+	return time.Since(s.cache.id.modified()), true
+}
+
+// Unsynced reports whether dossier files were written that only the next
+// state write makes durable.
+func (s *Store) Unsynced() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.unsynced) > 0
 }
 
 // Close releases the lock. A state left with changes it never wrote is not

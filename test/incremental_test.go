@@ -95,3 +95,81 @@ func TestAWatcherPicksUpAStateChangedBehindItsBack(t *testing.T) {
 		t.Fatalf("the watcher's write lost what the-loop wrote behind its back:\n%s", after["reported"])
 	}
 }
+
+// occurrences is how many sightings the state file records for the one
+// issue the deployment filed.
+func (d *deployment) occurrences() int {
+	d.t.Helper()
+	var issues map[string]struct {
+		Occurrences int `json:"occurrences"`
+	}
+	json.Unmarshal(d.readState()["issues"], &issues)
+	if len(issues) != 1 {
+		d.t.Fatalf("state tracks %d issues, want 1", len(issues))
+	}
+	for _, is := range issues {
+		return is.Occurrences
+	}
+	return 0
+}
+
+// A watcher's scan that sees only recurrences of a filed defect keeps its
+// cursor and counts in memory instead of writing the state (its fsyncs were
+// most of an incremental scan). Killed, it loses nothing: the next scan
+// reads those lines again from the cursor on disk and counts them once;
+// stopped, it writes what it kept.
+func TestAWatcherWritesRecurrencesBehindAndLosesNothingWhenKilled(t *testing.T) {
+	gh := newGitHub(t)
+	d := newDeployment(t, gh, deployOpts{})
+	errText := "queue full: dropped work item after 3 attempts"
+	d.appendLog(failure(t0, "queue.failed", errText))
+	if res := d.run("run"); res.code != 0 || gh.CountCreates() != 1 {
+		t.Fatalf("exit %d, %d issues\n%s", res.code, gh.CountCreates(), res.stderr)
+	}
+	base := d.occurrences()
+
+	w := startWatcher(t, d)
+	w.waitScans(1)
+	// The first recurrence writes: the occurrence comment is published, and
+	// what it publishes is made durable first.
+	d.appendLog(failure(t0.Add(time.Minute), "queue.failed", errText))
+	w.waitScans(2)
+	written, err := os.ReadFile(d.state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.appendLog(failure(t0.Add(2*time.Minute), "queue.failed", errText), failure(t0.Add(3*time.Minute), "queue.failed", errText))
+	w.waitScans(3)
+	if now, _ := os.ReadFile(d.state); string(now) != string(written) {
+		t.Fatal("a scan that saw only recurrences rewrote the state")
+	}
+	w.cmd.Process.Kill()
+	w.cmd.Wait()
+
+	if res := d.run("run"); res.code != 0 {
+		t.Fatalf("run after the kill: exit %d\n%s", res.code, res.stderr)
+	}
+	if got := d.occurrences() - base; got != 3 {
+		t.Fatalf("after the kill and a rerun %d recurrences are counted, want 3 (none lost, none twice)", got)
+	}
+	if gh.CountCreates() != 1 {
+		t.Fatalf("%d issues filed, want 1", gh.CountCreates())
+	}
+
+	// Stopped with SIGTERM, a watcher writes what it kept.
+	w = startWatcher(t, d)
+	w.waitScans(1)
+	d.appendLog(failure(t0.Add(4*time.Minute), "queue.failed", errText))
+	w.waitScans(2)
+	w.cmd.Process.Signal(syscall.SIGTERM)
+	if err := w.cmd.Wait(); err != nil {
+		t.Fatalf("watcher exit: %v\n%s", err, w.stderr.String())
+	}
+	if got := d.occurrences() - base; got != 4 {
+		t.Fatalf("after SIGTERM the state counts %d recurrences, want 4\n%s", got, w.stderr.String())
+	}
+	fi, _ := os.Stat(d.log)
+	if c := d.cursor(); c["offset"] != float64(fi.Size()) {
+		t.Fatalf("after SIGTERM the cursor is %v, want the end of the log (%d)", c["offset"], fi.Size())
+	}
+}

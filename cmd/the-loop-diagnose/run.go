@@ -69,7 +69,36 @@ func cmdRun(hard, soft context.Context, args []string, io stdio, watch bool) err
 		}
 		log.Info().Str("addr", addr).Msg("serving /metrics and /healthz")
 	}
-	return sc.watch(hard, soft)
+	if !*dryRun {
+		sc.writeBehind = watchWriteBehind
+	}
+	err = sc.watch(hard, soft)
+	if ferr := sc.flushState(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+// watchWriteBehind is how long a watcher may keep the cursor of scans that
+// saw only recurrences in memory: at most this much of the log is read again
+// after a crash.
+const watchWriteBehind = 30 * time.Second
+
+// flushState writes what a watcher's last scans checkpointed in memory, so
+// the next start resumes from there.
+func (s *scanner) flushState() error {
+	if s.writeBehind == 0 {
+		return nil
+	}
+	st, err := s.state.Open(s.cfg.StatePath)
+	if err != nil {
+		return nil // locked: its holder writes; unreadable: the next scan says so
+	}
+	defer st.Close()
+	if !st.Ahead() {
+		return nil
+	}
+	return st.Update(func(*store.State) error { return nil })
 }
 
 // runOnce is one locked scan with its stderr summary and exit status.

@@ -37,6 +37,9 @@ type scanner struct {
 	state store.Cache
 	// readBuf is the reader's buffer, reused by every scan of a watcher.
 	readBuf []byte
+	// writeBehind lets a watcher's scan that saw only recurrences keep its
+	// state in memory while the file is younger than this (FinishScan).
+	writeBehind time.Duration
 	// skipBacklog is set by a watcher woken by new lines: the backlog is
 	// retried on the interval, not on every append.
 	skipBacklog bool
@@ -183,7 +186,7 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time
 	if !src.Persistent() {
 		eventLog = ""
 	}
-	if err := stages.FinishScan(st, src.Cursor(&stats), eventLog, sum, s.now()); err != nil {
+	if err := stages.FinishScan(st, src.Cursor(&stats), eventLog, sum, s.now(), s.writeBehind); err != nil {
 		return sum, err
 	}
 	sum.Lines, sum.Corrupt = stats.Lines.Load(), stats.Corrupt.Load()

@@ -32,12 +32,15 @@ type ComposeConfig struct {
 	Label    string
 }
 
-// NewCompose turns each successful finding into an issue title and body;
-// groups without a usable finding pass through with no title or body.
+// NewCompose turns each successful finding that is to be filed into an
+// issue title and body; the others (no usable finding; deferred by the cap,
+// settled, already known) pass through with no title or body: nothing
+// would read them, and a watcher's recurring deferred defects paid for
+// their scrubbing every scan.
 func NewCompose(cfg ComposeConfig) pipeline.Stage[pipeline.Finding, pipeline.Report] {
 	return pipeline.Map(func(_ context.Context, f pipeline.Finding) (pipeline.Report, bool, error) {
 		r := pipeline.Report{Finding: f, Repo: cfg.Repo, Label: cfg.Label}
-		if f.Answer == nil || f.Failure != "" {
+		if f.Answer == nil || f.Failure != "" || f.Verdict != pipeline.VerdictNew {
 			return r, true, nil
 		}
 		r.Title, r.Body = Compose(f, cfg)

@@ -165,3 +165,22 @@ func TestDeferralsBecomeOneSummaryEvent(t *testing.T) {
 	}
 	_ = time.Second
 }
+
+// Only a finding that is to be filed is composed: one the cap deferred (or
+// settled, or already known) passes through bare.
+func TestComposeOnlyWhatIsToBeFiled(t *testing.T) {
+	filed := composeFinding(pipeline.Answer{Title: "queue full", Summary: "s", RootCause: "r", SuggestedFix: "f"})
+	filed.Verdict = pipeline.VerdictNew
+	deferred := filed
+	deferred.Verdict, deferred.Reason = pipeline.VerdictDeferred, "daily issue cap reached"
+	got, err := pipeline.Collect(context.Background(), NewCompose(ComposeConfig{Scrubber: testScrubber}), filed, deferred)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("got %d reports, %v", len(got), err)
+	}
+	if got[0].Title == "" || got[0].Body == "" {
+		t.Fatalf("the finding to be filed was not composed: %+v", got[0])
+	}
+	if got[1].Title != "" || got[1].Body != "" {
+		t.Fatalf("a deferred finding was composed: %q", got[1].Title)
+	}
+}

@@ -86,6 +86,8 @@ type Group struct {
 	Backlog       bool   `json:"backlog,omitempty"`
 	CachedDossier string `json:"cached_dossier,omitempty"`
 	DossierFile   string `json:"dossier_file,omitempty"` // the saved dossier, loaded only to file it
+	// DossierSaved is when DossierFile was written.
+	DossierSaved time.Time `json:"dossier_saved,omitzero"`
 	// Healed counts this scan's occurrences whose operation later succeeded.
 	Healed int `json:"healed,omitempty"`
 	// Settle is set when the machine settled the group without a human.

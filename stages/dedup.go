@@ -254,13 +254,14 @@ func mergeDeferred(g *pipeline.Group, d store.Deferred) {
 		g.FirstSeen = d.Since
 	}
 	g.Finding = decodeFinding(d.Finding)
+	g.DossierFile, g.DossierSaved = d.DossierFile, d.DossierSaved
 }
 
 func backlogGroup(fp string, d store.Deferred) pipeline.Group {
 	return pipeline.Group{
 		Fingerprint: fp, Event: d.Event, Template: d.Template, Count: d.Count,
 		FirstSeen: d.Since, LastSeen: d.LastSeen, Backlog: true,
-		CachedDossier: d.Dossier, DossierFile: d.DossierFile, Finding: decodeFinding(d.Finding),
+		CachedDossier: d.Dossier, DossierFile: d.DossierFile, DossierSaved: d.DossierSaved, Finding: decodeFinding(d.Finding),
 	}
 }
 

@@ -29,6 +29,7 @@ type DossierConfig struct {
 	MaxBytes    int
 	// Load reads a backlog defect's saved dossier (store.LoadDossier).
 	Load func(name string) (string, error)
+	Now  func() time.Time // default time.Now
 }
 
 // NewDossier builds the scrubbed, allow-listed report of each group that
@@ -36,6 +37,9 @@ type DossierConfig struct {
 func NewDossier(cfg DossierConfig) pipeline.Stage[pipeline.Group, pipeline.Dossier] {
 	if cfg.MaxBytes <= 0 {
 		cfg.MaxBytes = DefaultDossierBytes
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	env := Environment(cfg.ToolVersion)
 	// Dossiers are built once the log is read (dedup is a barrier): each
@@ -55,6 +59,16 @@ func NewDossier(cfg DossierConfig) pipeline.Stage[pipeline.Group, pipeline.Dossi
 					// Filed all the same, with what the state still knows.
 					md = BuildDossier(g, cfg.Scrubber, cfg.MaxBytes) + "\n_(the saved dossier could not be read: " + cfg.Scrubber.Scrub(err.Error()) + ")_\n"
 				}
+				d.Markdown = md
+				return d, true, nil
+			}
+		}
+		// A waiting defect that recurs, diagnosed already (no agent will
+		// read it), reuses its saved dossier while that is fresh: building
+		// and scrubbing it again every scan of a watcher was most of the
+		// scan, and persist would keep the saved one anyway.
+		if g.Finding != nil && g.DossierFile != "" && dossierFresh(g.DossierSaved, cfg.Now()) && cfg.Load != nil {
+			if md, err := cfg.Load(g.DossierFile); err == nil {
 				d.Markdown = md
 				return d, true, nil
 			}

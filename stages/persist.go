@@ -78,6 +78,12 @@ func (s *Summary) String() string {
 // before a recurrence rewrites it.
 const dossierRefresh = time.Hour
 
+// dossierFresh says a dossier saved at saved is recent enough to stand for
+// a recurrence's records.
+func dossierFresh(saved, now time.Time) bool {
+	return !saved.IsZero() && now.Sub(saved) < dossierRefresh
+}
+
 // PersistConfig configures the persist sink.
 type PersistConfig struct {
 	Store       *store.Store
@@ -106,7 +112,7 @@ func NewPersist(cfg PersistConfig) func(context.Context, pipeline.Outcome) error
 			// keeps a dossier under an hour old: its samples are fresh
 			// enough, and rewriting it each scan cost a file and an fsync.
 			cfg.Store.View(func(st *store.State) {
-				if d, ok := st.Deferred[o.Fingerprint]; ok && d.DossierFile != "" && now.Sub(d.DossierSaved) < dossierRefresh {
+				if d, ok := st.Deferred[o.Fingerprint]; ok && d.DossierFile != "" && dossierFresh(d.DossierSaved, now) {
 					dossierFile, savedAt = d.DossierFile, d.DossierSaved
 				}
 			})

@@ -184,3 +184,29 @@ func TestComposeOnlyWhatIsToBeFiled(t *testing.T) {
 		t.Fatalf("a deferred finding was composed: %q", got[1].Title)
 	}
 }
+
+// A waiting defect that recurs with its diagnosis cached reuses its saved
+// dossier while that is under an hour old, and is built afresh after.
+func TestARecurringWaitingDefectReusesAFreshSavedDossier(t *testing.T) {
+	g := sampleGroup()
+	g.Finding = &pipeline.Answer{Title: "t"}
+	g.DossierFile, g.DossierSaved = "saved.md", now
+	loads := 0
+	cfg := DossierConfig{Scrubber: testScrubber, Now: func() time.Time { return now.Add(30 * time.Minute) },
+		Load: func(name string) (string, error) { loads++; return "saved dossier of " + name, nil }}
+	got, err := pipeline.Collect(context.Background(), NewDossier(cfg), g)
+	if err != nil || len(got) != 1 || got[0].Markdown != "saved dossier of saved.md" || loads != 1 {
+		t.Fatalf("within the hour: %d loads, markdown %.60q, %v", loads, got[0].Markdown, err)
+	}
+	cfg.Now = func() time.Time { return now.Add(dossierRefresh) }
+	got, _ = pipeline.Collect(context.Background(), NewDossier(cfg), g)
+	if !strings.Contains(got[0].Markdown, g.Fingerprint) || loads != 1 {
+		t.Fatalf("after the hour the dossier was not built afresh (%d loads): %.60q", loads, got[0].Markdown)
+	}
+	g.Finding = nil // the agent will read it: always fresh
+	cfg.Now = func() time.Time { return now }
+	got, _ = pipeline.Collect(context.Background(), NewDossier(cfg), g)
+	if !strings.Contains(got[0].Markdown, g.Fingerprint) || loads != 1 {
+		t.Fatalf("a dossier the agent will read came from the saved file: %.60q", got[0].Markdown)
+	}
+}

@@ -80,7 +80,7 @@ func (s *scanner) newDedup(st *store.Store, backlog bool) pipeline.Stage[pipelin
 }
 
 func (s *scanner) newDossier(st *store.Store) pipeline.Stage[pipeline.Group, pipeline.Dossier] {
-	return stages.NewDossier(stages.DossierConfig{Scrubber: s.red, ToolVersion: version, Load: st.LoadDossier})
+	return stages.NewDossier(stages.DossierConfig{Scrubber: s.red, ToolVersion: version, Load: st.LoadDossier, Now: s.now})
 }
 
 func (s *scanner) newGate(st *store.Store) pipeline.Stage[pipeline.Finding, pipeline.Finding] {

@@ -8,6 +8,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -103,21 +104,73 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func generate(path string, o eventlog.Options, appendTo bool) error {
-	flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
-	if appendTo {
-		flags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
+// splitWriter sends the first n lines to head and the rest to tail.
+type splitWriter struct {
+	n          int
+	head, tail io.Writer
+}
+
+func (w *splitWriter) Write(p []byte) (int, error) {
+	written := 0
+	for w.n > 0 && len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			i = len(p) - 1
+		} else {
+			w.n--
+		}
+		k, err := w.head.Write(p[:i+1])
+		written += k
+		if err != nil {
+			return written, err
+		}
+		p = p[i+1:]
 	}
-	f, err := os.OpenFile(path, flags, 0o644)
+	k, err := w.tail.Write(p)
+	return written + k, err
+}
+
+// generateSplit writes the first lines of a generated log to path and
+// returns the following more lines in batches of batch lines: what the log
+// will grow by, from the same service (the same defects recurring).
+func generateSplit(path string, o eventlog.Options, lines, batch, batches int) ([][]byte, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	head := bufio.NewWriterSize(f, 1<<20)
+	var tail bytes.Buffer
+	o.Lines = lines + batch*batches
+	if _, err := eventlog.Generate(&splitWriter{n: lines, head: head, tail: &tail}, o); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := head.Flush(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := f.Close(); err != nil {
+		return nil, err
+	}
+	var out [][]byte
+	rest := tail.Bytes()
+	for i := 0; i < batches; i++ {
+		end := 0
+		for n := 0; n < batch && end < len(rest); n++ {
+			end += bytes.IndexByte(rest[end:], '\n') + 1
+		}
+		out = append(out, rest[:end])
+		rest = rest[end:]
+	}
+	return out, nil
+}
+
+func appendBytes(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	if _, err := eventlog.Generate(w, o); err != nil {
-		f.Close()
-		return err
-	}
-	if err := w.Flush(); err != nil {
+	if _, err := f.Write(b); err != nil {
 		f.Close()
 		return err
 	}
@@ -130,7 +183,10 @@ func scale(bin, out string, lines, runs int) error {
 	}
 	logPath := filepath.Join(out, "events.jsonl")
 	fmt.Printf("generating %d lines (fakes/eventlog, seed 7) into %s ...\n", lines, logPath)
-	if err := generate(logPath, eventlog.Options{Lines: lines, Seed: 7}, false); err != nil {
+	// The log as it will grow: 1,000 more lines of the same service per
+	// incremental scan measured (its defects recurring, now and then a new one).
+	growth, err := generateSplit(logPath, eventlog.Options{Seed: 7}, lines, 1000, runs+1)
+	if err != nil {
 		return err
 	}
 	fi, err := os.Stat(logPath)
@@ -199,7 +255,7 @@ selfDiagnosis:
 	if err != nil {
 		return err
 	}
-	if err := generate(liveLog, eventlog.Options{Lines: 1000, Seed: 8, Start: eventlog.DefaultStart.Add(30 * 24 * time.Hour)}, true); err != nil {
+	if err := appendBytes(liveLog, growth[0]); err != nil {
 		return err
 	}
 	// A dry run resumes from the stored cursor and moves nothing, so it can
@@ -211,7 +267,23 @@ selfDiagnosis:
 
 	// The same, inside a watcher: no process start, no config parse; its
 	// scan duration comes from its own metrics.
-	watched, err := watcherRescan(bin, config, liveLog, env, runs)
+	watched, err := watcherRescan(bin, config, liveLog, env, growth[1:])
+	if err != nil {
+		return err
+	}
+	// The same, with 1,000 lines of an unrelated log each time: every
+	// failure in them a new defect, each diagnosed and deferred (agent run,
+	// events, a durable state write): what new defects cost, not new bytes.
+	var unrelated [][]byte
+	for i := 0; i < runs; i++ {
+		var b bytes.Buffer
+		if _, err := eventlog.Generate(&b, eventlog.Options{Lines: 1000, Seed: int64(100 + i),
+			Start: eventlog.DefaultStart.Add(time.Duration(31+i) * 24 * time.Hour)}); err != nil {
+			return err
+		}
+		unrelated = append(unrelated, b.Bytes())
+	}
+	strangers, err := watcherRescan(bin, config, liveLog, env, unrelated)
 	if err != nil {
 		return err
 	}
@@ -237,12 +309,13 @@ selfDiagnosis:
 	watchRatio := watched.Seconds() / scan.wall.Seconds()
 	fmt.Printf("%-44s %11.3fs %12s\n", "  same, one scan inside a running watcher", watched.Seconds(), "")
 	fmt.Printf("%-44s %10.2f%% %11s %8s\n", "  watcher incremental / full", 100*watchRatio, "<= 2%", verdict(watchRatio <= 0.02))
+	fmt.Printf("%-44s %11.3fs %12s\n", "  (watcher, +1,000 lines all new defects)", strangers.Seconds(), "")
 	return nil
 }
 
-// watcherRescan starts `watch` on the live deployment and, runs times,
-// appends 1,000 lines and reads how long the scan they woke took; the best.
-func watcherRescan(bin, config, liveLog string, env []string, runs int) (time.Duration, error) {
+// watcherRescan starts `watch` on the live deployment and, for each batch,
+// appends it and reads how long the scan it woke took; the best.
+func watcherRescan(bin, config, liveLog string, env []string, batches [][]byte) (time.Duration, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
@@ -286,8 +359,8 @@ func watcherRescan(bin, config, liveLog string, env []string, runs int) (time.Du
 		return 0, err
 	}
 	var best time.Duration
-	for i := 0; i < runs; i++ {
-		if err := generate(liveLog, eventlog.Options{Lines: 1000, Seed: int64(100 + i), Start: eventlog.DefaultStart.Add(time.Duration(31+i) * 24 * time.Hour)}, true); err != nil {
+	for i, batch := range batches {
+		if err := appendBytes(liveLog, batch); err != nil {
 			return 0, err
 		}
 		if err := waitScans(float64(i + 2)); err != nil {

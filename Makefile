@@ -40,6 +40,10 @@ fuzz:
 	$(GO) test ./stages -run '^$$' -fuzz '^FuzzParseAnswer$$' -fuzztime 30s
 	$(GO) test ./stages -run '^$$' -fuzz '^FuzzPrefilterIsExact$$' -fuzztime 30s
 	$(GO) test ./stages -run '^$$' -fuzz '^FuzzFastPathAgrees$$' -fuzztime 30s
+	$(GO) test ./stages -run '^$$' -fuzz '^FuzzDecodeObjectMatchesEncodingJSON$$' -fuzztime 30s
+	$(GO) test ./stages -run '^$$' -fuzz '^FuzzIndexInteresting$$' -fuzztime 15s
+	$(GO) test ./stages -run '^$$' -fuzz '^FuzzFinderAgreesWithIndex$$' -fuzztime 15s
+	$(GO) test ./stages -run '^$$' -fuzz '^FuzzEnvironmentHintsNeverHideASign$$' -fuzztime 15s
 
 bench: build
 	$(GO) run ./test/bench --bin $(BIN) --out bench-out

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/the-loop/the-loop-diagnose/pipeline"
@@ -33,6 +34,9 @@ type DedupConfig struct {
 	Now     func() time.Time
 	Policy  Policy
 	Samples int
+	// Candidates, when set, counts the failure occurrences dedup receives
+	// (the scan's candidates), here rather than in a stage of its own.
+	Candidates *atomic.Int64
 }
 
 // NewDedup groups occurrences by fingerprint, then decides each group's
@@ -53,6 +57,9 @@ func NewDedup(cfg DedupConfig) pipeline.Stage[pipeline.Occurrence, pipeline.Grou
 				continue
 			}
 			heals.failure(o)
+			if cfg.Candidates != nil {
+				cfg.Candidates.Add(1)
+			}
 			g, ok := groups[o.Fingerprint]
 			if !ok {
 				g = &pipeline.Group{Fingerprint: o.Fingerprint, Aliases: o.Aliases, Template: o.Template,

@@ -98,7 +98,7 @@ func cmdReplay(ctx context.Context, args []string, io stdio) error {
 		})
 		return done()
 	}
-	groups := pipeline.Then(r, occurrences, sc.newDedup(st, false))
+	groups := pipeline.Then(r, occurrences, sc.newDedup(st, false, nil))
 	if *stage == "dedup" {
 		printEach(r, groups, emit, groupLine)
 		return done()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/go-github/v66/github"
@@ -73,8 +74,8 @@ func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, 
 // The stages between fingerprint and post, built from the config once here
 // for both run and replay: they differ only in their wiring.
 
-func (s *scanner) newDedup(st *store.Store, backlog bool) pipeline.Stage[pipeline.Occurrence, pipeline.Group] {
-	return stages.NewDedup(stages.DedupConfig{Store: st, Now: s.now, Policy: stages.Policy{
+func (s *scanner) newDedup(st *store.Store, backlog bool, candidates *atomic.Int64) pipeline.Stage[pipeline.Occurrence, pipeline.Group] {
+	return stages.NewDedup(stages.DedupConfig{Store: st, Now: s.now, Candidates: candidates, Policy: stages.Policy{
 		MaxRetries: s.cfg.MaxRetries, MaxDiagnosesPerScan: s.cfg.MaxDiagnosesPerScan,
 		MaxDiagnosesPerDay: s.cfg.MaxDiagnosesPerDay, Backlog: backlog, Triage: s.cfg.Triage}})
 }
@@ -127,13 +128,7 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time
 	records = pipeline.Then(r, records, stages.NewDecode(&stats))
 	stopProgress := s.showProgress(src, &stats)
 	candidates := pipeline.Then(r, records, stages.NewFilter(&s.cfg.Triage))
-	var counted int64
-	candidates = pipeline.Then(r, candidates, pipeline.Filter(func(c pipeline.Candidate) bool {
-		if c.Reason != stages.ReasonSuccess {
-			counted++ // only this stage's goroutine touches it until Wait
-		}
-		return true
-	}))
+	var candidateCount atomic.Int64
 	fp := s.fp
 	st.View(func(state *store.State) {
 		if !state.HoldsUnversioned() {
@@ -141,7 +136,7 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time
 		}
 	})
 	occurrences := pipeline.Then(r, candidates, stages.NewFingerprint(fp))
-	groups := pipeline.Then(r, occurrences, s.newDedup(st, !s.skipBacklog))
+	groups := pipeline.Then(r, occurrences, s.newDedup(st, !s.skipBacklog, &candidateCount))
 	dossiers := pipeline.Then(r, groups, s.newDossier(st))
 	dossiers = pipeline.Then(r, dossiers, check.beforeAgent())
 	findings := pipeline.Then(r, pipeline.Then(r, dossiers, s.agent), s.newGate(st))
@@ -159,6 +154,7 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time
 		return nil
 	})
 	runErr := r.Wait()
+	counted := candidateCount.Load()
 	sum.Candidates = counted
 	defer func() { s.metrics.scanned(sum, counted, time.Since(started), err) }()
 	stopProgress()

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Rule is an operator's fingerprint rule, like Sentry's fingerprint rules.
@@ -43,6 +44,38 @@ type Rule struct {
 type Fingerprinter struct {
 	rules     []compiledRule
 	noAliases bool
+	templates *templateMemo // shared by WithoutAliases copies
+}
+
+// templateMemo remembers the templates of recent error texts: a log repeats
+// many of its errors word for word, and normalizing a traceback is the
+// costliest step of a fingerprint. Bounded: it is emptied when full, and
+// its keys are the records' own strings, so it holds at most memoSize of them.
+type templateMemo struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+const memoSize = 4096
+
+func (t *templateMemo) template(in Input) string {
+	if t == nil || strings.TrimSpace(in.Error) == "" {
+		return Template(in) // from the fields: not keyed by the error text
+	}
+	t.mu.Lock()
+	tpl, ok := t.m[in.Error]
+	t.mu.Unlock()
+	if ok {
+		return tpl
+	}
+	tpl = Template(in)
+	t.mu.Lock()
+	if len(t.m) >= memoSize {
+		clear(t.m)
+	}
+	t.m[in.Error] = tpl
+	t.mu.Unlock()
+	return tpl
 }
 
 type compiledRule struct {
@@ -73,7 +106,7 @@ type component struct {
 // New validates and compiles rules. Errors name the rule by its 1-based
 // position and name: `fingerprint rule 2 ("db"): error regex: ...`.
 func New(rules []Rule) (*Fingerprinter, error) {
-	f := &Fingerprinter{}
+	f := &Fingerprinter{templates: &templateMemo{m: map[string]string{}}}
 	var errs []error
 	for i, r := range rules {
 		c, err := compileRule(r)
@@ -190,7 +223,7 @@ func (f *Fingerprinter) WithoutAliases() *Fingerprinter {
 // default v2 fingerprint of the event and template. Aliases hold the legacy
 // fingerprint (unless WithoutAliases).
 func (f *Fingerprinter) Compute(in Input) Result {
-	template := Template(in)
+	template := f.templates.template(in)
 	def := v2Fingerprint(in.Event, template)
 	res := Result{Fingerprint: def, Template: template}
 	if !f.noAliases {

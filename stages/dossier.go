@@ -63,11 +63,13 @@ func NewDossier(cfg DossierConfig) pipeline.Stage[pipeline.Group, pipeline.Dossi
 				return d, true, nil
 			}
 		}
-		// A waiting defect that recurs, diagnosed already (no agent will
-		// read it), reuses its saved dossier while that is fresh: building
-		// and scrubbing it again every scan of a watcher was most of the
-		// scan, and persist would keep the saved one anyway.
-		if g.Finding != nil && g.DossierFile != "" && dossierFresh(g.DossierSaved, cfg.Now()) && cfg.Load != nil {
+		// A waiting defect that recurs and that no agent will read this
+		// scan (diagnosed already, or deferred again before diagnosis)
+		// reuses its saved dossier while that is fresh: building and
+		// scrubbing it again every scan of a watcher was most of the scan,
+		// and persist would keep the saved one anyway.
+		noAgent := g.Finding != nil || g.Verdict == pipeline.VerdictDeferred
+		if noAgent && g.DossierFile != "" && dossierFresh(g.DossierSaved, cfg.Now()) && cfg.Load != nil {
 			if md, err := cfg.Load(g.DossierFile); err == nil {
 				d.Markdown = md
 				return d, true, nil

@@ -138,9 +138,6 @@ func (p *poster) handle(ctx context.Context, r pipeline.Report) (pipeline.Outcom
 	o, settled := Settle(r)
 	if settled {
 		if r.Verdict == pipeline.VerdictKnown && o.Status == pipeline.StatusKnown && p.deferReason == "" {
-			if err := p.preflight(ctx); err != nil {
-				return o, err
-			}
 			return p.finish(o, p.refreshKnown(ctx, &o), true)
 		}
 		return o, nil
@@ -284,6 +281,11 @@ func (p *poster) refreshKnown(ctx context.Context, o *pipeline.Outcome) error {
 		}
 		number = rep.Number
 	}
+	// The scan's GitHub check, before its first request (a known defect
+	// seen again within the hour makes none).
+	if err := p.preflight(ctx); err != nil {
+		return err
+	}
 	is, err := p.getIssue(ctx, number)
 	if err != nil || is == nil {
 		return err
@@ -421,6 +423,9 @@ func (p *poster) occurrence(ctx context.Context, o *pipeline.Outcome, n int) err
 	// published, so a crash cannot make this deployment count twice under
 	// two ids.
 	if err := p.cfg.Store.Update(func(*store.State) error { return nil }); err != nil {
+		return err
+	}
+	if err := p.preflight(ctx); err != nil {
 		return err
 	}
 	// Read the comment right before writing it, to keep the window in which

@@ -138,10 +138,14 @@ func TestAWatcherWritesRecurrencesBehindAndLosesNothingWhenKilled(t *testing.T) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	asked := len(gh.Requests())
 	d.appendLog(failure(t0.Add(2*time.Minute), "queue.failed", errText), failure(t0.Add(3*time.Minute), "queue.failed", errText))
 	w.waitScans(3)
 	if now, _ := os.ReadFile(d.state); string(now) != string(written) {
 		t.Fatal("a scan that saw only recurrences rewrote the state")
+	}
+	if reqs := gh.Requests()[asked:]; len(reqs) != 0 {
+		t.Fatalf("recurrences within the hour of the last look made %d GitHub requests, first %s %s", len(reqs), reqs[0].Method, reqs[0].Path)
 	}
 	w.cmd.Process.Kill()
 	w.cmd.Wait()

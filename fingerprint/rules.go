@@ -56,7 +56,7 @@ type templateMemo struct {
 	m  map[string]string
 }
 
-const memoSize = 4096
+const memoSize = 1024
 
 func (t *templateMemo) template(in Input) string {
 	if t == nil || strings.TrimSpace(in.Error) == "" {

@@ -78,6 +78,7 @@ func NewDedup(cfg DedupConfig) pipeline.Stage[pipeline.Occurrence, pipeline.Grou
 			list := make([]pipeline.Group, 0, len(order))
 			for _, fp := range order {
 				g := groups[fp]
+				trimSamples(g, cfg.Samples)
 				g.Healed = heals.healed[fp]
 				list = append(list, *g)
 			}
@@ -108,11 +109,26 @@ func AddOccurrence(g *pipeline.Group, o pipeline.Occurrence, samples int) {
 		}
 	}
 	g.LastLine = o.Line
-	if len(g.Samples) >= samples {
-		copy(g.Samples, g.Samples[1:])
-		g.Samples = g.Samples[:samples-1]
+	// Shifting the window by one at every occurrence moved all of it each
+	// time; it grows to twice the size and is then cut back to the newest,
+	// and trimSamples cuts it to size once the group is complete.
+	if len(g.Samples) >= 2*samples {
+		keepNewest(g, samples-1)
 	}
 	g.Samples = append(g.Samples, o)
+}
+
+// trimSamples leaves a complete group with its newest samples only.
+func trimSamples(g *pipeline.Group, samples int) {
+	if len(g.Samples) > samples {
+		keepNewest(g, samples)
+	}
+}
+
+func keepNewest(g *pipeline.Group, n int) {
+	kept := copy(g.Samples, g.Samples[len(g.Samples)-n:])
+	clear(g.Samples[kept:]) // let the dropped records go
+	g.Samples = g.Samples[:kept]
 }
 
 // maxAliases bounds the older-version fingerprints kept per group.

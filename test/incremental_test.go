@@ -88,8 +88,13 @@ func TestAWatcherPicksUpAStateChangedBehindItsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	d.appendLog(info(t0.Add(time.Minute), "dispatch.finished"))
+	// A new defect: the scan writes the state (a scan of recurrences only
+	// would keep it in memory), and that write must keep the-loop's.
+	d.appendLog(failure(t0.Add(time.Minute), "dispatch.failed", "claude exited 1: bad request"))
 	w.waitScans(2)
+	if !eventually(func() bool { return gh.CountCreates() == 1 }) {
+		t.Fatalf("the new defect was not filed\n%s", w.stderr.String())
+	}
 	after := d.readState()
 	if string(after["the_loop_schema"]) != "1" || !strings.Contains(string(after["reported"]), "issues/77") {
 		t.Fatalf("the watcher's write lost what the-loop wrote behind its back:\n%s", after["reported"])

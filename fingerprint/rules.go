@@ -54,6 +54,9 @@ type Fingerprinter struct {
 type templateMemo struct {
 	mu sync.Mutex
 	m  map[string]string
+	// fps maps event and template to the default fingerprint: a defect's
+	// occurrences share both, so its SHA-1 is taken once.
+	fps map[[2]string]string
 }
 
 const memoSize = 1024
@@ -76,6 +79,27 @@ func (t *templateMemo) template(in Input) string {
 	t.m[in.Error] = tpl
 	t.mu.Unlock()
 	return tpl
+}
+
+func (t *templateMemo) fingerprint(event, template string) string {
+	if t == nil {
+		return v2Fingerprint(event, template)
+	}
+	k := [2]string{event, template}
+	t.mu.Lock()
+	fp, ok := t.fps[k]
+	t.mu.Unlock()
+	if ok {
+		return fp
+	}
+	fp = v2Fingerprint(event, template)
+	t.mu.Lock()
+	if len(t.fps) >= memoSize {
+		clear(t.fps)
+	}
+	t.fps[k] = fp
+	t.mu.Unlock()
+	return fp
 }
 
 type compiledRule struct {
@@ -106,7 +130,7 @@ type component struct {
 // New validates and compiles rules. Errors name the rule by its 1-based
 // position and name: `fingerprint rule 2 ("db"): error regex: ...`.
 func New(rules []Rule) (*Fingerprinter, error) {
-	f := &Fingerprinter{templates: &templateMemo{m: map[string]string{}}}
+	f := &Fingerprinter{templates: &templateMemo{m: map[string]string{}, fps: map[[2]string]string{}}}
 	var errs []error
 	for i, r := range rules {
 		c, err := compileRule(r)
@@ -224,7 +248,7 @@ func (f *Fingerprinter) WithoutAliases() *Fingerprinter {
 // fingerprint (unless WithoutAliases).
 func (f *Fingerprinter) Compute(in Input) Result {
 	template := f.templates.template(in)
-	def := v2Fingerprint(in.Event, template)
+	def := f.templates.fingerprint(in.Event, template)
 	res := Result{Fingerprint: def, Template: template}
 	if !f.noAliases {
 		res.Aliases = []string{Legacy(in.Event, in.Error)}

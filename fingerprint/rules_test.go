@@ -18,8 +18,11 @@ func TestTemplateMemoIsTransparentAndBounded(t *testing.T) {
 		if want := Template(in); first.Template != want || again.Template != want || first.Fingerprint != again.Fingerprint {
 			t.Fatalf("%q: templates %q, %q; want %q", in.Error, first.Template, again.Template, want)
 		}
-		if n := len(f.templates.m); n > memoSize {
-			t.Fatalf("the memo holds %d texts, more than %d", n, memoSize)
+		if want := v2Fingerprint(in.Event, first.Template); first.Fingerprint != want || again.Fingerprint != want {
+			t.Fatalf("%q: fingerprints %s, %s; want %s", in.Error, first.Fingerprint, again.Fingerprint, want)
+		}
+		if n, m := len(f.templates.m), len(f.templates.fps); n > memoSize || m > memoSize {
+			t.Fatalf("the memo holds %d texts and %d fingerprints, more than %d", n, m, memoSize)
 		}
 	}
 	fields := Input{Event: "queue.stalled", Fields: map[string]any{"exit_code": 137.0}}

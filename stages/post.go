@@ -383,7 +383,7 @@ func (p *poster) remember(fp string, is *github.Issue) error {
 	if !changed {
 		return nil
 	}
-	return p.cfg.Store.Update(func(*store.State) error { return nil })
+	return p.cfg.Store.Write()
 }
 
 // occurrence tallies this scan's sightings and, at most once an hour, edits
@@ -422,7 +422,7 @@ func (p *poster) occurrence(ctx context.Context, o *pipeline.Outcome, n int) err
 	// The deployment id and the count are made durable before they are
 	// published, so a crash cannot make this deployment count twice under
 	// two ids.
-	if err := p.cfg.Store.Update(func(*store.State) error { return nil }); err != nil {
+	if err := p.cfg.Store.Write(); err != nil {
 		return err
 	}
 	if err := p.preflight(ctx); err != nil {

@@ -165,6 +165,12 @@ func (s *Store) write() error {
 	return nil
 }
 
+// Write makes what the state holds in memory durable (changes made with
+// Mutate or Checkpoint), as an Update that changes nothing more.
+func (s *Store) Write() error {
+	return s.Update(func(*State) error { return nil })
+}
+
 // PruneDossiers removes dossier files no backlog entry refers to. Call it
 // only when no dossier is being saved (at the end of a scan): a file saved
 // but not yet referenced would look unused. It lists the directory only when

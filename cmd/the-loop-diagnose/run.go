@@ -98,7 +98,7 @@ func (s *scanner) flushState() error {
 	if !st.Ahead() {
 		return nil
 	}
-	return st.Update(func(*store.State) error { return nil })
+	return st.Write()
 }
 
 // runOnce is one locked scan with its stderr summary and exit status.

@@ -95,14 +95,21 @@ func agentStage(cfg AgentConfig, run agentRunner) pipeline.Stage[pipeline.Dossie
 	})
 }
 
+// AgentWillRun is the agent stage's pass-through rule: only a new defect
+// without a diagnosis cached from an earlier scan runs the agent.
+func AgentWillRun(d pipeline.Dossier) bool {
+	return d.Verdict == pipeline.VerdictNew && d.Group.Finding == nil
+}
+
 // agentDiagnose applies the pass-through rules and runs the agent, turning a
 // panic into a failed finding so one bad dossier cannot stop the scan.
 func agentDiagnose(ctx context.Context, cfg AgentConfig, run agentRunner, d pipeline.Dossier) (f pipeline.Finding, err error) {
-	if d.Verdict != pipeline.VerdictNew {
-		return pipeline.Finding{Dossier: d}, nil
-	}
-	if d.Group.Finding != nil {
-		return pipeline.Finding{Dossier: d, Answer: d.Group.Finding}, nil
+	if !AgentWillRun(d) {
+		f := pipeline.Finding{Dossier: d}
+		if d.Verdict == pipeline.VerdictNew {
+			f.Answer = d.Group.Finding // diagnosed by an earlier scan
+		}
+		return f, nil
 	}
 	if err := ctx.Err(); err != nil {
 		return pipeline.Finding{}, err

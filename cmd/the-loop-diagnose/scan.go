@@ -271,19 +271,13 @@ func (p *githubPreflight) run(ctx context.Context) error {
 // before the first one the agent will diagnose.
 func (p *githubPreflight) beforeAgent() pipeline.Stage[pipeline.Dossier, pipeline.Dossier] {
 	return pipeline.Map(func(ctx context.Context, d pipeline.Dossier) (pipeline.Dossier, bool, error) {
-		if agentWillRun(d) {
+		if stages.AgentWillRun(d) {
 			if err := p.run(ctx); err != nil {
 				return d, false, err
 			}
 		}
 		return d, true, nil
 	})
-}
-
-// agentWillRun mirrors the agent stage's pass-through rules: only a new
-// defect without a diagnosis cached from an earlier scan runs the agent.
-func agentWillRun(d pipeline.Dossier) bool {
-	return d.Verdict == pipeline.VerdictNew && d.Group.Finding == nil
 }
 
 // showProgress draws "bytes read of total" on stderr, rewritten in place a

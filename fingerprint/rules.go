@@ -49,57 +49,57 @@ type Fingerprinter struct {
 
 // templateMemo remembers the templates of recent error texts: a log repeats
 // many of its errors word for word, and normalizing a traceback is the
-// costliest step of a fingerprint. Bounded: it is emptied when full, and
-// its keys are the records' own strings, so it holds at most memoSize of them.
+// costliest step of a fingerprint; and the default fingerprint of an event
+// and template: a defect's occurrences share both, so its SHA-1 is taken
+// once. Keys are the records' own strings.
 type templateMemo struct {
-	mu sync.Mutex
-	m  map[string]string
-	// fps maps event and template to the default fingerprint: a defect's
-	// occurrences share both, so its SHA-1 is taken once.
-	fps map[[2]string]string
+	templates boundedMemo[string]
+	fps       boundedMemo[[2]string]
 }
 
-const memoSize = 1024
+func newTemplateMemo() *templateMemo {
+	return &templateMemo{templates: boundedMemo[string]{m: map[string]string{}}, fps: boundedMemo[[2]string]{m: map[[2]string]string{}}}
+}
 
 func (t *templateMemo) template(in Input) string {
 	if t == nil || strings.TrimSpace(in.Error) == "" {
 		return Template(in) // from the fields: not keyed by the error text
 	}
-	t.mu.Lock()
-	tpl, ok := t.m[in.Error]
-	t.mu.Unlock()
-	if ok {
-		return tpl
-	}
-	tpl = Template(in)
-	t.mu.Lock()
-	if len(t.m) >= memoSize {
-		clear(t.m)
-	}
-	t.m[in.Error] = tpl
-	t.mu.Unlock()
-	return tpl
+	return t.templates.get(in.Error, func() string { return Template(in) })
 }
 
 func (t *templateMemo) fingerprint(event, template string) string {
 	if t == nil {
 		return v2Fingerprint(event, template)
 	}
-	k := [2]string{event, template}
-	t.mu.Lock()
-	fp, ok := t.fps[k]
-	t.mu.Unlock()
+	return t.fps.get([2]string{event, template}, func() string { return v2Fingerprint(event, template) })
+}
+
+// memoSize bounds each memo: it is emptied when full.
+const memoSize = 1024
+
+// boundedMemo is a map from K to computed strings of at most memoSize
+// entries, safe for concurrent use.
+type boundedMemo[K comparable] struct {
+	mu sync.Mutex
+	m  map[K]string
+}
+
+func (b *boundedMemo[K]) get(k K, compute func() string) string {
+	b.mu.Lock()
+	v, ok := b.m[k]
+	b.mu.Unlock()
 	if ok {
-		return fp
+		return v
 	}
-	fp = v2Fingerprint(event, template)
-	t.mu.Lock()
-	if len(t.fps) >= memoSize {
-		clear(t.fps)
+	v = compute()
+	b.mu.Lock()
+	if len(b.m) >= memoSize {
+		clear(b.m)
 	}
-	t.fps[k] = fp
-	t.mu.Unlock()
-	return fp
+	b.m[k] = v
+	b.mu.Unlock()
+	return v
 }
 
 type compiledRule struct {
@@ -130,7 +130,7 @@ type component struct {
 // New validates and compiles rules. Errors name the rule by its 1-based
 // position and name: `fingerprint rule 2 ("db"): error regex: ...`.
 func New(rules []Rule) (*Fingerprinter, error) {
-	f := &Fingerprinter{templates: &templateMemo{m: map[string]string{}, fps: map[[2]string]string{}}}
+	f := &Fingerprinter{templates: newTemplateMemo()}
 	var errs []error
 	for i, r := range rules {
 		c, err := compileRule(r)

@@ -21,7 +21,7 @@ func TestTemplateMemoIsTransparentAndBounded(t *testing.T) {
 		if want := v2Fingerprint(in.Event, first.Template); first.Fingerprint != want || again.Fingerprint != want {
 			t.Fatalf("%q: fingerprints %s, %s; want %s", in.Error, first.Fingerprint, again.Fingerprint, want)
 		}
-		if n, m := len(f.templates.m), len(f.templates.fps); n > memoSize || m > memoSize {
+		if n, m := len(f.templates.templates.m), len(f.templates.fps.m); n > memoSize || m > memoSize {
 			t.Fatalf("the memo holds %d texts and %d fingerprints, more than %d", n, m, memoSize)
 		}
 	}

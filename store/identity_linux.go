@@ -19,7 +19,8 @@ func identify(fi os.FileInfo) fileIdentity {
 	if !ok {
 		return fileIdentity{}
 	}
-	return fileIdentity{device: uint64(sys.Dev), inode: sys.Ino, size: sys.Size, mtime: sys.Mtim, ctime: sys.Ctim}
+	device, inode := fileID(fi) // the cursor's identity of a file, plus what a write changes
+	return fileIdentity{device: device, inode: inode, size: sys.Size, mtime: sys.Mtim, ctime: sys.Ctim}
 }
 
 func (id fileIdentity) known() bool { return id.inode != 0 }

@@ -146,9 +146,6 @@ func (p *poster) handle(ctx context.Context, r pipeline.Report) (pipeline.Outcom
 		o.Status, o.Reason = pipeline.StatusDeferred, p.deferReason
 		return o, nil
 	}
-	if err := p.preflight(ctx); err != nil {
-		return o, err
-	}
 	return p.finish(o, p.post(ctx, &o), false)
 }
 
@@ -280,11 +277,6 @@ func (p *poster) refreshKnown(ctx context.Context, o *pipeline.Outcome) error {
 			return nil
 		}
 		number = rep.Number
-	}
-	// The scan's GitHub check, before its first request (a known defect
-	// seen again within the hour makes none).
-	if err := p.preflight(ctx); err != nil {
-		return err
 	}
 	is, err := p.getIssue(ctx, number)
 	if err != nil || is == nil {
@@ -423,9 +415,6 @@ func (p *poster) occurrence(ctx context.Context, o *pipeline.Outcome, n int) err
 	// published, so a crash cannot make this deployment count twice under
 	// two ids.
 	if err := p.cfg.Store.Write(); err != nil {
-		return err
-	}
-	if err := p.preflight(ctx); err != nil {
 		return err
 	}
 	// Read the comment right before writing it, to keep the window in which
@@ -805,6 +794,11 @@ type ghCall struct {
 // reconcile first when given (done=true ends the call as a success);
 // rate limits wait up to MaxWait, uncounted, or defer; the rest return.
 func (p *poster) do(ctx context.Context, c ghCall, fn func(context.Context) error, reconcile func(context.Context) (bool, error)) error {
+	// The scan's GitHub check runs before its first request, whichever it
+	// is (a known defect seen again within the hour makes none).
+	if err := p.preflight(ctx); err != nil {
+		return err
+	}
 	retries, rateWaits := 0, 0
 	inDoubt := false
 	for {

@@ -124,7 +124,7 @@ func digitsEnd(s string, i int) int {
 }
 
 func skipSpace(s string, i int) int {
-	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+	for i < len(s) && isJSONSpace(s[i]) {
 		i++
 	}
 	return i

@@ -491,8 +491,11 @@ func hasPair(line []byte, key finder, value []byte) bool {
 }
 
 func skipJSONSpace(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\r' || b[0] == '\n') {
+	for len(b) > 0 && isJSONSpace(b[0]) {
 		b = b[1:]
 	}
 	return b
 }
+
+// isJSONSpace is JSON's whitespace: the four bytes allowed between tokens.
+func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }

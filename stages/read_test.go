@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -539,4 +540,26 @@ func FuzzFinderAgreesWithIndex(f *testing.F) {
 			t.Fatalf("finder (anchor %+v) = %d, bytes.Index %d", fd.anchor, got, want)
 		}
 	})
+}
+
+// The mapped buffer a scanner passes (NewReadBuffer) reads a log exactly as
+// the reader's own does, also when it is reused: nothing read points into it.
+func TestReadThroughAMappedBufferReadsTheSame(t *testing.T) {
+	var b strings.Builder
+	if _, err := eventlog.Generate(&b, eventlog.Options{Lines: 30000, Seed: 5, CorruptRate: 0.01, FailureRate: 0.05}); err != nil {
+		t.Fatal(err)
+	}
+	owner := new(int)
+	buf := NewReadBuffer(owner)
+	if len(buf) < ReadBufferSize(0) {
+		t.Fatalf("NewReadBuffer: %d bytes, the reader needs %d", len(buf), ReadBufferSize(0))
+	}
+	want, _ := readAll(t, b.String(), ReadConfig{Prefilter: true})
+	first, _ := readAll(t, b.String(), ReadConfig{Prefilter: true, Buffer: buf})
+	again, _ := readAll(t, b.String(), ReadConfig{Prefilter: true, Buffer: buf})
+	if len(want) == 0 || fmt.Sprint(first) != fmt.Sprint(want) || fmt.Sprint(again) != fmt.Sprint(want) {
+		t.Fatalf("read %d records through the mapped buffer (%d the second time), %d through the reader's own",
+			len(first), len(again), len(want))
+	}
+	runtime.KeepAlive(owner)
 }

@@ -121,7 +121,7 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time
 	sum = &stages.Summary{}
 	r := pipeline.New(hard)
 	if s.readBuf == nil {
-		s.readBuf = make([]byte, stages.ReadBufferSize(0))
+		s.readBuf = stages.NewReadBuffer(s)
 	}
 	records := pipeline.From(r, src.Read(stages.ReadConfig{Prefilter: true, Heal: stages.NewHealFilter(s.cfg.Triage),
 		DeferDecode: true, Stop: soft.Done(), Buffer: s.readBuf}, &stats))

@@ -67,7 +67,7 @@ func NewDedup(cfg DedupConfig) pipeline.Stage[pipeline.Occurrence, pipeline.Grou
 				groups[o.Fingerprint] = g
 				order = append(order, o.Fingerprint)
 			}
-			AddOccurrence(g, o, cfg.Samples)
+			addOccurrence(g, o, cfg.Samples)
 			g.Aliases = addAliases(g.Aliases, o.Aliases)
 		}
 		if err := ctx.Err(); err != nil {
@@ -93,9 +93,9 @@ func NewDedup(cfg DedupConfig) pipeline.Stage[pipeline.Occurrence, pipeline.Grou
 	}
 }
 
-// AddOccurrence folds one occurrence into its group, keeping the newest
+// addOccurrence folds one occurrence into its group, keeping the newest
 // samples only.
-func AddOccurrence(g *pipeline.Group, o pipeline.Occurrence, samples int) {
+func addOccurrence(g *pipeline.Group, o pipeline.Occurrence, samples int) {
 	g.Count++
 	if retry, ok := o.Bool("will_retry"); ok && retry {
 		g.Retries++
@@ -109,26 +109,28 @@ func AddOccurrence(g *pipeline.Group, o pipeline.Occurrence, samples int) {
 		}
 	}
 	g.LastLine = o.Line
-	// Shifting the window by one at every occurrence moved all of it each
-	// time; it grows to twice the size and is then cut back to the newest,
-	// and trimSamples cuts it to size once the group is complete.
-	if len(g.Samples) >= 2*samples {
-		keepNewest(g, samples-1)
+	// The samples are a ring of the newest: once full, occurrence number
+	// Count-1 overwrites the oldest, in slot (Count-1) % samples, and
+	// trimSamples puts the ring back in order. A window that grew to twice
+	// the size and was cut back held up to twice the records, the largest
+	// share of a scan's live heap; and fresh heap is costly (page faults).
+	if len(g.Samples) < samples {
+		g.Samples = append(g.Samples, o)
+		return
 	}
-	g.Samples = append(g.Samples, o)
+	g.Samples[(g.Count-1)%samples] = o
 }
 
-// trimSamples leaves a complete group with its newest samples only.
+// trimSamples puts a complete group's ring of samples (addOccurrence) in
+// order, oldest first.
 func trimSamples(g *pipeline.Group, samples int) {
-	if len(g.Samples) > samples {
-		keepNewest(g, samples)
+	if len(g.Samples) < samples || g.Count <= samples {
+		return
 	}
-}
-
-func keepNewest(g *pipeline.Group, n int) {
-	kept := copy(g.Samples, g.Samples[len(g.Samples)-n:])
-	clear(g.Samples[kept:]) // let the dropped records go
-	g.Samples = g.Samples[:kept]
+	oldest := g.Count % samples
+	slices.Reverse(g.Samples[:oldest])
+	slices.Reverse(g.Samples[oldest:])
+	slices.Reverse(g.Samples)
 }
 
 // maxAliases bounds the older-version fingerprints kept per group.

@@ -63,14 +63,26 @@ func TestDedupGroupsAndDecides(t *testing.T) {
 }
 
 func TestDedupKeepsOnlyTheNewestSamples(t *testing.T) {
-	stage := NewDedup(DedupConfig{Store: store.OpenMemory(), Now: func() time.Time { return now }, Policy: testPolicy(), Samples: 5})
-	var in []pipeline.Occurrence
-	for i := int64(1); i <= 100; i++ {
-		in = append(in, occ(i, "x", "a"))
-	}
-	got, _ := pipeline.Collect(context.Background(), stage, in...)
-	if len(got) != 1 || got[0].Count != 100 || len(got[0].Samples) != 5 || got[0].Samples[4].Line != 100 || got[0].Samples[0].Line != 96 {
-		t.Fatalf("got %+v", got[0].Samples)
+	// Counts below, at and past the cap, and past it by a count that is not
+	// a multiple of it: the newest five, oldest first, whatever the count.
+	for _, n := range []int64{3, 5, 100, 103, 7} {
+		stage := NewDedup(DedupConfig{Store: store.OpenMemory(), Now: func() time.Time { return now }, Policy: testPolicy(), Samples: 5})
+		var in []pipeline.Occurrence
+		for i := int64(1); i <= n; i++ {
+			in = append(in, occ(i, "x", "a"))
+		}
+		got, _ := pipeline.Collect(context.Background(), stage, in...)
+		var lines []int64
+		for _, s := range got[0].Samples {
+			lines = append(lines, s.Line)
+		}
+		var want []int64
+		for i := max(1, n-4); i <= n; i++ {
+			want = append(want, i)
+		}
+		if len(got) != 1 || got[0].Count != int(n) || fmt.Sprint(lines) != fmt.Sprint(want) {
+			t.Errorf("%d occurrences: count %d, sample lines %v, want %v", n, got[0].Count, lines, want)
+		}
 	}
 }
 

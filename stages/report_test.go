@@ -23,7 +23,7 @@ func sampleGroup() pipeline.Group {
 		o.Fields["cwd"] = "/home/alice/secret-project"
 		o.Fields["delivery_id"] = "d-123"
 		o.Fields["exit_code"] = 1.0
-		AddOccurrence(&g, o, DefaultSamples)
+		addOccurrence(&g, o, DefaultSamples)
 	}
 	return g
 }

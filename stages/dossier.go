@@ -126,7 +126,7 @@ func BuildDossier(g pipeline.Group, s *redact.Redactor, maxBytes int) string {
 func DossierRecord(r pipeline.Record, s *redact.Redactor) string {
 	kept := make(map[string]any, len(DossierFields)+1)
 	for _, k := range DossierFields {
-		v, ok := r.Fields[k]
+		v, ok := r.Fields.Lookup(k)
 		if !ok {
 			continue
 		}

@@ -1,10 +1,12 @@
 package stages
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -107,8 +109,9 @@ func BuildDossier(g pipeline.Group, s *redact.Redactor, maxBytes int) string {
 	b.WriteString("\n\nRecords (allow-listed fields, newest first):\n\n")
 	var records []string
 	used := 0
+	w := newRecordWriter(s)
 	for i := len(g.Samples) - 1; i >= 0; i-- {
-		line := DossierRecord(g.Samples[i].Record, s)
+		line := w.record(g.Samples[i].Record)
 		if used+len(line) > maxBytes && len(records) > 0 {
 			records = append(records, fmt.Sprintf("... %d older records omitted to fit the size cap", i+1))
 			break
@@ -121,26 +124,89 @@ func BuildDossier(g pipeline.Group, s *redact.Redactor, maxBytes int) string {
 	return b.String()
 }
 
-// DossierRecord renders one record's allow-listed fields and its scrubbed,
-// capped error text as a JSON line.
-func DossierRecord(r pipeline.Record, s *redact.Redactor) string {
-	kept := make(map[string]any, len(DossierFields)+1)
-	for _, k := range DossierFields {
-		v, ok := r.Fields.Lookup(k)
-		if !ok {
-			continue
-		}
-		if str, isStr := v.(string); isStr {
-			v = s.Scrub(str)
-		}
-		kept[k] = v
+// dossierRecordKeys are a dossier record's keys in the order encoding/json
+// writes a map's (sorted), so the line reads as it did when it was one.
+var dossierRecordKeys = func() []string {
+	keys := append(slices.Clone(DossierFields), "error", "line")
+	slices.Sort(keys)
+	return keys
+}()
+
+// recordWriter renders one defect's records as JSON lines. It writes each
+// object itself, every value encoded by encoding/json into one reused
+// buffer: marshalling a map sorted and reflected over its keys was a third
+// of a dossier's cost, paid after the log is read. The records of a defect
+// repeat most of their values (event, level, source...), so each distinct
+// one is scrubbed once.
+type recordWriter struct {
+	scrubber *redact.Redactor
+	scrubbed map[string]string
+	buf      bytes.Buffer
+	enc      *json.Encoder
+}
+
+func newRecordWriter(s *redact.Redactor) *recordWriter {
+	w := &recordWriter{scrubber: s, scrubbed: map[string]string{}}
+	w.enc = json.NewEncoder(&w.buf)
+	return w
+}
+
+func (w *recordWriter) scrub(v string) string {
+	out, ok := w.scrubbed[v]
+	if !ok {
+		out = w.scrubber.Scrub(v)
+		w.scrubbed[v] = out
 	}
-	if e := r.Str("error"); e != "" {
-		kept["error"] = s.Scrub(capRunes(e, MaxErrorChars))
+	return out
+}
+
+// record renders one record's allow-listed fields and its scrubbed, capped
+// error text as a JSON line.
+func (w *recordWriter) record(r pipeline.Record) string {
+	w.buf.Reset()
+	w.buf.WriteByte('{')
+	for _, k := range dossierRecordKeys {
+		var v any
+		switch k {
+		case "line":
+			v = r.Line
+		case "error":
+			e := r.Str("error")
+			if e == "" {
+				continue
+			}
+			v = w.scrub(capRunes(e, MaxErrorChars))
+		default:
+			field, ok := r.Fields.Lookup(k)
+			if !ok {
+				continue
+			}
+			if str, isStr := field.(string); isStr {
+				field = w.scrub(str)
+			}
+			v = field
+		}
+		if w.buf.Len() > 1 {
+			w.buf.WriteByte(',')
+		}
+		w.value(k)
+		w.buf.WriteByte(':')
+		w.value(v)
 	}
-	kept["line"] = r.Line
-	b, _ := json.Marshal(kept)
-	return string(b)
+	w.buf.WriteByte('}')
+	return w.buf.String()
+}
+
+// value appends v as encoding/json encodes it (its escaping included); a
+// value it cannot encode, which no decoded log line holds, is written null.
+func (w *recordWriter) value(v any) {
+	mark := w.buf.Len()
+	if err := w.enc.Encode(v); err != nil {
+		w.buf.Truncate(mark)
+		w.buf.WriteString("null")
+		return
+	}
+	w.buf.Truncate(w.buf.Len() - 1) // Encode ends the value with a newline
 }
 
 // capRunes cuts s to at most n runes with a visible note.

@@ -2,10 +2,12 @@ package stages
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/the-loop/the-loop-diagnose/fakes/eventlog"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/redact"
 	"github.com/the-loop/the-loop-diagnose/store"
@@ -212,5 +214,54 @@ func TestARecurringWaitingDefectReusesAFreshSavedDossier(t *testing.T) {
 	got, _ = pipeline.Collect(context.Background(), NewDossier(cfg), g)
 	if !strings.Contains(got[0].Markdown, g.Fingerprint) || loads != 2 {
 		t.Fatalf("a dossier the agent will read came from the saved file: %.60q", got[0].Markdown)
+	}
+}
+
+// recordWriter writes its JSON objects itself; it must read exactly as
+// encoding/json wrote the map it replaced: sorted keys, the same escaping
+// (HTML characters, U+2028), numbers, booleans, nulls and nested values.
+func TestDossierRecordReadsAsTheMapDid(t *testing.T) {
+	var lines []string
+	var b strings.Builder
+	if _, err := eventlog.Generate(&b, eventlog.Options{Lines: 3000, Seed: 9, FailureRate: 0.3}); err != nil {
+		t.Fatal(err)
+	}
+	lines = append(lines, strings.Split(strings.TrimSpace(b.String()), "\n")...)
+	lines = append(lines,
+		`{"ts":"<b>&amp;</b>","event":"x\u2028y","level":null,"attempts":1e21,"will_retry":false,"exit_code":-0.5,"error":"a<script>&\u2029"}`,
+		`{"source":{"z":1,"a":[true,null,"<"]},"harness":["x"],"via":"","error":""}`,
+		`{"gh_event":"日本語 ✓","line":"not this one","cwd":"/home/alice"}`,
+	)
+	checked := 0
+	for _, line := range lines {
+		fields, reason := DecodeObject([]byte(line))
+		if reason != "" {
+			continue
+		}
+		r := pipeline.Record{Line: 42, Fields: fields}
+		kept := map[string]any{}
+		for _, k := range DossierFields {
+			if v, ok := r.Fields.Lookup(k); ok {
+				if str, isStr := v.(string); isStr {
+					v = testScrubber.Scrub(str)
+				}
+				kept[k] = v
+			}
+		}
+		if e := r.Str("error"); e != "" {
+			kept["error"] = testScrubber.Scrub(capRunes(e, MaxErrorChars))
+		}
+		kept["line"] = r.Line
+		want, err := json.Marshal(kept)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := newRecordWriter(testScrubber).record(r); got != string(want) {
+			t.Fatalf("line %s\n got %s\nwant %s", line, got, want)
+		}
+		checked++
+	}
+	if checked < 3000 {
+		t.Fatalf("only %d lines checked", checked)
 	}
 }

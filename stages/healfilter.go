@@ -3,6 +3,7 @@ package stages
 import (
 	"bytes"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"strings"
 
@@ -33,7 +34,10 @@ type HealFilter struct {
 	// a family with none (most of them: github.api.succeeded...) is ruled
 	// out before its correlation values are looked for.
 	families map[string]int
-	id       []byte // scratch for lookups
+	// filter rules out most ids that are not pending without touching the
+	// pending map (see idFilter).
+	filter idFilter
+	id     []byte // scratch for lookups
 }
 
 // NewHealFilter builds the reader's filter for a triage configuration.
@@ -85,12 +89,21 @@ func (h *HealFilter) note(fields pipeline.Fields) {
 func (h *HealFilter) remember(id string) {
 	if _, ok := h.pending.get(id); !ok {
 		h.families[familyOf(id)]++
+		h.filter.add(id)
 	}
 	h.pending.put(id, struct{}{})
 }
 
 // forget drops a pending entry (healed or evicted) from its family's count.
 func (h *HealFilter) forget(id string) {
+	if h.filter.stale++; h.filter.stale > h.pending.len()+staleIDs {
+		h.filter.reset()
+		for live := range h.pending.m {
+			if live != id { // being deleted, or evicted
+				h.filter.add(live)
+			}
+		}
+	}
 	fam := familyOf(id)
 	if h.families[fam] <= 1 {
 		delete(h.families, fam)
@@ -180,6 +193,9 @@ func (h *HealFilter) wants(line []byte, at int) bool {
 		// Built in a scratch buffer: most success lines heal nothing, and
 		// a map lookup by string(bytes) does not allocate.
 		h.id = append(append(append(append(append(h.id[:0], fam...), 0), k...), 0), v...)
+		if !h.filter.mayHold(h.id) {
+			continue
+		}
 		if _, pending := h.pending.m[string(h.id)]; pending {
 			// The success heals every failure waiting on it, as the
 			// healing check does: later successes need no decoding.
@@ -435,4 +451,53 @@ func (h *HealFilter) nextOccurrence(b []byte, from, g int) int {
 		at += j + 1
 	}
 	return len(b)
+}
+
+// idFilter is a Bloom filter over the pending ids, two bits an id in 256
+// Kbit (32 KiB). Most success lines of a family with failures pending heal
+// nothing (on the bench log, none of 107k do); looking up each of their
+// values in the pending map, tens of thousands of long keys far out of
+// cache, was half of the heal check. The bit set stays in cache. An id
+// healed or evicted leaves its bits set: a false positive only costs the
+// map lookup, and the filter is rebuilt from the map once stale ids
+// outnumber the live ones by staleIDs.
+type idFilter struct {
+	bits  []uint64
+	seed  maphash.Seed
+	stale int
+}
+
+const (
+	idFilterBits = 1 << 18
+	staleIDs     = 4096
+)
+
+func (f *idFilter) reset() {
+	if f.bits == nil {
+		f.bits, f.seed = make([]uint64, idFilterBits/64), maphash.MakeSeed()
+	}
+	clear(f.bits)
+	f.stale = 0
+}
+
+// positions are the two bits of a hash: its low and high halves.
+func idFilterPositions(h uint64) (uint64, uint64) {
+	return h % idFilterBits, (h >> 32) % idFilterBits
+}
+
+func (f *idFilter) add(id string) {
+	if f.bits == nil {
+		f.reset()
+	}
+	a, b := idFilterPositions(maphash.String(f.seed, id))
+	f.bits[a/64] |= 1 << (a % 64)
+	f.bits[b/64] |= 1 << (b % 64)
+}
+
+func (f *idFilter) mayHold(id []byte) bool {
+	if f.bits == nil {
+		return false
+	}
+	a, b := idFilterPositions(maphash.Bytes(f.seed, id))
+	return f.bits[a/64]&(1<<(a%64)) != 0 && f.bits[b/64]&(1<<(b%64)) != 0
 }

@@ -563,3 +563,42 @@ func TestReadThroughAMappedBufferReadsTheSame(t *testing.T) {
 	}
 	runtime.KeepAlive(owner)
 }
+
+// The heal filter's Bloom filter may let through an id that is not pending
+// (the map then says no) but never hides one that is, across evictions,
+// heals and the rebuilds they cause; and it does rule most others out.
+func TestHealFilterIDFilterNeverHidesAPendingID(t *testing.T) {
+	cfg := DefaultTriage()
+	cfg.MaxPending = 3000
+	h := NewHealFilter(cfg)
+	id := func(i int) string { return fmt.Sprintf("dispatch\x00delivery_id\x00d-%d", i) }
+	// Some ids stay pending from the start, then many come and go (healed,
+	// as wants does, or evicted), so the filter is rebuilt under them.
+	for i := 0; i < 1000; i++ {
+		h.remember(id(i))
+	}
+	for i := 1000; i < 1000+3*staleIDs; i++ {
+		h.remember(id(i))
+		if i%2 == 0 {
+			h.pending.delete(id(i))
+			h.forget(id(i))
+		}
+	}
+	if len(h.pending.m) < 1000 {
+		t.Fatalf("%d pending", len(h.pending.m))
+	}
+	for live := range h.pending.m {
+		if !h.filter.mayHold([]byte(live)) {
+			t.Fatalf("pending id %q ruled out", live)
+		}
+	}
+	passed := 0
+	for i := 0; i < 10000; i++ {
+		if h.filter.mayHold([]byte(fmt.Sprintf("dispatch\x00delivery_id\x00other-%d", i))) {
+			passed++
+		}
+	}
+	if passed > 1000 {
+		t.Fatalf("%d of 10000 ids never pending passed the filter", passed)
+	}
+}

@@ -76,9 +76,27 @@ const Version = "v2"
 
 // Input is one failure record.
 type Input struct {
-	Event  string         // the record's "event" field, e.g. "dispatch.failed"
-	Error  string         // the record's "error" text ("" when absent); may be multi-line
-	Fields map[string]any // the whole decoded record (enum fields for the no-error fallback)
+	Event  string // the record's "event" field, e.g. "dispatch.failed"
+	Error  string // the record's "error" text ("" when absent); may be multi-line
+	Fields Fields // the whole decoded record (enum fields for the no-error fallback); may be nil
+}
+
+// Fields are a decoded record's fields by key: nil for an absent key. The
+// pipeline's records satisfy it without fingerprint depending on them.
+type Fields interface{ Get(key string) any }
+
+// MapFields are Fields held in a map.
+type MapFields map[string]any
+
+// Get returns the value of key, or nil when absent.
+func (m MapFields) Get(key string) any { return m[key] }
+
+// field returns the record's value of key, or nil when absent.
+func (in Input) field(key string) any {
+	if in.Fields == nil {
+		return nil
+	}
+	return in.Fields.Get(key)
 }
 
 // Result is a record's defect identity.
@@ -103,16 +121,16 @@ func Template(in Input) string {
 	if strings.TrimSpace(in.Error) != "" {
 		return Normalize(in.Error)
 	}
-	return fieldsTemplate(in.Fields)
+	return fieldsTemplate(in)
 }
 
 // fieldsTemplate renders the allow-listed enum fields as "k=v k=v", sorted
-// by key so the order of the decoded map cannot matter.
-func fieldsTemplate(fields map[string]any) string {
+// by key so the order of the decoded fields cannot matter.
+func fieldsTemplate(in Input) string {
 	var parts []string
 	for _, k := range enumFields {
-		v, ok := fields[k]
-		if !ok || v == nil {
+		v := in.field(k)
+		if v == nil {
 			continue
 		}
 		parts = append(parts, k+"="+enumValue(v))

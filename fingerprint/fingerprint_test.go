@@ -14,7 +14,7 @@ func TestNoErrorFallsBackToEnumFields(t *testing.T) {
 			f[k] = v
 		}
 		change(f)
-		return Compute(Input{Event: "loop.give_up", Fields: f}).Fingerprint
+		return Compute(Input{Event: "loop.give_up", Fields: MapFields(f)}).Fingerprint
 	}
 	same := fpOf(func(map[string]any) {})
 	if fpOf(func(f map[string]any) { f["ts"] = "2026-02-02T00:00:00Z"; f["run_id"] = "r-2" }) != same {
@@ -26,7 +26,7 @@ func TestNoErrorFallsBackToEnumFields(t *testing.T) {
 			t.Errorf("changing %s must give another fingerprint", k)
 		}
 	}
-	r := Compute(Input{Event: "loop.give_up", Fields: base})
+	r := Compute(Input{Event: "loop.give_up", Fields: MapFields(base)})
 	if want := "exit_code=137 gh_event=issues harness=claude source=github will_retry=false"; r.Template != want {
 		t.Errorf("template %q, want %q", r.Template, want)
 	}
@@ -37,9 +37,9 @@ func TestNoErrorFallsBackToEnumFields(t *testing.T) {
 
 func TestComputeIsDeterministicAcrossMapOrder(t *testing.T) {
 	f := map[string]any{"via": "cron", "source": "x", "harness": "h", "gh_event": "push"}
-	first := Compute(Input{Event: "e", Fields: f}).Fingerprint
+	first := Compute(Input{Event: "e", Fields: MapFields(f)}).Fingerprint
 	for i := 0; i < 50; i++ {
-		if got := Compute(Input{Event: "e", Fields: f}).Fingerprint; got != first {
+		if got := Compute(Input{Event: "e", Fields: MapFields(f)}).Fingerprint; got != first {
 			t.Fatal("fingerprint changed between calls")
 		}
 	}
@@ -108,9 +108,9 @@ func TestGroupRuleComponents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := g.Compute(Input{Event: "run.a", Error: "ValueError: bad 1", Fields: map[string]any{"harness": "claude"}})
-	y := g.Compute(Input{Event: "run.b", Error: "ValueError: other text", Fields: map[string]any{"harness": "claude"}})
-	z := g.Compute(Input{Event: "run.b", Error: "ValueError: other text", Fields: map[string]any{"harness": "cursor"}})
+	x := g.Compute(Input{Event: "run.a", Error: "ValueError: bad 1", Fields: MapFields{"harness": "claude"}})
+	y := g.Compute(Input{Event: "run.b", Error: "ValueError: other text", Fields: MapFields{"harness": "claude"}})
+	z := g.Compute(Input{Event: "run.b", Error: "ValueError: other text", Fields: MapFields{"harness": "cursor"}})
 	if x.Fingerprint != y.Fingerprint || x.Fingerprint == z.Fingerprint {
 		t.Errorf("error.type/field grouping wrong: %s %s %s", x.Fingerprint, y.Fingerprint, z.Fingerprint)
 	}

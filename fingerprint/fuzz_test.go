@@ -32,8 +32,8 @@ func FuzzNormalize(f *testing.F) {
 		if utf8.ValidString(s) && !utf8.ValidString(a) {
 			t.Fatalf("valid input gave an invalid UTF-8 template %q", a)
 		}
-		r := Compute(Input{Event: "e", Error: s, Fields: map[string]any{"source": s}})
-		if r.Fingerprint != Compute(Input{Event: "e", Error: s, Fields: map[string]any{"source": s}}).Fingerprint {
+		r := Compute(Input{Event: "e", Error: s, Fields: MapFields{"source": s}})
+		if r.Fingerprint != Compute(Input{Event: "e", Error: s, Fields: MapFields{"source": s}}).Fingerprint {
 			t.Fatal("Compute not deterministic")
 		}
 		if len(r.Aliases) == 0 || r.Aliases[0] != Legacy("e", s) {

@@ -66,7 +66,7 @@ func groupGenerated(t *testing.T, o eventlog.Options) *generatedGrouping {
 		}
 		ev, _ := fields["event"].(string)
 		msg, _ := fields["error"].(string)
-		res := Compute(Input{Event: ev, Error: msg, Fields: fields})
+		res := Compute(Input{Event: ev, Error: msg, Fields: MapFields(fields)})
 		fp := res.Fingerprint
 		g.labels = append(g.labels, defect)
 		g.fps = append(g.fps, fp)

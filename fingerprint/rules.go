@@ -286,8 +286,8 @@ func (r *compiledRule) componentValue(c component, in Input, template, def strin
 	case compErrorType:
 		return errorType(template)
 	case compField:
-		v, ok := in.Fields[c.value]
-		if !ok || v == nil {
+		v := in.field(c.value)
+		if v == nil {
 			return ""
 		}
 		return enumValue(v)

@@ -25,7 +25,7 @@ func TestTemplateMemoIsTransparentAndBounded(t *testing.T) {
 			t.Fatalf("the memo holds %d texts and %d fingerprints, more than %d", n, m, memoSize)
 		}
 	}
-	fields := Input{Event: "queue.stalled", Fields: map[string]any{"exit_code": 137.0}}
+	fields := Input{Event: "queue.stalled", Fields: MapFields{"exit_code": 137.0}}
 	if got, want := f.Compute(fields).Template, Template(fields); got != want {
 		t.Fatalf("a record without error text: %q, want %q", got, want)
 	}

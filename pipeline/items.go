@@ -1,13 +1,19 @@
 package pipeline
 
-import "time"
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strings"
+	"time"
+)
 
 // Record is one well-formed line of the event log.
 type Record struct {
-	Line   int64          `json:"line"`   // 1-based line number in the file
-	Offset int64          `json:"offset"` // byte offset of the line's first byte
-	End    int64          `json:"end"`    // byte offset just after the line (a safe cursor)
-	Fields map[string]any `json:"fields"` // the decoded JSON object
+	Line   int64  `json:"line"`   // 1-based line number in the file
+	Offset int64  `json:"offset"` // byte offset of the line's first byte
+	End    int64  `json:"end"`    // byte offset just after the line (a safe cursor)
+	Fields Fields `json:"fields"` // the decoded JSON object
 	// Raw is the line not decoded yet (the reader left decoding to the
 	// decode stage, off its own goroutine); "" once Fields is set. A string:
 	// the decoded fields share its bytes instead of copying them again.
@@ -16,13 +22,13 @@ type Record struct {
 
 // Str returns a string field, or "" when absent or not a string.
 func (r Record) Str(key string) string {
-	s, _ := r.Fields[key].(string)
+	s, _ := r.Fields.Get(key).(string)
 	return s
 }
 
 // Bool returns a boolean field and whether it was present as a boolean.
 func (r Record) Bool(key string) (value, ok bool) {
-	value, ok = r.Fields[key].(bool)
+	value, ok = r.Fields.Get(key).(bool)
 	return value, ok
 }
 
@@ -33,6 +39,97 @@ func (r Record) Time() time.Time {
 		return time.Time{}
 	}
 	return t
+}
+
+// Field is one top-level key and its decoded value.
+type Field struct {
+	Key   string
+	Value any
+}
+
+// Fields are a record's decoded top-level fields in line order. A slice, not
+// a map: a scan decodes thousands of records of a dozen or two fields each and
+// looks at a few of them, and a map's table costs more to build and to
+// allocate than a linear search over so few keys. A key may repeat (JSON
+// allows it); as encoding/json does for a map, its last value is the one that
+// counts. nil means a record without fields.
+type Fields []Field
+
+// Get returns the value of key, or nil when absent.
+func (f Fields) Get(key string) any {
+	v, _ := f.Lookup(key)
+	return v
+}
+
+// Lookup returns the value of key and whether it is present.
+func (f Fields) Lookup(key string) (any, bool) {
+	for i := len(f) - 1; i >= 0; i-- { // from the end: the last value wins
+		if f[i].Key == key {
+			return f[i].Value, true
+		}
+	}
+	return nil, false
+}
+
+// Set replaces key's value, or adds key when absent.
+func (f *Fields) Set(key string, v any) {
+	for i := len(*f) - 1; i >= 0; i-- {
+		if (*f)[i].Key == key {
+			(*f)[i].Value = v
+			return
+		}
+	}
+	*f = append(*f, Field{key, v})
+}
+
+// Map returns the fields as encoding/json would have decoded them into a map.
+func (f Fields) Map() map[string]any {
+	if f == nil {
+		return nil
+	}
+	m := make(map[string]any, len(f))
+	for _, kv := range f {
+		m[kv.Key] = kv.Value
+	}
+	return m
+}
+
+// FieldsOf returns m's entries as Fields, sorted by key so the result does
+// not depend on map order.
+func FieldsOf(m map[string]any) Fields {
+	if m == nil {
+		return nil
+	}
+	f := make(Fields, 0, len(m))
+	for k, v := range m {
+		f = append(f, Field{k, v})
+	}
+	slices.SortFunc(f, func(a, b Field) int { return strings.Compare(a.Key, b.Key) })
+	return f
+}
+
+// MarshalJSON writes the object the map would give — keys sorted, each
+// once — so JSON output reads the same as when Fields was a map.
+func (f Fields) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	// The caller's encoder escapes HTML when it is asked to (it re-escapes
+	// what a Marshaler returns); escaping here would force it on all.
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(f.Map()); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// UnmarshalJSON reads an object (or null, for no fields).
+func (f *Fields) UnmarshalJSON(data []byte) error {
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		return err
+	}
+	*f = FieldsOf(m)
+	return nil
 }
 
 // Candidate is a record selected as a possible defect.

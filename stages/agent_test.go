@@ -495,7 +495,7 @@ func TestAgentBuiltinAnswer(t *testing.T) {
 	d.FirstSeen, d.LastSeen = first, first.Add(90*time.Minute)
 	d.FirstLine, d.LastLine = 120, 4410
 	d.Samples = []pipeline.Occurrence{{Candidate: pipeline.Candidate{
-		Record: pipeline.Record{Line: 4410, Fields: map[string]any{"ts": "2025-11-04T17:18:28Z", "source": "internal/worker/run.go:88"}},
+		Record: pipeline.Record{Line: 4410, Fields: pipeline.FieldsOf(map[string]any{"ts": "2025-11-04T17:18:28Z", "source": "internal/worker/run.go:88"})},
 		Reason: "level:error",
 	}}}
 	// Binary points nowhere: builtin must not start a process.

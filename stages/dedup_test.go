@@ -14,9 +14,9 @@ var now = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
 func occ(line int64, fp, event string) pipeline.Occurrence {
 	return pipeline.Occurrence{
-		Candidate: pipeline.Candidate{Record: pipeline.Record{Line: line, Fields: map[string]any{
+		Candidate: pipeline.Candidate{Record: pipeline.Record{Line: line, Fields: pipeline.FieldsOf(map[string]any{
 			"event": event, "ts": now.Add(time.Duration(line) * time.Second).Format(time.RFC3339Nano),
-		}}},
+		})}},
 		Fingerprint: fp, Template: "tmpl " + fp, Aliases: []string{"legacy-" + fp},
 	}
 }

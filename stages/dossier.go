@@ -177,7 +177,7 @@ func (w *recordWriter) record(r pipeline.Record) string {
 			}
 			v = w.scrub(capRunes(e, MaxErrorChars))
 		default:
-			field, ok := r.Fields[k]
+			field, ok := r.Fields.Lookup(k)
 			if !ok {
 				continue
 			}

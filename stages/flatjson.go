@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/the-loop/the-loop-diagnose/pipeline"
 )
 
 // decodeFlat is DecodeObject's fast path for the common line: one flat JSON
@@ -12,16 +14,17 @@ import (
 // surrogate escapes, numbers ParseFloat rejects — so that encoding/json
 // decides those cases and every result and error message stays its own.
 // Escape-free keys and values are substrings of s, which is why decoding
-// costs little more than the map and the boxed values.
-func decodeFlat(s string) (map[string]any, bool) {
+// costs little more than the fields slice and the boxed values.
+func decodeFlat(s string) (pipeline.Fields, bool) {
 	i := skipSpace(s, 0)
 	if i == len(s) || s[i] != '{' {
 		return nil, false
 	}
-	// Commas inside strings make this overestimate a little; counting them
-	// is much cheaper than growing the map. The cap keeps a line of commas
-	// from allocating a huge map.
-	fields := make(map[string]any, min(strings.Count(s, ",")+1, 24))
+	// Commas inside strings make this overestimate a little (the-loop's
+	// failure lines: by 0-4 fields mostly); counting them is much cheaper
+	// than growing the slice. The cap keeps a line of commas from
+	// allocating a huge one.
+	fields := make(pipeline.Fields, 0, min(strings.Count(s, ",")+1, 24))
 	i = skipSpace(s, i+1)
 	if i < len(s) && s[i] == '}' {
 		return fields, skipSpace(s, i+1) == len(s)
@@ -43,7 +46,9 @@ func decodeFlat(s string) (map[string]any, bool) {
 		if value, i, ok = flatValue(s, i); !ok {
 			return nil, false
 		}
-		fields[key] = value // a repeated key keeps its last value, as in encoding/json
+		// A repeated key is kept twice; Fields.Get gives its last value, as
+		// encoding/json does.
+		fields = append(fields, pipeline.Field{Key: key, Value: value})
 		i = skipSpace(s, i)
 		switch {
 		case i == len(s):

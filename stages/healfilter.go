@@ -6,6 +6,8 @@ import (
 	"hash/maphash"
 	"slices"
 	"strings"
+
+	"github.com/the-loop/the-loop-diagnose/pipeline"
 )
 
 // HealFilter lets the reader decode only the success lines that can heal a
@@ -65,17 +67,17 @@ func correlationValue(v any) (string, bool) {
 }
 
 // note remembers the correlation values of a retried failure.
-func (h *HealFilter) note(fields map[string]any) {
+func (h *HealFilter) note(fields pipeline.Fields) {
 	if h == nil {
 		return
 	}
-	if retry, ok := fields["will_retry"].(bool); !ok || !retry {
+	if retry, ok := fields.Get("will_retry").(bool); !ok || !retry {
 		return
 	}
-	event, _ := fields["event"].(string)
+	event, _ := fields.Get("event").(string)
 	fam, _ := family(event)
 	for _, k := range h.keys {
-		v, ok := correlationValue(fields[k])
+		v, ok := correlationValue(fields.Get(k))
 		if !ok {
 			continue
 		}

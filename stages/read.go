@@ -421,19 +421,21 @@ func checkLine(raw []byte, size int64, max int, prefilter bool) (decode bool, re
 }
 
 // DecodeObject decodes one line known to be a UTF-8 object candidate.
-func DecodeObject(raw []byte) (map[string]any, string) { return decodeLine(string(raw)) }
+func DecodeObject(raw []byte) (pipeline.Fields, string) { return decodeLine(string(raw)) }
 
 // decodeLine is DecodeObject for a line already copied into a string, whose
 // bytes the fields then share.
-func decodeLine(s string) (map[string]any, string) {
+func decodeLine(s string) (pipeline.Fields, string) {
 	if fields, ok := decodeFlat(s); ok {
 		return fields, ""
 	}
+	// The rare line the fast path leaves (nested values, odd escapes):
+	// encoding/json decides, and its map, sorted, becomes the fields.
 	var fields map[string]any
 	if err := json.Unmarshal([]byte(s), &fields); err != nil {
 		return nil, "bad JSON: " + err.Error()
 	}
-	return fields, ""
+	return pipeline.FieldsOf(fields), ""
 }
 
 // NewDecode decodes the lines the reader passed on undecoded (DeferDecode),

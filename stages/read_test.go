@@ -111,7 +111,7 @@ func TestFilterSelectsFailuresButNeverItsOwnEvents(t *testing.T) {
 		if err := json.Unmarshal([]byte(c.line), &f); err != nil {
 			t.Fatal(err)
 		}
-		reason, _ := SelectCandidate(pipeline.Record{Fields: f})
+		reason, _ := SelectCandidate(pipeline.Record{Fields: pipeline.FieldsOf(f)})
 		if reason != c.want {
 			t.Errorf("%s: reason %q, want %q", c.line, reason, c.want)
 		}
@@ -125,7 +125,7 @@ func prefilterAgrees(t *testing.T, line []byte) {
 	if !utf8.Valid(line) || json.Unmarshal(line, &f) != nil {
 		return
 	}
-	if _, ok := SelectCandidate(pipeline.Record{Fields: f}); ok && !MayBeCandidate(line) {
+	if _, ok := SelectCandidate(pipeline.Record{Fields: pipeline.FieldsOf(f)}); ok && !MayBeCandidate(line) {
 		t.Fatalf("prefilter rejected a candidate: %s", line)
 	}
 }
@@ -180,7 +180,7 @@ func TestPrefilterOnGeneratedLines(t *testing.T) {
 		line := []byte("{" + strings.Join(parts, ",") + "}")
 		var f map[string]any
 		if json.Unmarshal(line, &f) == nil {
-			if _, ok := SelectCandidate(pipeline.Record{Fields: f}); ok {
+			if _, ok := SelectCandidate(pipeline.Record{Fields: pipeline.FieldsOf(f)}); ok {
 				selected++
 			}
 		}
@@ -209,7 +209,7 @@ func referenceRead(input string, maxLine int) (recs []pipeline.Record, lines, co
 		lines++
 		line := trimNewline([]byte(raw))
 		decode, reason := checkLine(line, size, maxLine, true)
-		var fields map[string]any
+		var fields pipeline.Fields
 		if decode {
 			fields, reason = DecodeObject(line)
 		}

@@ -19,12 +19,12 @@ func sampleGroup() pipeline.Group {
 	g := pipeline.Group{Fingerprint: "v2:0123456789abcdef", Event: "dispatch.failed", Template: "claude exited <n>", Verdict: pipeline.VerdictNew}
 	for i := int64(1); i <= 3; i++ {
 		o := occ(i, g.Fingerprint, g.Event)
-		o.Fields["level"] = "error"
-		o.Fields["error"] = "claude exited 1: password=hunter2 while reading /home/alice/work/x"
-		o.Fields["work_item"] = "acme/secret-project#42"
-		o.Fields["cwd"] = "/home/alice/secret-project"
-		o.Fields["delivery_id"] = "d-123"
-		o.Fields["exit_code"] = 1.0
+		o.Fields.Set("level", "error")
+		o.Fields.Set("error", "claude exited 1: password=hunter2 while reading /home/alice/work/x")
+		o.Fields.Set("work_item", "acme/secret-project#42")
+		o.Fields.Set("cwd", "/home/alice/secret-project")
+		o.Fields.Set("delivery_id", "d-123")
+		o.Fields.Set("exit_code", 1.0)
 		addOccurrence(&g, o, DefaultSamples)
 	}
 	return g
@@ -50,7 +50,7 @@ func TestDossierHoldsOnlyAllowListedScrubbedFields(t *testing.T) {
 func TestDossierStaysWithinItsSizeCap(t *testing.T) {
 	g := sampleGroup()
 	for i := range g.Samples {
-		g.Samples[i].Fields["error"] = strings.Repeat("e", 5000)
+		g.Samples[i].Fields.Set("error", strings.Repeat("e", 5000))
 	}
 	md := BuildDossier(g, testScrubber, 3000)
 	if !strings.Contains(md, "older records omitted") {
@@ -66,7 +66,7 @@ func TestDossierStaysWithinItsSizeCap(t *testing.T) {
 
 func TestDossierFenceCannotBeClosedByTheError(t *testing.T) {
 	g := sampleGroup()
-	g.Samples[2].Fields["error"] = "```\n## Injected heading\n```"
+	g.Samples[2].Fields.Set("error", "```\n## Injected heading\n```")
 	md := BuildDossier(g, testScrubber, DefaultDossierBytes)
 	if strings.Contains(md, "\n## Injected heading") && !strings.Contains(md, "````") {
 		t.Fatalf("backticks in an error broke out of the fence:\n%s", md)
@@ -241,7 +241,7 @@ func TestDossierRecordReadsAsTheMapDid(t *testing.T) {
 		r := pipeline.Record{Line: 42, Fields: fields}
 		kept := map[string]any{}
 		for _, k := range DossierFields {
-			if v, ok := r.Fields[k]; ok {
+			if v, ok := r.Fields.Lookup(k); ok {
 				if str, isStr := v.(string); isStr {
 					v = testScrubber.Scrub(str)
 				}

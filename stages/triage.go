@@ -253,7 +253,7 @@ func (h *healTracker) keys(r pipeline.Record) []string {
 	fam, _ := family(r.Str("event"))
 	var keys []string
 	for _, k := range h.cfg.CorrelationKeys {
-		if v, ok := correlationValue(r.Fields[k]); ok {
+		if v, ok := correlationValue(r.Fields.Get(k)); ok {
 			keys = append(keys, fam+"\x00"+k+"\x00"+v)
 		}
 	}
@@ -284,7 +284,7 @@ func (cfg TriageConfig) IsSuccess(r pipeline.Record) bool {
 		return false
 	}
 	for _, k := range cfg.CorrelationKeys {
-		if r.Fields[k] != nil {
+		if r.Fields.Get(k) != nil {
 			return true
 		}
 	}

@@ -21,7 +21,7 @@ func triageOcc(line int64, fp, event, errText string, retry *bool, item string) 
 	if retry != nil {
 		f["will_retry"] = *retry
 	}
-	return pipeline.Occurrence{Candidate: pipeline.Candidate{Record: pipeline.Record{Line: line, Fields: f}}, Fingerprint: fp}
+	return pipeline.Occurrence{Candidate: pipeline.Candidate{Record: pipeline.Record{Line: line, Fields: pipeline.FieldsOf(f)}}, Fingerprint: fp}
 }
 
 func success(line int64, event, item string) pipeline.Occurrence {

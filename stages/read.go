@@ -131,6 +131,10 @@ type reader struct {
 	cfg   ReadConfig
 	stats *ReadStats
 	out   chan<- pipeline.Record
+	// batch holds the records of the region being scanned until its end
+	// (flush): sent one at a time as found, each woke the decode stage and
+	// every stage after it, one goroutine hand-off per record per stage.
+	batch []pipeline.Record
 	ctx   context.Context
 	buf   []byte
 	// offset and line are the file offset of buf[0] once a region is
@@ -201,6 +205,9 @@ func (r *reader) run() error {
 			if err := r.exactLine(tail, int64(len(tail)), r.cfg.Heal.wants(tail, -1)); err != nil {
 				return err
 			}
+			if err := r.flush(); err != nil {
+				return err
+			}
 			r.publish()
 			return nil
 		case eof:
@@ -223,6 +230,22 @@ func (r *reader) consumeOverlong(size int64) {
 	r.publish()
 }
 
+// maxBatch bounds the records a region holds back (batch): a log of
+// nothing but failures has thousands in a region.
+const maxBatch = 256
+
+// flush sends the records held back, in order.
+func (r *reader) flush() error {
+	for i, rec := range r.batch {
+		if err := pipeline.Send(r.ctx, r.out, rec); err != nil {
+			return err
+		}
+		r.batch[i] = pipeline.Record{} // the slice is reused: let the record go
+	}
+	r.batch = r.batch[:0]
+	return nil
+}
+
 // publish brings the shared counters up to what has been consumed.
 func (r *reader) publish() {
 	r.stats.Lines.Add(r.line - r.publishedLine)
@@ -236,6 +259,14 @@ func (r *reader) publish() {
 // region consumes b, whole lines each ending in '\n'.
 func (r *reader) region(b []byte) error {
 	defer r.publish()
+	if err := r.lines(b); err != nil {
+		return err
+	}
+	return r.flush()
+}
+
+// lines consumes the lines of region b.
+func (r *reader) lines(b []byte) error {
 	i := 0
 	r.success = r.success[:0]
 	for i < len(b) {
@@ -382,7 +413,11 @@ func (r *reader) exactLine(raw []byte, size int64, heal bool) error {
 		rec.Fields = fields
 	}
 	rec.Line, rec.Offset, rec.End = r.line, start, r.offset
-	return pipeline.Send(r.ctx, r.out, rec)
+	r.batch = append(r.batch, rec)
+	if len(r.batch) >= maxBatch {
+		return r.flush()
+	}
+	return nil
 }
 
 func (r *reader) markCorrupt(reason string) { r.corruptAt(r.line, reason) }

@@ -602,3 +602,26 @@ func TestHealFilterIDFilterNeverHidesAPendingID(t *testing.T) {
 		t.Fatalf("%d of 10000 ids never pending passed the filter", passed)
 	}
 }
+
+// The reader holds a region's records back and sends them together (in
+// batches of maxBatch when there are more): in a log of nothing but
+// failures every record still arrives, once, in order, with its own line
+// number and offsets.
+func TestReadSendsEveryRecordOfAFailureOnlyRegionInOrder(t *testing.T) {
+	var b strings.Builder
+	n := 3*maxBatch + 7
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, `{"event":"dispatch.failed","level":"error","error":"boom %d"}`+"\n", i)
+	}
+	got, stats := readAll(t, b.String(), ReadConfig{Prefilter: true, DeferDecode: true})
+	if len(got) != n || stats.Lines.Load() != int64(n) {
+		t.Fatalf("%d records of %d lines, want %d", len(got), stats.Lines.Load(), n)
+	}
+	var offset int64
+	for i, r := range got {
+		if r.Line != int64(i+1) || r.Offset != offset || r.Str("error") != fmt.Sprintf("boom %d", i+1) {
+			t.Fatalf("record %d: line %d offset %d error %q", i, r.Line, r.Offset, r.Str("error"))
+		}
+		offset = r.End
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash/maphash"
 	"slices"
-	"strings"
 
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 )
@@ -29,7 +28,9 @@ type HealFilter struct {
 	keys    []string
 	quoted  []finder           // the keys as they appear in JSON: "work_item"
 	event   finder             // "event"
-	pending *fifoMap[struct{}] // family + key + value of retried failures
+	// pending maps the correlation id of each retried failure's family, key
+	// and value (correlationIDs) to its family.
+	pending *fifoMap[uint64, string]
 	// families counts pending entries per event family: a success line of
 	// a family with none (most of them: github.api.succeeded...) is ruled
 	// out before its correlation values are looked for.
@@ -37,13 +38,17 @@ type HealFilter struct {
 	// filter rules out most ids that are not pending without touching the
 	// pending map (see idFilter).
 	filter idFilter
-	id     []byte // scratch for lookups
+	ids    correlationIDs
+	// familyNames interns the families of pending failures, so noting one
+	// read from a line's bytes allocates nothing after the first.
+	familyNames map[string]string
 }
 
 // NewHealFilter builds the reader's filter for a triage configuration.
 func NewHealFilter(cfg TriageConfig) *HealFilter {
 	h := &HealFilter{patterns: cfg.SuccessPatterns(), keys: cfg.CorrelationKeys,
-		pending: newFIFOMap[struct{}](cfg.MaxPending), families: map[string]int{}}
+		pending: newFIFOMap[uint64, string](cfg.MaxPending), families: map[string]int{},
+		ids: newCorrelationIDs(), familyNames: map[string]string{}}
 	h.pending.evicted = h.forget
 	for _, k := range cfg.CorrelationKeys {
 		h.quoted = append(h.quoted, finder{needle: []byte(`"` + k + `"`)})
@@ -77,25 +82,28 @@ func (h *HealFilter) note(fields pipeline.Fields) {
 	event, _ := fields.Get("event").(string)
 	fam, _ := family(event)
 	for _, k := range h.keys {
-		v, ok := correlationValue(fields.Get(k))
-		if !ok {
-			continue
+		if v, ok := correlationValue(fields.Get(k)); ok {
+			h.remember([]byte(fam), correlationID(&h.ids, fam, k, v))
 		}
-		h.remember(fam + "\x00" + k + "\x00" + v)
 	}
 }
 
-// remember adds a pending entry, family + NUL + key + NUL + value.
-func (h *HealFilter) remember(id string) {
+// remember adds a pending entry: the id of a family, key and value.
+func (h *HealFilter) remember(fam []byte, id uint64) {
 	if _, ok := h.pending.get(id); !ok {
-		h.families[familyOf(id)]++
+		name, ok := h.familyNames[string(fam)]
+		if !ok {
+			name = string(fam)
+			h.familyNames[name] = name
+		}
+		h.families[name]++
 		h.filter.add(id)
+		h.pending.put(id, name)
 	}
-	h.pending.put(id, struct{}{})
 }
 
 // forget drops a pending entry (healed or evicted) from its family's count.
-func (h *HealFilter) forget(id string) {
+func (h *HealFilter) forget(id uint64, fam string) {
 	if h.filter.stale++; h.filter.stale > h.pending.len()+staleIDs {
 		h.filter.reset()
 		for live := range h.pending.m {
@@ -104,15 +112,12 @@ func (h *HealFilter) forget(id string) {
 			}
 		}
 	}
-	fam := familyOf(id)
 	if h.families[fam] <= 1 {
 		delete(h.families, fam)
 	} else {
 		h.families[fam]--
 	}
 }
-
-func familyOf(id string) string { fam, _, _ := strings.Cut(id, "\x00"); return fam }
 
 // noteRaw is note for an undecoded line: will_retry, the event and the
 // correlation values picked out of its bytes. Noting a failure that is not
@@ -125,10 +130,15 @@ func (h *HealFilter) noteRaw(line []byte) {
 	if !ok {
 		return
 	}
-	fam, _ := family(string(event))
+	fam := event
+	if dot := bytes.LastIndexByte(event, '.'); dot >= 0 {
+		fam = event[:dot]
+	} else {
+		fam = nil
+	}
 	for i, k := range h.keys {
 		if v, ok := rawValue(line, h.quoted[i]); ok && len(v) > 0 {
-			h.remember(fam + "\x00" + k + "\x00" + string(v))
+			h.remember(fam, correlationID(&h.ids, fam, k, v))
 		}
 	}
 }
@@ -190,17 +200,15 @@ func (h *HealFilter) wants(line []byte, at int) bool {
 		if !ok {
 			continue
 		}
-		// Built in a scratch buffer: most success lines heal nothing, and
-		// a map lookup by string(bytes) does not allocate.
-		h.id = append(append(append(append(append(h.id[:0], fam...), 0), k...), 0), v...)
-		if !h.filter.mayHold(h.id) {
+		id := correlationID(&h.ids, fam, k, v)
+		if !h.filter.mayHold(id) {
 			continue
 		}
-		if _, pending := h.pending.m[string(h.id)]; pending {
+		if pendingFam, pending := h.pending.get(id); pending {
 			// The success heals every failure waiting on it, as the
 			// healing check does: later successes need no decoding.
-			h.pending.delete(string(h.id))
-			h.forget(string(h.id))
+			h.pending.delete(id)
+			h.forget(id, pendingFam)
 			hit = true
 		}
 	}
@@ -453,7 +461,8 @@ func (h *HealFilter) nextOccurrence(b []byte, from, g int) int {
 	return len(b)
 }
 
-// idFilter is a Bloom filter over the pending ids, two bits an id in 256
+// idFilter is a Bloom filter over the pending ids (correlationIDs, already
+// hashes), two bits an id in 256
 // Kbit (32 KiB). Most success lines of a family with failures pending heal
 // nothing (on the bench log, none of 107k do); looking up each of their
 // values in the pending map, tens of thousands of long keys far out of
@@ -463,7 +472,6 @@ func (h *HealFilter) nextOccurrence(b []byte, from, g int) int {
 // outnumber the live ones by staleIDs.
 type idFilter struct {
 	bits  []uint64
-	seed  maphash.Seed
 	stale int
 }
 
@@ -474,30 +482,51 @@ const (
 
 func (f *idFilter) reset() {
 	if f.bits == nil {
-		f.bits, f.seed = make([]uint64, idFilterBits/64), maphash.MakeSeed()
+		f.bits = make([]uint64, idFilterBits/64)
 	}
 	clear(f.bits)
 	f.stale = 0
 }
 
-// positions are the two bits of a hash: its low and high halves.
+// idFilterPositions are an id's two bits: from its low and high halves.
 func idFilterPositions(h uint64) (uint64, uint64) {
 	return h % idFilterBits, (h >> 32) % idFilterBits
 }
 
-func (f *idFilter) add(id string) {
+func (f *idFilter) add(id uint64) {
 	if f.bits == nil {
 		f.reset()
 	}
-	a, b := idFilterPositions(maphash.String(f.seed, id))
+	a, b := idFilterPositions(id)
 	f.bits[a/64] |= 1 << (a % 64)
 	f.bits[b/64] |= 1 << (b % 64)
 }
 
-func (f *idFilter) mayHold(id []byte) bool {
+func (f *idFilter) mayHold(id uint64) bool {
 	if f.bits == nil {
 		return false
 	}
-	a, b := idFilterPositions(maphash.Bytes(f.seed, id))
+	a, b := idFilterPositions(id)
 	return f.bits[a/64]&(1<<(a%64)) != 0 && f.bits[b/64]&(1<<(b%64)) != 0
+}
+
+// correlationIDs names a family, correlation key and value by a 64-bit hash
+// (maphash, seeded per process) instead of the string family + NUL + key +
+// NUL + value: the healing checks keep tens of thousands of them, and as
+// strings each was an allocation, a long key hashed at every lookup and a
+// map entry far out of cache. Two different ones share a hash with
+// probability 2^-64 per pair, about 10^-11 for the 20,000 a scan may hold;
+// then a failure counts as healed by the other's success.
+type correlationIDs struct {
+	seed    maphash.Seed
+	scratch []byte
+}
+
+func newCorrelationIDs() correlationIDs { return correlationIDs{seed: maphash.MakeSeed()} }
+
+// correlationID is the id of a family, key and value (a method cannot take
+// the type parameters that let both the reader's bytes and decoded strings in).
+func correlationID[F, V ~string | ~[]byte](c *correlationIDs, fam F, key string, value V) uint64 {
+	c.scratch = append(append(append(append(append(c.scratch[:0], fam...), 0), key...), 0), value...)
+	return maphash.Bytes(c.seed, c.scratch)
 }

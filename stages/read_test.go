@@ -571,30 +571,31 @@ func TestHealFilterIDFilterNeverHidesAPendingID(t *testing.T) {
 	cfg := DefaultTriage()
 	cfg.MaxPending = 3000
 	h := NewHealFilter(cfg)
-	id := func(i int) string { return fmt.Sprintf("dispatch\x00delivery_id\x00d-%d", i) }
+	id := func(i int) uint64 { return correlationID(&h.ids, "dispatch", "delivery_id", fmt.Sprintf("d-%d", i)) }
+	fam := []byte("dispatch")
 	// Some ids stay pending from the start, then many come and go (healed,
 	// as wants does, or evicted), so the filter is rebuilt under them.
 	for i := 0; i < 1000; i++ {
-		h.remember(id(i))
+		h.remember(fam, id(i))
 	}
 	for i := 1000; i < 1000+3*staleIDs; i++ {
-		h.remember(id(i))
+		h.remember(fam, id(i))
 		if i%2 == 0 {
 			h.pending.delete(id(i))
-			h.forget(id(i))
+			h.forget(id(i), "dispatch")
 		}
 	}
 	if len(h.pending.m) < 1000 {
 		t.Fatalf("%d pending", len(h.pending.m))
 	}
 	for live := range h.pending.m {
-		if !h.filter.mayHold([]byte(live)) {
-			t.Fatalf("pending id %q ruled out", live)
+		if !h.filter.mayHold(live) {
+			t.Fatalf("pending id %x ruled out", live)
 		}
 	}
 	passed := 0
 	for i := 0; i < 10000; i++ {
-		if h.filter.mayHold([]byte(fmt.Sprintf("dispatch\x00delivery_id\x00other-%d", i))) {
+		if h.filter.mayHold(correlationID(&h.ids, "dispatch", "delivery_id", fmt.Sprintf("other-%d", i))) {
 			passed++
 		}
 	}

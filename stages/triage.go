@@ -227,8 +227,10 @@ func sampleLines(g *pipeline.Group) []int64 {
 // success, at most max of them; one evicted is simply not healed (fail-safe).
 type healTracker struct {
 	cfg     TriageConfig
-	pending *fifoMap[[]pendingFailure] // family + key → retried failures awaiting success
+	pending *fifoMap[uint64, []pendingFailure] // correlation id → retried failures awaiting success
 	healed  map[string]int
+	ids     correlationIDs
+	keys    []uint64 // scratch: a record's correlation ids
 }
 
 type pendingFailure struct {
@@ -237,7 +239,8 @@ type pendingFailure struct {
 }
 
 func newHealTracker(cfg TriageConfig) *healTracker {
-	return &healTracker{cfg: cfg, pending: newFIFOMap[[]pendingFailure](cfg.MaxPending), healed: map[string]int{}}
+	return &healTracker{cfg: cfg, pending: newFIFOMap[uint64, []pendingFailure](cfg.MaxPending), healed: map[string]int{},
+		ids: newCorrelationIDs()}
 }
 
 // family is an event's operation: dispatch.failed → dispatch.
@@ -249,15 +252,17 @@ func family(event string) (fam, last string) {
 	return event[:i], event[i+1:]
 }
 
-func (h *healTracker) keys(r pipeline.Record) []string {
+// correlationIDs are r's correlation ids (family, key and value), in a
+// scratch slice valid until the next call.
+func (h *healTracker) correlationIDs(r pipeline.Record) []uint64 {
 	fam, _ := family(r.Str("event"))
-	var keys []string
+	h.keys = h.keys[:0]
 	for _, k := range h.cfg.CorrelationKeys {
 		if v, ok := correlationValue(r.Fields.Get(k)); ok {
-			keys = append(keys, fam+"\x00"+k+"\x00"+v)
+			h.keys = append(h.keys, correlationID(&h.ids, fam, k, v))
 		}
 	}
-	return keys
+	return h.keys
 }
 
 // SuccessPatterns are the bytes a success line must hold (its event's last
@@ -295,7 +300,7 @@ func (h *healTracker) failure(o pipeline.Occurrence) {
 	if retry, ok := o.Bool("will_retry"); !ok || !retry {
 		return
 	}
-	for _, k := range h.keys(o.Record) {
+	for _, k := range h.correlationIDs(o.Record) {
 		list, _ := h.pending.get(k)
 		h.pending.put(k, append(list, pendingFailure{o.Line, o.Fingerprint}))
 	}
@@ -303,7 +308,7 @@ func (h *healTracker) failure(o pipeline.Occurrence) {
 
 func (h *healTracker) success(r pipeline.Record) {
 	seen := map[int64]bool{} // a failure heals once, whichever key matched
-	for _, k := range h.keys(r) {
+	for _, k := range h.correlationIDs(r) {
 		list, _ := h.pending.get(k)
 		for _, p := range list {
 			if !seen[p.line] {

@@ -26,8 +26,8 @@ type HealFilter struct {
 	anchors []anchorGroup
 	tuned   bool
 	keys    []string
-	quoted  []finder           // the keys as they appear in JSON: "work_item"
-	event   finder             // "event"
+	quoted  []finder // the keys as they appear in JSON: "work_item"
+	event   finder   // "event"
 	// pending maps the correlation id of each retried failure's family, key
 	// and value (correlationIDs) to its family.
 	pending *fifoMap[uint64, string]

@@ -231,8 +231,9 @@ func (r *reader) consumeOverlong(size int64) {
 }
 
 // maxBatch bounds the records a region holds back (batch): a log of
-// nothing but failures has thousands in a region.
-const maxBatch = 256
+// nothing but failures has thousands in a region. A batch fits in the
+// channel, so sending one stalls only when the decoder is a batch behind.
+const maxBatch = pipeline.Capacity
 
 // flush sends the records held back, in order.
 func (r *reader) flush() error {

@@ -156,7 +156,7 @@ func proseWords(s string) []string {
 			}
 		}
 		core := strings.ToLower(strings.Trim(w, ".,:;()-"))
-		if !ok || core == "" || isCodeKey(core) || userWords[core] || httpMethods[strings.ToUpper(core)] ||
+		if !ok || core == "" || isCodeKey(core) || userWords.hasFold(core) || httpMethods[strings.ToUpper(core)] ||
 			reasonPhrase[strings.Trim(w, ",.:;()")] || isMonthOrDay(core) || units[core] {
 			continue
 		}

@@ -382,8 +382,7 @@ func (n *normalizer) word(w string, lineStart int) {
 // noteWord records what the next word needs to know about this one.
 func (n *normalizer) noteWord(w string) {
 	n.prevColon = strings.HasSuffix(w, ":")
-	var buf [16]byte
-	if l := lowerInto(buf[:0], trimPunct(w)); len(l) > 0 && valueWords[string(l)] {
+	if valueWords.hasFold(trimPunct(w)) {
 		n.valueSeen = true
 	}
 }
@@ -433,10 +432,33 @@ var wordStop = func() (t [256]bool) {
 }()
 
 // prevIs reports whether the previous word, lower-cased, is in set.
-func (n *normalizer) prevIs(set map[string]bool) bool {
-	var buf [16]byte
-	l := lowerInto(buf[:0], n.prev)
-	return len(l) > 0 && set[string(l)]
+func (n *normalizer) prevIs(set wordSet) bool { return set.hasFold(n.prev) }
+
+// wordSet is a small set of lower-case keywords, asked about words of any
+// case. It rules a word out by its length before lower-casing and hashing
+// it: the normalizer asks about every word, and most words are of a length
+// no keyword in the set has.
+type wordSet struct {
+	lengths uint64 // bit n set: a keyword has n bytes (all are under 64)
+	words   map[string]bool
+}
+
+func newWordSet(words ...string) wordSet {
+	s := wordSet{words: map[string]bool{}}
+	for _, w := range words {
+		s.lengths |= 1 << len(w)
+		s.words[w] = true
+	}
+	return s
+}
+
+// hasFold reports whether w, lower-cased, is in the set.
+func (s wordSet) hasFold(w string) bool {
+	if len(w) >= 64 || s.lengths&(1<<len(w)) == 0 {
+		return false
+	}
+	var buf [64]byte
+	return s.words[string(lowerInto(buf[:0], w))]
 }
 
 // isEmptyBrackets: "()", "[]", "{}" or "<>", alone.
@@ -497,9 +519,7 @@ func (n *normalizer) prevIsCodeKey() bool {
 	return len(l) > 0 && isCodeKey(string(l))
 }
 
-var lowerHTTPMethods = map[string]bool{
-	"get": true, "post": true, "put": true, "delete": true, "patch": true, "head": true, "options": true,
-}
+var lowerHTTPMethods = newWordSet("get", "post", "put", "delete", "patch", "head", "options")
 
 // isLetters: ASCII letters only.
 func isLetters(s string) bool {
@@ -531,14 +551,14 @@ var reasonPhrase = map[string]bool{
 }
 
 // userWords precede a user name, which varies per person, not per defect.
-var userWords = map[string]bool{"user": true, "username": true}
+var userWords = newWordSet("user", "username")
 
 // hostWords precede a machine's name.
-var hostWords = map[string]bool{"host": true, "hostname": true}
+var hostWords = newWordSet("host", "hostname")
 
 // valueWords precede a quoted input echoed back: `parsing "abc"`,
 // `invalid value "x" for flag`, `literal 'y'`.
-var valueWords = map[string]bool{"parsing": true, "value": true, "literal": true, "input": true}
+var valueWords = newWordSet("parsing", "value", "literal", "input")
 
 // httpMethods precede a request path, which carries ids and data.
 var httpMethods = map[string]bool{

@@ -130,12 +130,7 @@ func (h *HealFilter) noteRaw(line []byte) {
 	if !ok {
 		return
 	}
-	fam := event
-	if dot := bytes.LastIndexByte(event, '.'); dot >= 0 {
-		fam = event[:dot]
-	} else {
-		fam = nil
-	}
+	fam, _ := family(event)
 	for i, k := range h.keys {
 		if v, ok := rawValue(line, h.quoted[i]); ok && len(v) > 0 {
 			h.remember(fam, correlationID(&h.ids, fam, k, v))
@@ -185,12 +180,7 @@ func (h *HealFilter) wants(line []byte, at int) bool {
 			return false
 		}
 	}
-	fam := event
-	if dot := bytes.LastIndexByte(event, '.'); dot >= 0 {
-		fam = event[:dot]
-	} else {
-		fam = nil
-	}
+	fam, _ := family(event)
 	if h.families[string(fam)] == 0 {
 		return false // nothing of this family is waiting to be healed
 	}
@@ -462,14 +452,13 @@ func (h *HealFilter) nextOccurrence(b []byte, from, g int) int {
 }
 
 // idFilter is a Bloom filter over the pending ids (correlationIDs, already
-// hashes), two bits an id in 256
-// Kbit (32 KiB). Most success lines of a family with failures pending heal
-// nothing (on the bench log, none of 107k do); looking up each of their
-// values in the pending map, tens of thousands of long keys far out of
-// cache, was half of the heal check. The bit set stays in cache. An id
-// healed or evicted leaves its bits set: a false positive only costs the
-// map lookup, and the filter is rebuilt from the map once stale ids
-// outnumber the live ones by staleIDs.
+// hashes), two bits an id in 256 Kbit (32 KiB). Most success lines of a
+// family with failures pending heal nothing (on the bench log, none of
+// 107k do); looking up each of their values in the pending map, tens of
+// thousands of entries far out of cache, was half of the heal check. The
+// bit set stays in cache. An id healed or evicted leaves its bits set: a
+// false positive only costs the map lookup, and the filter is rebuilt from
+// the map once stale ids outnumber the live ones by staleIDs.
 type idFilter struct {
 	bits  []uint64
 	stale int

@@ -244,12 +244,14 @@ func newHealTracker(cfg TriageConfig) *healTracker {
 }
 
 // family is an event's operation: dispatch.failed → dispatch.
-func family(event string) (fam, last string) {
-	i := strings.LastIndexByte(event, '.')
-	if i < 0 {
-		return "", event
+// The reader asks it of a line's bytes, the healing check of a decoded string.
+func family[S ~string | ~[]byte](event S) (fam, last S) {
+	for i := len(event) - 1; i >= 0; i-- {
+		if event[i] == '.' {
+			return event[:i], event[i+1:]
+		}
 	}
-	return event[:i], event[i+1:]
+	return event[:0], event
 }
 
 // correlationIDs are r's correlation ids (family, key and value), in a

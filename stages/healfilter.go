@@ -58,6 +58,40 @@ func NewHealFilter(cfg TriageConfig) *HealFilter {
 	return h
 }
 
+// HealTuning is the anchors a heal filter chose for a log (tune).
+type HealTuning struct {
+	anchors []anchorGroup
+	keys    []pairAnchor
+	event   pairAnchor
+}
+
+// Tuning is what h chose, or nil before it has looked at the log.
+func (h *HealFilter) Tuning() *HealTuning {
+	if !h.tuned {
+		return nil
+	}
+	t := &HealTuning{anchors: h.anchors, event: h.event.anchor}
+	for _, q := range h.quoted {
+		t.keys = append(t.keys, q.anchor)
+	}
+	return t
+}
+
+// KeepTuning gives h the anchors an earlier filter of the same triage
+// configuration chose: a watcher's next scan reads more of the same log,
+// and choosing them again cost 0.2 ms, a tenth of a scan of 1,000 new lines.
+func (h *HealFilter) KeepTuning(t *HealTuning) {
+	if t == nil || len(t.keys) != len(h.quoted) {
+		return
+	}
+	h.anchors = t.anchors // not changed once tuned
+	for i := range h.quoted {
+		h.quoted[i].anchor = t.keys[i]
+	}
+	h.event.anchor = t.event
+	h.tuned = true
+}
+
 // correlationValue is how a correlation field is compared, here and in the
 // healing check.
 func correlationValue(v any) (string, bool) {

@@ -493,6 +493,45 @@ func TestHealFilterTunesAnchorsToTheLog(t *testing.T) {
 	}
 }
 
+// A watcher's next scan keeps the anchors the last one chose (KeepTuning):
+// it does not look at the log again, and it finds what a filter tuned on
+// that log finds.
+func TestHealFilterKeepsAnEarlierScansTuning(t *testing.T) {
+	if NewHealFilter(DefaultTriage()).Tuning() != nil {
+		t.Fatal("an untuned filter reports a tuning")
+	}
+	var b strings.Builder
+	if _, err := eventlog.Generate(&b, eventlog.Options{Lines: 20000, Seed: 4, FailureRate: 0.05, Transients: 3}); err != nil {
+		t.Fatal(err)
+	}
+	log := b.String()
+	first := NewHealFilter(DefaultTriage())
+	want, _ := readAll(t, log, ReadConfig{Prefilter: true, Heal: first})
+	tuning := first.Tuning()
+	if tuning == nil {
+		t.Fatal("the filter chose no anchors over a log with retried failures")
+	}
+	next := NewHealFilter(DefaultTriage())
+	next.KeepTuning(tuning)
+	if next.Tuning() == nil {
+		t.Fatal("KeepTuning left the filter to choose again")
+	}
+	// The log now starts with 90 KB that would choose other anchors, had
+	// the filter looked at it.
+	got, _ := readAll(t, strings.Repeat(`{"timestamp":"x","complete":true,"temp":1}`+"\n", 2000)+log, ReadConfig{Prefilter: true, Heal: next})
+	if !slices.Equal(next.Tuning().keys, tuning.keys) || next.Tuning().event != tuning.event || len(next.anchors) != len(first.anchors) {
+		t.Fatalf("the next filter chose again: %+v, kept %+v", next.Tuning(), tuning)
+	}
+	for i := range next.anchors {
+		if next.anchors[i].pairAnchor != first.anchors[i].pairAnchor {
+			t.Fatalf("anchor %d: %+v, kept %+v", i, next.anchors[i].pairAnchor, first.anchors[i].pairAnchor)
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("kept tuning read %d records, the tuned filter %d", len(got), len(want))
+	}
+}
+
 // The per-family counts that let the heal filter rule out a success line
 // follow the pending failures exactly: evicted or healed, a family with none
 // left is dropped, so its successes are not decoded and the map stays

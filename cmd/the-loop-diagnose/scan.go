@@ -38,6 +38,8 @@ type scanner struct {
 	state store.Cache
 	// readBuf is the reader's buffer, reused by every scan of a watcher.
 	readBuf []byte
+	// healTuning is what the last scan's heal filter chose; the next keeps it.
+	healTuning *stages.HealTuning
 	// writeBehind lets a watcher's scan that saw only recurrences keep its
 	// state in memory while the file is younger than this (FinishScan).
 	writeBehind time.Duration
@@ -123,7 +125,9 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time
 	if s.readBuf == nil {
 		s.readBuf = stages.NewReadBuffer(s)
 	}
-	records := pipeline.From(r, src.Read(stages.ReadConfig{Prefilter: true, Heal: stages.NewHealFilter(s.cfg.Triage),
+	heal := stages.NewHealFilter(s.cfg.Triage)
+	heal.KeepTuning(s.healTuning)
+	records := pipeline.From(r, src.Read(stages.ReadConfig{Prefilter: true, Heal: heal,
 		DeferDecode: true, Stop: soft.Done(), Buffer: s.readBuf}, &stats))
 	records = pipeline.Then(r, records, stages.NewDecode(&stats))
 	stopProgress := s.showProgress(src, &stats)
@@ -154,6 +158,9 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time
 		return nil
 	})
 	runErr := r.Wait()
+	if t := heal.Tuning(); t != nil {
+		s.healTuning = t
+	}
 	counted := candidateCount.Load()
 	sum.Candidates = counted
 	defer func() { s.metrics.scanned(sum, counted, time.Since(started), err) }()

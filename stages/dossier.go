@@ -69,9 +69,14 @@ func NewDossier(cfg DossierConfig) pipeline.Stage[pipeline.Group, pipeline.Dossi
 		// scan (diagnosed already, or deferred again before diagnosis)
 		// reuses its saved dossier while that is fresh: building and
 		// scrubbing it again every scan of a watcher was most of the scan,
-		// and persist would keep the saved one anyway.
-		noAgent := g.Finding != nil || g.Verdict == pipeline.VerdictDeferred
-		if noAgent && g.DossierFile != "" && dossierFresh(g.DossierSaved, cfg.Now()) && cfg.Load != nil {
+		// and persist would keep the saved one anyway. Deferred again, it
+		// needs no text at all: nothing is filed, and reading the file
+		// back was a tenth of a watcher's scan of 1,000 new lines.
+		fresh := g.DossierFile != "" && dossierFresh(g.DossierSaved, cfg.Now())
+		if fresh && g.Verdict == pipeline.VerdictDeferred {
+			return d, true, nil
+		}
+		if fresh && g.Finding != nil && cfg.Load != nil {
 			if md, err := cfg.Load(g.DossierFile); err == nil {
 				d.Markdown = md
 				return d, true, nil

@@ -119,6 +119,12 @@ func TestAnUnchangedDossierIsNotWrittenAgain(t *testing.T) {
 	if got := backlogDossiers(t, path)["v2:a"]; got != "a's records" {
 		t.Fatalf("dossier = %q: rewritten within the hour", got)
 	}
+	// As the dossier stage sends a recurrence deferred again within the
+	// hour: no text at all. The saved dossier stays.
+	persistDeferred(t, path, later.Add(dossierRefresh/2), map[string]string{"v2:a": ""}, true)
+	if got := backlogDossiers(t, path)["v2:a"]; got != "a's records" {
+		t.Fatalf("dossier = %q after a recurrence that carried none", got)
+	}
 	persistDeferred(t, path, later.Add(dossierRefresh), map[string]string{"v2:a": "a's newer records"}, true)
 	if got := backlogDossiers(t, path)["v2:a"]; got != "a's newer records" {
 		t.Fatalf("dossier = %q after it changed", got)

@@ -254,9 +254,9 @@ func family[S ~string | ~[]byte](event S) (fam, last S) {
 	return event[:0], event
 }
 
-// correlationIDs are r's correlation ids (family, key and value), in a
+// idsOf is r's correlation ids (family, key and value), in a
 // scratch slice valid until the next call.
-func (h *healTracker) correlationIDs(r pipeline.Record) []uint64 {
+func (h *healTracker) idsOf(r pipeline.Record) []uint64 {
 	fam, _ := family(r.Str("event"))
 	h.keys = h.keys[:0]
 	for _, k := range h.cfg.CorrelationKeys {
@@ -302,7 +302,7 @@ func (h *healTracker) failure(o pipeline.Occurrence) {
 	if retry, ok := o.Bool("will_retry"); !ok || !retry {
 		return
 	}
-	for _, k := range h.correlationIDs(o.Record) {
+	for _, k := range h.idsOf(o.Record) {
 		list, _ := h.pending.get(k)
 		h.pending.put(k, append(list, pendingFailure{o.Line, o.Fingerprint}))
 	}
@@ -310,7 +310,7 @@ func (h *healTracker) failure(o pipeline.Occurrence) {
 
 func (h *healTracker) success(r pipeline.Record) {
 	seen := map[int64]bool{} // a failure heals once, whichever key matched
-	for _, k := range h.correlationIDs(r) {
+	for _, k := range h.idsOf(r) {
 		list, _ := h.pending.get(k)
 		for _, p := range list {
 			if !seen[p.line] {

@@ -254,7 +254,7 @@ func family[S ~string | ~[]byte](event S) (fam, last S) {
 	return event[:0], event
 }
 
-// idsOf is r's correlation ids (family, key and value), in a
+// idsOf returns r's correlation ids (family, key and value), in a
 // scratch slice valid until the next call.
 func (h *healTracker) idsOf(r pipeline.Record) []uint64 {
 	fam, _ := family(r.Str("event"))

@@ -145,15 +145,36 @@ var plainByte = func() (plain [256]bool) {
 	return plain
 }()
 
+// plainRunEnd is the index of the first byte at or after i that is not
+// plainByte, or len(s). Eight bytes at a time (SWAR): an error text is
+// hundreds of plain bytes, and one test per byte was a sixth of decoding.
+func plainRunEnd(s string, i int) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for ; i+8 <= len(s); i += 8 {
+		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		// A byte is flagged when it may be '"' or '\\', below 0x20 or
+		// above 0x7f; the "has a zero byte" test can flag a plain byte
+		// after a flagged one, never miss one, and the loop below decides.
+		quote, backslash := w^(ones*'"'), w^(ones*'\\')
+		flagged := (quote-ones)&^quote | (backslash-ones)&^backslash | (w - ones*0x20) | w
+		if flagged&highs != 0 {
+			break
+		}
+	}
+	for i < len(s) && plainByte[s[i]] {
+		i++
+	}
+	return i
+}
+
 // flatString decodes the string whose body starts at s[i] and returns the
 // index just after its closing quote.
 func flatString(s string, i int) (string, int, bool) {
 	start := i
 	escaped, nonASCII := false, false
 	for {
-		for i < len(s) && plainByte[s[i]] {
-			i++
-		}
+		i = plainRunEnd(s, i)
 		if i >= len(s) { // also after a backslash that ended the line
 			return "", i, false
 		}

@@ -196,3 +196,28 @@ func BenchmarkDecodeObject(b *testing.B) {
 		})
 	}
 }
+
+// plainRunEnd reads eight bytes at a time; it must stop exactly where the
+// byte-at-a-time loop stops, for every byte value at every position of a
+// word, with and without other such bytes after it, from any start.
+func TestPlainRunEndStopsWhereEachByteWould(t *testing.T) {
+	reference := func(s string, i int) int {
+		for i < len(s) && plainByte[s[i]] {
+			i++
+		}
+		return i
+	}
+	for c := 0; c < 256; c++ {
+		for p := 0; p < 24; p++ {
+			b := []byte(strings.Repeat("a", 24))
+			b[p] = byte(c)
+			for _, s := range []string{string(b), string(b) + "\"", string(b[:p+1])} {
+				for start := 0; start <= 9 && start <= len(s); start++ {
+					if got, want := plainRunEnd(s, start), reference(s, start); got != want {
+						t.Fatalf("byte %#x at %d of %q from %d: %d, want %d", c, p, s, start, got, want)
+					}
+				}
+			}
+		}
+	}
+}

@@ -35,6 +35,9 @@ type HealFilter struct {
 	// a family with none (most of them: github.api.succeeded...) is ruled
 	// out before its correlation values are looked for.
 	families map[string]int
+	// busy answers "has this family failures pending?" from a few slots,
+	// without hashing the name (see familySlots).
+	busy familySlots
 	// filter rules out most ids that are not pending without touching the
 	// pending map (see idFilter).
 	filter idFilter
@@ -130,7 +133,9 @@ func (h *HealFilter) remember(fam []byte, id uint64) {
 			name = string(fam)
 			h.familyNames[name] = name
 		}
-		h.families[name]++
+		if h.families[name]++; h.families[name] == 1 {
+			h.busy.gen++ // a family became busy
+		}
 		h.filter.add(id)
 		h.pending.put(id, name)
 	}
@@ -148,6 +153,7 @@ func (h *HealFilter) forget(id uint64, fam string) {
 	}
 	if h.families[fam] <= 1 {
 		delete(h.families, fam)
+		h.busy.gen++ // a family became idle
 	} else {
 		h.families[fam]--
 	}
@@ -189,7 +195,7 @@ func (h *HealFilter) idle(b []byte, q int) bool {
 	}
 	event := b[open+1 : q+end]
 	dot := bytes.LastIndexByte(event, '.')
-	return h.families[string(event[:dot])] == 0
+	return !h.familyBusy(event[:dot])
 }
 
 // wants reports whether a line must be decoded for the healing check. at is
@@ -215,7 +221,7 @@ func (h *HealFilter) wants(line []byte, at int) bool {
 		}
 	}
 	fam, _ := family(event)
-	if h.families[string(fam)] == 0 {
+	if !h.familyBusy(fam) {
 		return false // nothing of this family is waiting to be healed
 	}
 	hit := false
@@ -552,4 +558,36 @@ func newCorrelationIDs() correlationIDs { return correlationIDs{seed: maphash.Ma
 func correlationID[F, V ~string | ~[]byte](c *correlationIDs, fam F, key string, value V) uint64 {
 	c.scratch = append(append(append(append(append(c.scratch[:0], fam...), 0), key...), 0), value...)
 	return maphash.Bytes(c.seed, c.scratch)
+}
+
+// familySlots caches whether a family has failures pending. The reader asks
+// at every success line (190k of them on the bench log), and hashing the
+// name into the families map was most of that check; the answer changes
+// only when a family gains its first pending failure or loses its last,
+// which bumps gen and so empties every slot.
+type familySlots struct {
+	gen   uint64
+	slots [64]struct {
+		gen  uint64 // gen+1 when filled: a zero slot is empty
+		name string
+		busy bool
+	}
+}
+
+// familyBusy reports whether fam has failures pending.
+func (h *HealFilter) familyBusy(fam []byte) bool {
+	k := uint(len(fam))
+	if len(fam) > 0 {
+		k += uint(fam[0]) + 7*uint(fam[len(fam)-1])
+	}
+	slot := &h.busy.slots[k%uint(len(h.busy.slots))]
+	if slot.gen == h.busy.gen+1 && slot.name == string(fam) {
+		return slot.busy
+	}
+	name, known := h.familyNames[string(fam)] // interned once noted
+	if !known {
+		name = string(fam)
+	}
+	slot.gen, slot.name, slot.busy = h.busy.gen+1, name, h.families[name] > 0
+	return slot.busy
 }

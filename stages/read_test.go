@@ -562,6 +562,15 @@ func TestHealFilterFamilyCountsFollowEvictionAndHealing(t *testing.T) {
 	if len(h.families) != 1 || h.families["beta"] != 1 {
 		t.Fatalf("families %v, want only beta left", h.families)
 	}
+	// The reader's cached answers (familyBusy) follow families becoming idle
+	// and busy again, also right after it asked about them.
+	if h.familyBusy([]byte("gamma")) || h.familyBusy([]byte("alpha")) || !h.familyBusy([]byte("beta")) {
+		t.Fatal("familyBusy disagrees with the counts after eviction and healing")
+	}
+	h.noteRaw([]byte(`{"event":"gamma.failed","level":"error","will_retry":true,"work_item":"w9"}`))
+	if !h.familyBusy([]byte("gamma")) || !success("gamma", 9) || h.familyBusy([]byte("gamma")) {
+		t.Fatal("familyBusy did not follow gamma becoming busy, then idle, again")
+	}
 }
 
 // A finder, whatever anchor its sample gave it, finds what bytes.Index finds.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/the-loop/the-loop-diagnose/fakes/eventlog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/the-loop/the-loop-diagnose/fakes/eventlog"
+	fakegh "github.com/the-loop/the-loop-diagnose/fakes/github"
 )
 
 func (d *deployment) cursor() map[string]any {
@@ -159,6 +161,22 @@ func TestDryRunReadsALogFromAPipe(t *testing.T) {
 	}
 }
 
+// notFiled is those of texts no issue on the fake GitHub quotes.
+func notFiled(gh *fakegh.Server, texts ...string) []string {
+	var bodies []string
+	for _, is := range gh.Issues() {
+		bodies = append(bodies, is.Body)
+	}
+	all := strings.Join(bodies, "\n")
+	var lost []string
+	for _, text := range texts {
+		if !strings.Contains(all, text) {
+			lost = append(lost, text)
+		}
+	}
+	return lost
+}
+
 // Rotated twice between two scans: the file the cursor was in, the whole
 // file rotated after it, then the new log — nothing in between is lost.
 func TestTwoRotationsBetweenScansLoseNothing(t *testing.T) {
@@ -185,15 +203,8 @@ func TestTwoRotationsBetweenScansLoseNothing(t *testing.T) {
 	d.appendLog(failure(t0.Add(3*time.Minute), "pr.create.failed", "422 Validation Failed: a pull request already exists"))
 
 	res := d.mustRun("run")
-	var bodies []string
-	for _, is := range gh.Issues() {
-		bodies = append(bodies, is.Body)
-	}
-	all := strings.Join(bodies, "\n")
-	for _, want := range []string{"dossier.md", "protected branch", "lease expired", "pull request already exists"} {
-		if !strings.Contains(all, want) {
-			t.Errorf("the defect %q was lost across two rotations\n%s", want, res.stderr)
-		}
+	for _, lost := range notFiled(gh, "dossier.md", "protected branch", "lease expired", "pull request already exists") {
+		t.Errorf("the defect %q was lost across two rotations\n%s", lost, res.stderr)
 	}
 	d.mustRun("run")
 	if n := gh.CountCreates(); n != 4 {
@@ -224,14 +235,8 @@ func TestCopytruncateRotationLosesNothing(t *testing.T) {
 	if strings.Contains(res.stderr, "truncated") {
 		t.Errorf("a copytruncate rotation is not a restart:\n%s", res.stderr)
 	}
-	var all []string
-	for _, is := range gh.Issues() {
-		all = append(all, is.Body)
-	}
-	for _, want := range []string{"protected branch", "lease expired"} {
-		if !strings.Contains(strings.Join(all, "\n"), want) {
-			t.Errorf("the defect %q was lost in a copytruncate rotation", want)
-		}
+	for _, lost := range notFiled(gh, "protected branch", "lease expired") {
+		t.Errorf("the defect %q was lost in a copytruncate rotation", lost)
 	}
 	d.mustRun("run")
 	if n := gh.CountCreates(); n != 3 {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"os"
-	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -80,10 +79,9 @@ func TestNoRealDefectIsSettledOnAGeneratedLog(t *testing.T) {
 			}
 		}
 	}
-	marker := regexp.MustCompile(`fingerprint:(\S+) -->`)
 	for _, is := range gh.Issues() {
-		if m := marker.FindStringSubmatch(is.Body); m != nil {
-			filedFPs = append(filedFPs, m[1])
+		if fp := markerOf(is.Body); fp != "" {
+			filedFPs = append(filedFPs, fp)
 		}
 	}
 	all := map[string]int{}

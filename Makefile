@@ -37,6 +37,9 @@ fuzz:
 	$(GO) test ./fingerprint -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime 30s
 	$(GO) test ./fingerprint -run '^$$' -fuzz '^FuzzVolatileSubstitution$$' -fuzztime 30s
 	$(GO) test ./redact -run '^$$' -fuzz '^FuzzScrub$$' -fuzztime 30s
+	$(GO) test ./redact -run '^$$' -fuzz '^FuzzNeutralize$$' -fuzztime 30s
+	$(GO) test ./redact -run '^$$' -fuzz '^FuzzDefang$$' -fuzztime 15s
+	$(GO) test ./redact -run '^$$' -fuzz '^FuzzFence$$' -fuzztime 15s
 	$(GO) test ./stages -run '^$$' -fuzz '^FuzzParseAnswer$$' -fuzztime 30s
 	$(GO) test ./stages -run '^$$' -fuzz '^FuzzPrefilterIsExact$$' -fuzztime 30s
 	$(GO) test ./stages -run '^$$' -fuzz '^FuzzFastPathAgrees$$' -fuzztime 30s

@@ -24,7 +24,13 @@ var controlPhrase = regexp.MustCompile(`(?i)the-loop(\s+)(?:start|stop|pause|res
 // "d[defanged]eploy". Matching is case-insensitive. Phrases shorter than
 // two characters cannot be broken visibly and are ignored. Defang is
 // idempotent: a match that overlaps a marker is already neutralised.
+//
+// s is normalised first (see Normalize): a no-break space, U+3000 or a
+// vertical tab between "the-loop" and "start" is a space to the-loop's
+// Unicode-aware matching and to a title's whitespace folding, and a
+// zero-width character must not hide a phrase from this match.
 func Defang(s string, extraKeywords []string) string {
+	s = Normalize(s)
 	var inserts []int
 	markers := markerRanges(s)
 	for _, m := range controlPhrase.FindAllStringSubmatchIndex(s, -1) {

@@ -49,16 +49,17 @@ func NewCompose(cfg ComposeConfig) pipeline.Stage[pipeline.Finding, pipeline.Rep
 }
 
 // Compose renders the issue. Every fragment that came from the log or the
-// agent is scrubbed and defanged again here: the agent may echo what it read.
+// agent passes through redact.Publish (scrubbed again, since the agent may
+// echo what it read; defanged) and the assembled body through
+// redact.Neutralize once more, so nothing in it can mention, cross-link,
+// fetch or hide: the only live markup is the two markers appended last.
 func Compose(f pipeline.Finding, cfg ComposeConfig) (title, body string) {
-	clean := func(s string) string {
-		return redact.Defang(cfg.Scrubber.Scrub(strings.TrimSpace(s)), cfg.Keywords)
-	}
+	public := func(s string) string { return cfg.Scrubber.Publish(strings.TrimSpace(s), cfg.Keywords) }
 	a := f.Answer
-	title = ComposeTitle(clean(a.Title))
+	title = ComposeTitle(public(composeOneLine(a.Title)))
 	var b strings.Builder
 	section := func(name, text string) {
-		if text = clean(text); text == "" {
+		if text = public(text); text == "" {
 			text = "_(none given)_"
 		}
 		fmt.Fprintf(&b, "## %s\n\n%s\n\n", name, text)
@@ -72,16 +73,23 @@ func Compose(f pipeline.Finding, cfg ComposeConfig) (title, body string) {
 			ev += fmt.Sprintf(" (confidence %.2f)", *a.Confidence)
 		}
 		for _, e := range a.Evidence {
-			ev += "\n- " + e
+			ev += "\n- " + composeOneLine(e)
 		}
 		section("Agent verdict", ev)
 	}
 	fmt.Fprintf(&b, "## Trigger\n\n%s\n", redact.Defang(f.Markdown, cfg.Keywords))
 	fmt.Fprintf(&b, "## Environment\n\n%s\n", f.Environment)
 	fmt.Fprintf(&b, "---\n_Filed automatically by the-loop-diagnose from the-loop's event log. Intended label: `%s`._\n\n", cfg.Label)
-	b.WriteString(FingerprintMarker(f.Fingerprint) + "\n")
-	b.WriteString(SelfAuthoredMarker + "\n")
-	return title, b.String()
+	body = redact.Neutralize(b.String())
+	body += FingerprintMarker(f.Fingerprint) + "\n" + SelfAuthoredMarker + "\n"
+	return title, body
+}
+
+// composeOneLine folds every run of whitespace, Unicode spaces included,
+// into one space: normalised first, so the defang that follows sees the
+// same spaces the title will show.
+func composeOneLine(s string) string {
+	return strings.Join(strings.Fields(redact.Normalize(s)), " ")
 }
 
 // ComposeTitle makes a one-line title of at most MaxTitleChars.

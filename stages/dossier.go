@@ -101,7 +101,12 @@ func BuildDossier(g pipeline.Group, s *redact.Redactor, maxBytes int) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "- Fingerprint: `%s`\n", g.Fingerprint)
-	fmt.Fprintf(&b, "- Event: `%s`\n", s.Scrub(g.Event))
+	if event := s.Scrub(g.Event); redact.IsName(event) {
+		fmt.Fprintf(&b, "- Event: `%s`\n", event)
+	} else {
+		// A backtick or markup would break out of an inline span.
+		b.WriteString("- Event:\n\n" + redact.Fence(event) + "\n")
+	}
 	fmt.Fprintf(&b, "- Occurrences: %d (%d will be retried)\n", g.Count, g.Retries)
 	if !g.FirstSeen.IsZero() {
 		fmt.Fprintf(&b, "- First seen: %s, last seen: %s\n", g.FirstSeen.UTC().Format(time.RFC3339), g.LastSeen.UTC().Format(time.RFC3339))
@@ -187,9 +192,10 @@ func (w *recordWriter) record(r pipeline.Record) string {
 				continue
 			}
 			if str, isStr := field.(string); isStr {
-				field = w.scrub(str)
+				v = w.scrub(str)
+			} else {
+				v = w.scrubber.Value(field)
 			}
-			v = field
 		}
 		if w.buf.Len() > 1 {
 			w.buf.WriteByte(',')

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/the-loop/the-loop-diagnose/redact"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
@@ -392,9 +393,10 @@ func postOccurrenceBody(fp string, t postTally) string {
 	} else if n > 0 {
 		versions = strings.Join(tot.Versions, ", ")
 	}
-	// A version is free text from a deployment's build: keep it from
-	// breaking the table or opening HTML.
-	versions = strings.NewReplacer("|", "\\|", "<", "&lt;").Replace(versions)
+	// A version is free text from a deployment's build (and the tally it
+	// is read from is editable on GitHub): keep it from breaking the table
+	// or carrying live markup.
+	versions = redact.Neutralize(strings.ReplaceAll(versions, "|", "\\|"))
 	fmt.Fprintf(&b, "| Versions seen | %s |\n", versions)
 	b.WriteString("\n_Totals over every deployment reporting here; this comment is updated in place, at most once an hour by each._\n")
 	// json.Marshal escapes '<' and '>', so the tally cannot end the HTML

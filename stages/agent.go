@@ -37,7 +37,11 @@ type AgentConfig struct {
 	// fake); default "claude" / "cursor-agent".
 	Binary   string
 	Parallel int // agents run at once; 0 means 1
-	Log      zerolog.Logger
+	// Env names the variables passed to the agent beyond the base set
+	// (PATH, HOME, LANG, LC_*, TZ, TMPDIR): its own credentials, such as
+	// ANTHROPIC_API_KEY (selfDiagnosis.agentEnv). Nothing else is.
+	Env []string
+	Log zerolog.Logger
 	// Scrub cleans a failure reason before it is logged or kept: it quotes
 	// the agent's output, which may echo a secret from the dossier's source.
 	Scrub func(string) string
@@ -62,6 +66,9 @@ func NewAgent(cfg AgentConfig) (pipeline.Stage[pipeline.Dossier, pipeline.Findin
 	}
 	if cfg.Parallel == 0 {
 		cfg.Parallel = 1
+	}
+	if err := ValidateAgentEnv(cfg.Env); err != nil {
+		return nil, fmt.Errorf("selfDiagnosis.agentEnv: %w", err)
 	}
 	var run agentRunner
 	switch cfg.Harness {

@@ -41,6 +41,9 @@ func agentRunProcess(ctx context.Context, cfg AgentConfig, d pipeline.Dossier) (
 		return fail("agent: cannot create a working directory: %v", err)
 	}
 	defer os.RemoveAll(root)
+	if root, err = filepath.Abs(root); err != nil { // a relative TMPDIR
+		return fail("agent: cannot create a working directory: %v", err)
+	}
 	workDir := filepath.Join(root, "work")
 	if err := os.Mkdir(workDir, 0o700); err != nil {
 		return fail("agent: cannot create a working directory: %v", err)
@@ -48,9 +51,17 @@ func agentRunProcess(ctx context.Context, cfg AgentConfig, d pipeline.Dossier) (
 	if err := os.WriteFile(filepath.Join(workDir, agentDossierFile), []byte(d.Markdown), 0o600); err != nil {
 		return fail("agent: cannot write the dossier: %v", err)
 	}
+	if cfg.Harness == AgentHarnessCursor {
+		if err := os.Mkdir(filepath.Join(workDir, ".cursor"), 0o700); err != nil {
+			return fail("agent: cannot write cursor's permissions: %v", err)
+		}
+		if err := os.WriteFile(filepath.Join(workDir, ".cursor", "cli.json"), agentCursorConfig(), 0o600); err != nil {
+			return fail("agent: cannot write cursor's permissions: %v", err)
+		}
+	}
 	prompt := AgentPrompt(d)
 	promptFile := filepath.Join(root, "prompt.md")
-	argv, err := agentArgv(cfg, prompt, promptFile)
+	argv, err := agentArgv(cfg, prompt, promptFile, workDir)
 	if err != nil {
 		return fail("agent: %v", err)
 	}
@@ -60,7 +71,7 @@ func agentRunProcess(ctx context.Context, cfg AgentConfig, d pipeline.Dossier) (
 		}
 	}
 
-	res := agentExec(ctx, cfg.Timeout, workDir, argv)
+	res := agentExec(ctx, cfg.Timeout, workDir, argv, agentEnv(os.Environ(), cfg.Env))
 	if err := ctx.Err(); err != nil {
 		// The scan is being stopped: no finding, the group is retried later.
 		return pipeline.Finding{}, err
@@ -75,17 +86,21 @@ func agentRunProcess(ctx context.Context, cfg AgentConfig, d pipeline.Dossier) (
 	return pipeline.Finding{Dossier: d, Answer: answer}, nil
 }
 
-// agentArgv builds the argv for the configured harness.
-func agentArgv(cfg AgentConfig, prompt, promptFile string) ([]string, error) {
+// agentArgv builds the argv for the configured harness. An operator's
+// command is theirs to restrict; claude and cursor-agent get the read-only
+// tool flags (agent_sandbox.go).
+func agentArgv(cfg AgentConfig, prompt, promptFile, workDir string) ([]string, error) {
 	switch cfg.Harness {
 	case AgentHarnessClaude:
 		argv := []string{agentOr(cfg.Binary, "claude"), "-p", prompt, "--output-format", "json"}
+		argv = append(argv, agentClaudeFlags()...)
 		if cfg.Model != "" {
 			argv = append(argv, "--model", cfg.Model)
 		}
 		return argv, nil
 	case AgentHarnessCursor:
-		return []string{agentOr(cfg.Binary, "cursor-agent"), "-p", prompt, "--output-format", "json"}, nil
+		argv := []string{agentOr(cfg.Binary, "cursor-agent"), "-p", prompt, "--output-format", "json"}
+		return append(argv, agentCursorFlags(workDir)...), nil
 	case AgentHarnessCommand:
 		// One pass per element: a prompt that itself contains "{promptFile}"
 		// is not substituted again.
@@ -125,7 +140,12 @@ type agentExecResult struct {
 // agentExec runs argv (no shell) in dir in its own process group and kills
 // the whole group on timeout, cancellation or runaway output, so the
 // agent's children die with it.
-func agentExec(ctx context.Context, timeout time.Duration, dir string, argv []string) agentExecResult {
+func agentExec(ctx context.Context, timeout time.Duration, dir string, argv, env []string) agentExecResult {
+	// The agent's directory must be the fresh one we made: an empty or
+	// relative Dir would start it where we run, beside the event log.
+	if fi, err := os.Lstat(dir); err != nil || !filepath.IsAbs(dir) || !fi.IsDir() {
+		return agentExecResult{failure: fmt.Sprintf("agent: working directory %q is not a directory of its own", dir)}
+	}
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
@@ -143,8 +163,8 @@ func agentExec(ctx context.Context, timeout time.Duration, dir string, argv []st
 		return agentExecResult{failure: fmt.Sprintf("agent executable not found: %q", argv[0])}
 	}
 	cmd.Dir = dir
-	cmd.Env = agentEnv(os.Environ()) // the CLIs need HOME, PATH and their API keys
-	cmd.Stdin = nil                  // /dev/null: a one-shot agent must not wait for input
+	cmd.Env = env   // an explicit list: exec adds no PWD to it
+	cmd.Stdin = nil // /dev/null: a one-shot agent must not wait for input
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error {
 		// The group id is the child's pid (Setpgid); a negative pid
@@ -243,19 +263,3 @@ func (b *agentTailBuffer) Write(p []byte) (int, error) {
 }
 
 func (b *agentTailBuffer) Bytes() []byte { return b.buf }
-
-// agentWithheld are variables the agent never gets: the GitHub token this
-// tool files issues with. The agent reads text from a log; a prompt
-// injection in it must not find a token to act with.
-var agentWithheld = map[string]bool{"GH_TOKEN": true, "GITHUB_TOKEN": true, "GH_ENTERPRISE_TOKEN": true, "GITHUB_ENTERPRISE_TOKEN": true}
-
-func agentEnv(env []string) []string {
-	out := make([]string, 0, len(env))
-	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		if !agentWithheld[name] {
-			out = append(out, kv)
-		}
-	}
-	return out
-}

@@ -66,6 +66,7 @@ type agentFakeRecord struct {
 	OwnGroup        bool     `json:"own_group"`
 	Pid             int      `json:"pid"`
 	StartNano       int64    `json:"start_nano"`
+	Env             []string `json:"env"`
 }
 
 func agentTestDossier(fingerprint, markdown string) pipeline.Dossier {
@@ -91,8 +92,14 @@ func agentUseFake(t *testing.T, mode string) string {
 	return record
 }
 
+// agentFakeEnv are the fake's own knobs: the agent gets only the variables
+// it is configured with, so the tests list these the way an operator lists
+// ANTHROPIC_API_KEY.
+var agentFakeEnv = []string{"FAKE_AGENT_MODE", "FAKE_AGENT_RECORD", "FAKE_AGENT_VERDICT", "FAKE_AGENT_CONFIDENCE", "FAKE_AGENT_EVIDENCE", "FAKE_AGENT_PIDFILE"}
+
 func agentRun(t *testing.T, cfg AgentConfig, items ...pipeline.Dossier) []pipeline.Finding {
 	t.Helper()
+	cfg.Env = append(append([]string{}, cfg.Env...), agentFakeEnv...)
 	st, err := NewAgent(cfg)
 	if err != nil {
 		t.Fatalf("NewAgent: %v", err)
@@ -204,7 +211,7 @@ func TestAgentClaudeRunsInDossierOnlyDirWithoutShell(t *testing.T) {
 	}
 
 	rec := agentOneRecord(t, record)
-	wantArgv := []string{agentFakeBinary, "-p", AgentPrompt(d), "--output-format", "json"}
+	wantArgv := append([]string{agentFakeBinary, "-p", AgentPrompt(d), "--output-format", "json"}, agentClaudeFlags()...)
 	if !reflect.DeepEqual(rec.Argv, wantArgv) {
 		t.Errorf("argv = %q\nwant %q", rec.Argv, wantArgv)
 	}
@@ -237,7 +244,7 @@ func TestAgentModelFlagIsClaudeOnly(t *testing.T) {
 		t.Fatalf("cursor failed: %s", got[0].Failure)
 	}
 	rec = agentOneRecord(t, record)
-	want := []string{agentFakeBinary, "-p", AgentPrompt(d), "--output-format", "json"}
+	want := append([]string{agentFakeBinary, "-p", AgentPrompt(d), "--output-format", "json"}, agentCursorFlags(rec.Cwd)...)
 	if !reflect.DeepEqual(rec.Argv, want) {
 		t.Errorf("cursor argv = %q\nwant %q", rec.Argv, want)
 	}
@@ -355,7 +362,7 @@ func TestAgentCancelStopsRunAndChildren(t *testing.T) {
 	record := agentUseFake(t, "spawn")
 	pidFile := filepath.Join(t.TempDir(), "child.pid")
 	t.Setenv("FAKE_AGENT_PIDFILE", pidFile)
-	st, err := NewAgent(AgentConfig{Harness: "claude", Binary: agentFakeBinary})
+	st, err := NewAgent(AgentConfig{Harness: "claude", Binary: agentFakeBinary, Env: agentFakeEnv})
 	if err != nil {
 		t.Fatal(err)
 	}

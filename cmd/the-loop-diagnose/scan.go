@@ -57,7 +57,7 @@ func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, 
 	red := redact.FromEnvironment()
 	agent, err := stages.NewAgent(stages.AgentConfig{
 		Harness: cfg.Harness, Command: cfg.Command, Model: cfg.Model,
-		Timeout: cfg.Timeout, Parallel: cfg.AgentParallel, Log: log, Scrub: red.Scrub,
+		Timeout: cfg.Timeout, Parallel: cfg.AgentParallel, Env: cfg.AgentEnv, Log: log, Scrub: red.Scrub,
 	})
 	if err != nil {
 		return nil, err

@@ -216,14 +216,10 @@ func agentExcerpt(b []byte, n int) string {
 	return q
 }
 
-// agentExcerptTail returns the printable end of b, at most n runes, for
-// stderr tails in failure reasons.
-func agentExcerptTail(b []byte, n int) string {
-	s := strings.ToValidUTF8(string(b), "\uFFFD")
-	r := []rune(s)
-	if len(r) > n {
-		r = append([]rune("…"), r[len(r)-n:]...)
-	}
+// agentPrintable makes s one printable line for a failure reason: invalid
+// UTF-8 replaced, line breaks and tabs made spaces, other controls dropped.
+func agentPrintable(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
 	return strings.Map(func(c rune) rune {
 		if c == '\n' || c == '\t' {
 			return ' '
@@ -232,5 +228,5 @@ func agentExcerptTail(b []byte, n int) string {
 			return -1
 		}
 		return c
-	}, string(r))
+	}, s)
 }

@@ -487,7 +487,7 @@ func TestAgentCachedFindingSkipsTheAgent(t *testing.T) {
 	d := agentTestDossier("fp", "d")
 	d.Group.Finding = cached
 	f := agentRun(t, AgentConfig{Harness: "claude", Binary: agentFakeBinary}, d)[0]
-	if f.Answer != cached || f.Failure != "" {
+	if f.Answer == nil || !reflect.DeepEqual(*f.Answer, *cached) || f.Failure != "" {
 		t.Errorf("finding = %+v, want the cached answer", f)
 	}
 	if recs := agentReadRecords(t, record); len(recs) != 0 {

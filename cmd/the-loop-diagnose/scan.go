@@ -148,7 +148,7 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time
 	outcomes := pipeline.Then(r, reports, sink)
 	persist := stages.NewPersist(stages.PersistConfig{
 		Store: st, Now: s.now, MaxRetries: s.cfg.MaxRetries, SettleFor: s.cfg.Triage.SettleFor,
-		ToolVersion: version, Summary: sum,
+		ToolVersion: version, Summary: sum, Scrub: s.red.Scrub,
 	})
 	pipeline.Into(r, outcomes, func(ctx context.Context, o pipeline.Outcome) error {
 		if err := persist(ctx, o); err != nil {

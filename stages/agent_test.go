@@ -298,10 +298,10 @@ func TestAgentOutcomeByFakeMode(t *testing.T) {
 			},
 		},
 		{
-			name: "out-of-range verdict and confidence are dropped", mode: "verdict", cfg: command, wantTitle: agentFakeTitle,
+			name: "an unknown verdict is inconclusive, an out-of-range confidence dropped", mode: "verdict", cfg: command, wantTitle: agentFakeTitle,
 			env: map[string]string{"FAKE_AGENT_VERDICT": "definitely", "FAKE_AGENT_CONFIDENCE": "7", "FAKE_AGENT_EVIDENCE": "a\nb"},
 			check: func(t *testing.T, a *pipeline.Answer) {
-				if a.Verdict != "" || a.Confidence != nil || !reflect.DeepEqual(a.Evidence, []string{"a", "b"}) {
+				if a.Verdict != "inconclusive" || a.Confidence != nil || !reflect.DeepEqual(a.Evidence, []string{"a", "b"}) {
 					t.Errorf("verdict fields = %q %v %q", a.Verdict, a.Confidence, a.Evidence)
 				}
 			},

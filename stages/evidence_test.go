@@ -264,3 +264,24 @@ func abs(n int) int {
 	}
 	return n
 }
+
+// BenchmarkVerifyEvidence checks five quotes against a dossier at the
+// size cap's order (256 KiB of JSON records).
+func BenchmarkVerifyEvidence(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	var d strings.Builder
+	for d.Len() < 256<<10 {
+		one, _ := evidenceDossier(r)
+		d.WriteString(one)
+	}
+	dossier := d.String()
+	_, errText := evidenceDossier(r)
+	dossier += errText
+	items := []string{"`" + errText[:20] + "`", "`" + errText[len(errText)-15:] + "`", errText, "`" + errText[5:25] + "`", "“" + errText[2:18] + "”"}
+	b.SetBytes(int64(len(dossier)))
+	for b.Loop() {
+		if _, why := VerifyEvidence(items, dossier); why != "" {
+			b.Fatal(why)
+		}
+	}
+}

@@ -47,6 +47,8 @@ fuzz:
 	$(GO) test ./stages -run '^$$' -fuzz '^FuzzIndexInteresting$$' -fuzztime 15s
 	$(GO) test ./stages -run '^$$' -fuzz '^FuzzFinderAgreesWithIndex$$' -fuzztime 15s
 	$(GO) test ./stages -run '^$$' -fuzz '^FuzzEnvironmentHintsNeverHideASign$$' -fuzztime 15s
+	$(GO) test ./stages -run '^$$' -fuzz '^FuzzVerifyEvidence$$' -fuzztime 15s
+	$(GO) test ./stages -run '^$$' -fuzz '^FuzzAgentTailExcerptMasksKeys$$' -fuzztime 15s
 
 bench: build
 	$(GO) run ./test/bench --bin $(BIN) --out bench-out

@@ -37,7 +37,11 @@ type AgentConfig struct {
 	// fake); default "claude" / "cursor-agent".
 	Binary   string
 	Parallel int // agents run at once; 0 means 1
-	Log      zerolog.Logger
+	// Env names the variables passed to the agent beyond the base set
+	// (PATH, HOME, LANG, LC_*, TZ, TMPDIR): its own credentials, such as
+	// ANTHROPIC_API_KEY (selfDiagnosis.agentEnv). Nothing else is.
+	Env []string
+	Log zerolog.Logger
 	// Scrub cleans a failure reason before it is logged or kept: it quotes
 	// the agent's output, which may echo a secret from the dossier's source.
 	Scrub func(string) string
@@ -62,6 +66,9 @@ func NewAgent(cfg AgentConfig) (pipeline.Stage[pipeline.Dossier, pipeline.Findin
 	}
 	if cfg.Parallel == 0 {
 		cfg.Parallel = 1
+	}
+	if err := ValidateAgentEnv(cfg.Env); err != nil {
+		return nil, fmt.Errorf("selfDiagnosis.agentEnv: %w", err)
 	}
 	var run agentRunner
 	switch cfg.Harness {
@@ -104,10 +111,15 @@ func AgentWillRun(d pipeline.Dossier) bool {
 // agentDiagnose applies the pass-through rules and runs the agent, turning a
 // panic into a failed finding so one bad dossier cannot stop the scan.
 func agentDiagnose(ctx context.Context, cfg AgentConfig, run agentRunner, d pipeline.Dossier) (f pipeline.Finding, err error) {
+	scrub := cfg.Scrub
+	if scrub == nil {
+		scrub = func(s string) string { return s }
+	}
 	if !AgentWillRun(d) {
 		f := pipeline.Finding{Dossier: d}
 		if d.Verdict == pipeline.VerdictNew {
-			f.Answer = d.Group.Finding // diagnosed by an earlier scan
+			// Diagnosed by an earlier scan (an older version kept it unscrubbed).
+			f.Answer = scrubAnswer(d.Group.Finding, scrub)
 		}
 		return f, nil
 	}
@@ -117,8 +129,10 @@ func agentDiagnose(ctx context.Context, cfg AgentConfig, run agentRunner, d pipe
 	log := cfg.Log.With().Str("fingerprint", d.Fingerprint).Str("harness", cfg.Harness).Logger()
 	defer func() {
 		if r := recover(); r != nil {
-			log.Error().Interface("panic", r).Bytes("stack", debug.Stack()).Msg("agent panicked")
-			f, err = pipeline.Finding{Dossier: d, Failure: fmt.Sprintf("agent panicked: %v", r)}, nil
+			// The panic value may quote the agent's output: scrubbed first.
+			reason := scrub(fmt.Sprintf("agent panicked: %v", r))
+			log.Error().Str("panic", reason).Bytes("stack", debug.Stack()).Msg("agent panicked")
+			f, err = pipeline.Finding{Dossier: d, Failure: reason}, nil
 		}
 	}()
 	start := time.Now()
@@ -128,13 +142,30 @@ func agentDiagnose(ctx context.Context, cfg AgentConfig, run agentRunner, d pipe
 		return f, err
 	}
 	f.AgentRan, f.AgentTook = true, time.Since(start)
-	if f.Failure != "" && cfg.Scrub != nil {
-		f.Failure = cfg.Scrub(f.Failure)
-	}
+	// Everything the agent wrote is scrubbed here, where it enters the
+	// tool, before anything logs, keeps or records it (state, ledger,
+	// events); compose scrubs again what it publishes.
+	f.Failure = scrub(f.Failure)
+	f.Answer = scrubAnswer(f.Answer, scrub)
 	if f.Failure != "" {
 		log.Warn().Dur("took", time.Since(start)).Str("failure", f.Failure).Msg("agent failed")
 	} else {
 		log.Info().Dur("took", time.Since(start)).Msg("agent diagnosed")
 	}
 	return f, nil
+}
+
+// scrubAnswer returns a copy of a with every text the agent wrote scrubbed.
+func scrubAnswer(a *pipeline.Answer, scrub func(string) string) *pipeline.Answer {
+	if a == nil {
+		return nil
+	}
+	c := *a
+	c.Title, c.Summary, c.RootCause, c.SuggestedFix = scrub(a.Title), scrub(a.Summary), scrub(a.RootCause), scrub(a.SuggestedFix)
+	c.Verdict = scrub(a.Verdict)
+	c.Evidence = nil
+	for _, e := range a.Evidence {
+		c.Evidence = append(c.Evidence, scrub(e))
+	}
+	return &c
 }

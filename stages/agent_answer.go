@@ -161,7 +161,18 @@ func agentNextObject(out []byte, pos int) (open, end int) {
 // agentDecodeAnswer decodes one candidate object, returning nil and a
 // reason when it is not an answer; isJSON tells whether it was JSON at all.
 func agentDecodeAnswer(obj []byte) (a *pipeline.Answer, reason string, isJSON bool) {
-	var s pipeline.Answer // decoded strictly by type: a title that is a number is no answer
+	// The texts are decoded strictly by type (a title that is a number is no
+	// answer); the verdict's fields leniently, each on its own: a malformed
+	// verdict must cost the verdict, never the report.
+	var s struct {
+		Title        string          `json:"title"`
+		Summary      string          `json:"summary"`
+		RootCause    string          `json:"root_cause"`
+		SuggestedFix string          `json:"suggested_fix"`
+		Verdict      json.RawMessage `json:"verdict"`
+		Confidence   json.RawMessage `json:"confidence"`
+		Evidence     json.RawMessage `json:"evidence"`
+	}
 	if err := json.Unmarshal(obj, &s); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) {
@@ -181,19 +192,38 @@ func agentDecodeAnswer(obj []byte) (a *pipeline.Answer, reason string, isJSON bo
 	if a.Summary == "" && a.RootCause == "" {
 		return nil, "neither summary nor root_cause", true
 	}
-	if v := strings.ToLower(strings.TrimSpace(s.Verdict)); agentVerdicts[v] {
-		a.Verdict = v
-	}
-	if s.Confidence != nil && *s.Confidence >= 0 && *s.Confidence <= 1 {
-		c := *s.Confidence
-		a.Confidence = &c
-	}
-	for _, e := range s.Evidence {
-		if e = strings.TrimSpace(e); e != "" {
-			a.Evidence = append(a.Evidence, e)
+	a.Verdict, a.Confidence, a.Evidence = agentDecodeVerdict(s.Verdict, s.Confidence, s.Evidence)
+	return a, "", true
+}
+
+// agentDecodeVerdict reads the verdict's fields. A verdict that is not one
+// of the known words (or not a string) is "inconclusive"; a confidence that
+// is not a JSON number from 0 to 1 is none; evidence that is not a list of
+// strings is none. Each of these leaves the finding for a human (gate).
+func agentDecodeVerdict(verdict, confidence, evidence json.RawMessage) (string, *float64, []string) {
+	v := ""
+	if len(verdict) > 0 && string(verdict) != "null" {
+		var word string
+		if json.Unmarshal(verdict, &word) == nil && agentVerdicts[strings.ToLower(strings.TrimSpace(word))] {
+			v = strings.ToLower(strings.TrimSpace(word))
+		} else {
+			v = "inconclusive"
 		}
 	}
-	return a, "", true
+	var conf *float64
+	var c float64
+	if json.Unmarshal(confidence, &c) == nil && len(confidence) > 0 && confidence[0] != 'n' && c >= 0 && c <= 1 {
+		conf = &c
+	}
+	var list, items []string
+	if json.Unmarshal(evidence, &list) == nil {
+		for _, e := range list {
+			if e = strings.TrimSpace(e); e != "" {
+				items = append(items, e)
+			}
+		}
+	}
+	return v, conf, items
 }
 
 // agentExcerpt renders at most n runes of b as a quoted Go string, so
@@ -216,14 +246,10 @@ func agentExcerpt(b []byte, n int) string {
 	return q
 }
 
-// agentExcerptTail returns the printable end of b, at most n runes, for
-// stderr tails in failure reasons.
-func agentExcerptTail(b []byte, n int) string {
-	s := strings.ToValidUTF8(string(b), "\uFFFD")
-	r := []rune(s)
-	if len(r) > n {
-		r = append([]rune("…"), r[len(r)-n:]...)
-	}
+// agentPrintable makes s one printable line for a failure reason: invalid
+// UTF-8 replaced, line breaks and tabs made spaces, other controls dropped.
+func agentPrintable(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
 	return strings.Map(func(c rune) rune {
 		if c == '\n' || c == '\t' {
 			return ' '
@@ -232,5 +258,5 @@ func agentExcerptTail(b []byte, n int) string {
 			return -1
 		}
 		return c
-	}, string(r))
+	}, s)
 }

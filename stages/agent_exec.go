@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 )
@@ -41,6 +42,9 @@ func agentRunProcess(ctx context.Context, cfg AgentConfig, d pipeline.Dossier) (
 		return fail("agent: cannot create a working directory: %v", err)
 	}
 	defer os.RemoveAll(root)
+	if root, err = filepath.Abs(root); err != nil { // a relative TMPDIR
+		return fail("agent: cannot create a working directory: %v", err)
+	}
 	workDir := filepath.Join(root, "work")
 	if err := os.Mkdir(workDir, 0o700); err != nil {
 		return fail("agent: cannot create a working directory: %v", err)
@@ -48,9 +52,17 @@ func agentRunProcess(ctx context.Context, cfg AgentConfig, d pipeline.Dossier) (
 	if err := os.WriteFile(filepath.Join(workDir, agentDossierFile), []byte(d.Markdown), 0o600); err != nil {
 		return fail("agent: cannot write the dossier: %v", err)
 	}
+	if cfg.Harness == AgentHarnessCursor {
+		if err := os.Mkdir(filepath.Join(workDir, ".cursor"), 0o700); err != nil {
+			return fail("agent: cannot write cursor's permissions: %v", err)
+		}
+		if err := os.WriteFile(filepath.Join(workDir, ".cursor", "cli.json"), agentCursorConfig(), 0o600); err != nil {
+			return fail("agent: cannot write cursor's permissions: %v", err)
+		}
+	}
 	prompt := AgentPrompt(d)
 	promptFile := filepath.Join(root, "prompt.md")
-	argv, err := agentArgv(cfg, prompt, promptFile)
+	argv, err := agentArgv(cfg, prompt, promptFile, workDir)
 	if err != nil {
 		return fail("agent: %v", err)
 	}
@@ -60,7 +72,7 @@ func agentRunProcess(ctx context.Context, cfg AgentConfig, d pipeline.Dossier) (
 		}
 	}
 
-	res := agentExec(ctx, cfg.Timeout, workDir, argv)
+	res := agentExec(ctx, cfg.Timeout, workDir, argv, agentEnv(os.Environ(), cfg.Env))
 	if err := ctx.Err(); err != nil {
 		// The scan is being stopped: no finding, the group is retried later.
 		return pipeline.Finding{}, err
@@ -75,17 +87,21 @@ func agentRunProcess(ctx context.Context, cfg AgentConfig, d pipeline.Dossier) (
 	return pipeline.Finding{Dossier: d, Answer: answer}, nil
 }
 
-// agentArgv builds the argv for the configured harness.
-func agentArgv(cfg AgentConfig, prompt, promptFile string) ([]string, error) {
+// agentArgv builds the argv for the configured harness. An operator's
+// command is theirs to restrict; claude and cursor-agent get the read-only
+// tool flags (agent_sandbox.go).
+func agentArgv(cfg AgentConfig, prompt, promptFile, workDir string) ([]string, error) {
 	switch cfg.Harness {
 	case AgentHarnessClaude:
 		argv := []string{agentOr(cfg.Binary, "claude"), "-p", prompt, "--output-format", "json"}
+		argv = append(argv, agentClaudeFlags()...)
 		if cfg.Model != "" {
 			argv = append(argv, "--model", cfg.Model)
 		}
 		return argv, nil
 	case AgentHarnessCursor:
-		return []string{agentOr(cfg.Binary, "cursor-agent"), "-p", prompt, "--output-format", "json"}, nil
+		argv := []string{agentOr(cfg.Binary, "cursor-agent"), "-p", prompt, "--output-format", "json"}
+		return append(argv, agentCursorFlags(workDir)...), nil
 	case AgentHarnessCommand:
 		// One pass per element: a prompt that itself contains "{promptFile}"
 		// is not substituted again.
@@ -125,7 +141,12 @@ type agentExecResult struct {
 // agentExec runs argv (no shell) in dir in its own process group and kills
 // the whole group on timeout, cancellation or runaway output, so the
 // agent's children die with it.
-func agentExec(ctx context.Context, timeout time.Duration, dir string, argv []string) agentExecResult {
+func agentExec(ctx context.Context, timeout time.Duration, dir string, argv, env []string) agentExecResult {
+	// The agent's directory must be the fresh one we made: an empty or
+	// relative Dir would start it where we run, beside the event log.
+	if fi, err := os.Lstat(dir); err != nil || !filepath.IsAbs(dir) || !fi.IsDir() {
+		return agentExecResult{failure: fmt.Sprintf("agent: working directory %q is not a directory of its own", dir)}
+	}
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
@@ -143,8 +164,8 @@ func agentExec(ctx context.Context, timeout time.Duration, dir string, argv []st
 		return agentExecResult{failure: fmt.Sprintf("agent executable not found: %q", argv[0])}
 	}
 	cmd.Dir = dir
-	cmd.Env = agentEnv(os.Environ()) // the CLIs need HOME, PATH and their API keys
-	cmd.Stdin = nil                  // /dev/null: a one-shot agent must not wait for input
+	cmd.Env = env   // an explicit list: exec adds no PWD to it
+	cmd.Stdin = nil // /dev/null: a one-shot agent must not wait for input
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error {
 		// The group id is the child's pid (Setpgid); a negative pid
@@ -181,7 +202,7 @@ func agentExec(ctx context.Context, timeout time.Duration, dir string, argv []st
 	}
 	var exitErr *exec.ExitError
 	if errors.As(err, &exitErr) {
-		return agentExecResult{failure: fmt.Sprintf("agent exited with %s%s", exitErr.ProcessState, agentStderrSuffix(stderr.Bytes()))}
+		return agentExecResult{failure: fmt.Sprintf("agent exited with %s%s", exitErr.ProcessState, agentStderrSuffix(stderr))}
 	}
 	if errors.Is(err, exec.ErrWaitDelay) {
 		// Exit status 0, but a leftover child kept the output open; the
@@ -192,8 +213,8 @@ func agentExec(ctx context.Context, timeout time.Duration, dir string, argv []st
 }
 
 // agentStderrSuffix renders the end of stderr for a failure reason.
-func agentStderrSuffix(stderr []byte) string {
-	tail := strings.TrimSpace(agentExcerptTail(stderr, 500))
+func agentStderrSuffix(stderr *agentTailBuffer) string {
+	tail := strings.TrimSpace(stderr.excerpt(500))
 	if tail == "" {
 		return " (no stderr)"
 	}
@@ -223,19 +244,25 @@ func (b *agentCappedBuffer) Write(p []byte) (int, error) {
 
 func (b *agentCappedBuffer) Bytes() []byte { return b.buf.Bytes() }
 
-// agentTailBuffer keeps the last limit bytes written to it.
+// agentTailBuffer keeps the last limit bytes written to it, and whether
+// the bytes it dropped left a private key block open: a tail that starts
+// inside one has lost the BEGIN line the scrubber recognises it by.
 type agentTailBuffer struct {
-	buf   []byte
-	limit int
+	buf     []byte
+	limit   int
+	dropped agentPEMState
 }
 
 func (b *agentTailBuffer) Write(p []byte) (int, error) {
 	n := len(p)
 	if len(p) >= b.limit {
+		b.dropped.feed(b.buf)
+		b.dropped.feed(p[:len(p)-b.limit])
 		b.buf = append(b.buf[:0], p[len(p)-b.limit:]...)
 		return n, nil
 	}
 	if over := len(b.buf) + len(p) - b.limit; over > 0 {
+		b.dropped.feed(b.buf[:over])
 		b.buf = append(b.buf[:0], b.buf[over:]...)
 	}
 	b.buf = append(b.buf, p...)
@@ -244,18 +271,104 @@ func (b *agentTailBuffer) Write(p []byte) (int, error) {
 
 func (b *agentTailBuffer) Bytes() []byte { return b.buf }
 
-// agentWithheld are variables the agent never gets: the GitHub token this
-// tool files issues with. The agent reads text from a log; a prompt
-// injection in it must not find a token to act with.
-var agentWithheld = map[string]bool{"GH_TOKEN": true, "GITHUB_TOKEN": true, "GH_ENTERPRISE_TOKEN": true, "GITHUB_ENTERPRISE_TOKEN": true}
+// excerpt is the printable end of what was written, at most n runes, with
+// the part of a key block it starts inside masked up to the block's END.
+func (b *agentTailBuffer) excerpt(n int) string {
+	cut := agentTailCut(b.buf, n)
+	st := b.dropped
+	st.feed(b.buf[:cut])
+	text := agentMaskKeyBlocks(string(b.buf[cut:]), st.open || st.beginsAcross(b.buf[cut:]))
+	prefix := ""
+	if cut > 0 {
+		prefix = "…"
+	}
+	return prefix + agentPrintable(text)
+}
 
-func agentEnv(env []string) []string {
-	out := make([]string, 0, len(env))
-	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		if !agentWithheld[name] {
-			out = append(out, kv)
+// agentMaskKeyBlocks masks the body of every key block in s (the text after
+// a BEGIN line up to its END line, or to the end of s), and from the start
+// when s begins inside one (open). The excerpt's line breaks become spaces,
+// which would leave the scrubber unable to tell where a cut-off block's
+// body stops; masking here does not depend on them.
+func agentMaskKeyBlocks(s string, open bool) string {
+	var b strings.Builder
+	for s != "" {
+		if open {
+			end := strings.Index(s, agentPEMEnd)
+			b.WriteString(agentKeyMask)
+			if end < 0 {
+				break
+			}
+			b.WriteString(" ")
+			s, open = s[end:], false
+			b.WriteString(agentPEMEnd)
+			s = s[len(agentPEMEnd):]
+			continue
+		}
+		begin := strings.Index(s, agentPEMBegin)
+		if begin < 0 {
+			b.WriteString(s)
+			break
+		}
+		// The BEGIN line stays, so a reader knows what was there: up to
+		// the label's closing dashes, or the line's end.
+		head := begin + len(agentPEMBegin)
+		if i := strings.Index(s[head:], "-----"); i >= 0 && i <= 60 && !strings.ContainsAny(s[head:head+i], "\r\n") {
+			head += i + len("-----")
+		} else if i := strings.IndexAny(s[head:], "\r\n"); i >= 0 {
+			head += i
+		} else {
+			head = len(s)
+		}
+		b.WriteString(s[:head])
+		s, open = s[head:], true
+		if s != "" {
+			b.WriteString(" ")
 		}
 	}
-	return out
+	return b.String()
+}
+
+const (
+	agentPEMBegin = "-----BEGIN "
+	agentPEMEnd   = "-----END "
+	agentKeyMask  = "<redacted:private-key>"
+)
+
+// agentPEMState follows a byte stream fed in order: open is set after a
+// BEGIN line until its END line. carry keeps a marker split between feeds.
+type agentPEMState struct {
+	open  bool
+	carry string
+}
+
+func (st *agentPEMState) feed(p []byte) {
+	if len(p) == 0 {
+		return
+	}
+	s := st.carry + string(p)
+	if b, e := strings.LastIndex(s, agentPEMBegin), strings.LastIndex(s, agentPEMEnd); b > e {
+		st.open = true
+	} else if e > b {
+		st.open = false
+	}
+	st.carry = s[max(0, len(s)-len(agentPEMBegin)+1):]
+}
+
+// beginsAcross reports whether a BEGIN marker starts in the bytes fed so
+// far and ends in next: neither side holds it whole.
+func (st *agentPEMState) beginsAcross(next []byte) bool {
+	s := st.carry + string(next[:min(len(next), len(agentPEMBegin)-1)])
+	i := strings.Index(s, agentPEMBegin)
+	return i >= 0 && i < len(st.carry) && i+len(agentPEMBegin) > len(st.carry)
+}
+
+// agentTailCut is the byte offset in b where its last n runes start.
+func agentTailCut(b []byte, n int) int {
+	cut := len(b)
+	for runes := 0; cut > 0 && runes < n; runes++ {
+		_, size := utf8.DecodeLastRune(b[:cut])
+		cut -= size
+	}
+	return cut
 }

@@ -51,7 +51,9 @@ Answer with exactly one JSON object and nothing else, of this shape:
 Optionally add:
 - "verdict": one of "bug", "environment", "transient", "inconclusive".
 - "confidence": a number from 0 to 1.
-- "evidence": a list of short strings quoting or pointing at the lines that support the diagnosis.
+- "evidence": a list of short strings, each quoting in backticks, verbatim, text of the dossier
+  (at least 12 characters) that supports the diagnosis. An "environment" or "transient" verdict
+  counts only when every evidence item quotes the dossier; otherwise a human reviews it.
 `)
 	return b.String()
 }

@@ -66,6 +66,7 @@ type agentFakeRecord struct {
 	OwnGroup        bool     `json:"own_group"`
 	Pid             int      `json:"pid"`
 	StartNano       int64    `json:"start_nano"`
+	Env             []string `json:"env"`
 }
 
 func agentTestDossier(fingerprint, markdown string) pipeline.Dossier {
@@ -91,8 +92,14 @@ func agentUseFake(t *testing.T, mode string) string {
 	return record
 }
 
+// agentFakeEnv are the fake's own knobs: the agent gets only the variables
+// it is configured with, so the tests list these the way an operator lists
+// ANTHROPIC_API_KEY.
+var agentFakeEnv = []string{"FAKE_AGENT_MODE", "FAKE_AGENT_RECORD", "FAKE_AGENT_VERDICT", "FAKE_AGENT_CONFIDENCE", "FAKE_AGENT_EVIDENCE", "FAKE_AGENT_PIDFILE"}
+
 func agentRun(t *testing.T, cfg AgentConfig, items ...pipeline.Dossier) []pipeline.Finding {
 	t.Helper()
+	cfg.Env = append(append([]string{}, cfg.Env...), agentFakeEnv...)
 	st, err := NewAgent(cfg)
 	if err != nil {
 		t.Fatalf("NewAgent: %v", err)
@@ -204,7 +211,7 @@ func TestAgentClaudeRunsInDossierOnlyDirWithoutShell(t *testing.T) {
 	}
 
 	rec := agentOneRecord(t, record)
-	wantArgv := []string{agentFakeBinary, "-p", AgentPrompt(d), "--output-format", "json"}
+	wantArgv := append([]string{agentFakeBinary, "-p", AgentPrompt(d), "--output-format", "json"}, agentClaudeFlags()...)
 	if !reflect.DeepEqual(rec.Argv, wantArgv) {
 		t.Errorf("argv = %q\nwant %q", rec.Argv, wantArgv)
 	}
@@ -237,7 +244,7 @@ func TestAgentModelFlagIsClaudeOnly(t *testing.T) {
 		t.Fatalf("cursor failed: %s", got[0].Failure)
 	}
 	rec = agentOneRecord(t, record)
-	want := []string{agentFakeBinary, "-p", AgentPrompt(d), "--output-format", "json"}
+	want := append([]string{agentFakeBinary, "-p", AgentPrompt(d), "--output-format", "json"}, agentCursorFlags(rec.Cwd)...)
 	if !reflect.DeepEqual(rec.Argv, want) {
 		t.Errorf("cursor argv = %q\nwant %q", rec.Argv, want)
 	}
@@ -291,10 +298,10 @@ func TestAgentOutcomeByFakeMode(t *testing.T) {
 			},
 		},
 		{
-			name: "out-of-range verdict and confidence are dropped", mode: "verdict", cfg: command, wantTitle: agentFakeTitle,
+			name: "an unknown verdict is inconclusive, an out-of-range confidence dropped", mode: "verdict", cfg: command, wantTitle: agentFakeTitle,
 			env: map[string]string{"FAKE_AGENT_VERDICT": "definitely", "FAKE_AGENT_CONFIDENCE": "7", "FAKE_AGENT_EVIDENCE": "a\nb"},
 			check: func(t *testing.T, a *pipeline.Answer) {
-				if a.Verdict != "" || a.Confidence != nil || !reflect.DeepEqual(a.Evidence, []string{"a", "b"}) {
+				if a.Verdict != "inconclusive" || a.Confidence != nil || !reflect.DeepEqual(a.Evidence, []string{"a", "b"}) {
 					t.Errorf("verdict fields = %q %v %q", a.Verdict, a.Confidence, a.Evidence)
 				}
 			},
@@ -355,7 +362,7 @@ func TestAgentCancelStopsRunAndChildren(t *testing.T) {
 	record := agentUseFake(t, "spawn")
 	pidFile := filepath.Join(t.TempDir(), "child.pid")
 	t.Setenv("FAKE_AGENT_PIDFILE", pidFile)
-	st, err := NewAgent(AgentConfig{Harness: "claude", Binary: agentFakeBinary})
+	st, err := NewAgent(AgentConfig{Harness: "claude", Binary: agentFakeBinary, Env: agentFakeEnv})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -480,7 +487,7 @@ func TestAgentCachedFindingSkipsTheAgent(t *testing.T) {
 	d := agentTestDossier("fp", "d")
 	d.Group.Finding = cached
 	f := agentRun(t, AgentConfig{Harness: "claude", Binary: agentFakeBinary}, d)[0]
-	if f.Answer != cached || f.Failure != "" {
+	if f.Answer == nil || !reflect.DeepEqual(*f.Answer, *cached) || f.Failure != "" {
 		t.Errorf("finding = %+v, want the cached answer", f)
 	}
 	if recs := agentReadRecords(t, record); len(recs) != 0 {

@@ -199,7 +199,7 @@ func Decide(groups []pipeline.Group, st *store.State, now time.Time, p Policy) [
 			g.Verdict, g.Reason, g.Settle = pipeline.VerdictSettled, s.Reason, s
 			continue
 		}
-		if active && g.Reason == "" && prev.Evidence["agent_evidence"] != nil {
+		if active && g.Reason == "" && AgentSettledEarlier(prev) {
 			// Settled on an agent's verdict: not re-diagnosed until it expires.
 			g.Verdict, g.Reason = pipeline.VerdictSettled, "settled earlier: "+prev.Reason
 			continue

@@ -2,6 +2,7 @@ package stages
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/the-loop/the-loop-diagnose/pipeline"
@@ -16,8 +17,10 @@ type GateConfig struct {
 	Confidence      float64 // agent verdicts settle at or above this
 }
 
-// NewGate applies what can only be decided after diagnosis: a confident,
-// evidenced agent verdict of environment or transient settles the finding;
+// NewGate applies what can only be decided after diagnosis: a confident
+// agent verdict of environment or transient whose evidence verifies against
+// the dossier settles the finding (AgentSettlement, the one place an agent's
+// verdict keeps a defect from a human);
 // then the rolling 24 h issue cap lets through what it allows and defers the
 // rest with their findings cached, so a later scan files them without
 // running the agent again.
@@ -29,7 +32,7 @@ func NewGate(cfg GateConfig) pipeline.Stage[pipeline.Finding, pipeline.Finding] 
 		})
 		for f := range in {
 			if f.Verdict == pipeline.VerdictNew {
-				settle := AgentSettlement(f.Answer, cfg.Confidence)
+				settle := AgentSettlement(f.Answer, f.Markdown, cfg.Confidence)
 				switch {
 				case f.Failure != "" || f.Answer == nil:
 				case settle != nil:
@@ -46,4 +49,39 @@ func NewGate(cfg GateConfig) pipeline.Stage[pipeline.Finding, pipeline.Finding] 
 		}
 		return ctx.Err()
 	}
+}
+
+// AgentSettlement settles on the agent's own verdict only when it is
+// environment or transient, at least threshold confident, and every evidence
+// item quotes the dossier (VerifyEvidence). Anything else — bug,
+// inconclusive, a malformed verdict, no evidence, one invented quote — goes
+// to a human: an agent that read hostile text must not be able to suppress
+// a report by saying so.
+func AgentSettlement(a *pipeline.Answer, dossier string, threshold float64) *pipeline.Settlement {
+	if a == nil || a.Confidence == nil || *a.Confidence < threshold || *a.Confidence > 1 {
+		return nil
+	}
+	verdict := ""
+	switch a.Verdict {
+	case "environment":
+		verdict = SettledEnvironment
+	case "transient":
+		verdict = SettledTransient
+	default:
+		return nil
+	}
+	quotes, why := VerifyEvidence(a.Evidence, dossier)
+	if why != "" {
+		return nil
+	}
+	return &pipeline.Settlement{Verdict: verdict,
+		Reason:   fmt.Sprintf("the agent judged it %s with confidence %.2f, quoting the dossier", a.Verdict, *a.Confidence),
+		Evidence: map[string]any{"agent_evidence": a.Evidence, "verified_quotes": quotes}}
+}
+
+// AgentSettledEarlier reports whether a settlement in force was made on an
+// agent's verified verdict, so dedup does not run the agent again until it
+// expires. One from a version that did not verify evidence does not count.
+func AgentSettledEarlier(prev store.Settlement) bool {
+	return prev.Evidence["agent_evidence"] != nil && prev.Evidence["verified_quotes"] != nil
 }

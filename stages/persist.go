@@ -92,6 +92,10 @@ type PersistConfig struct {
 	SettleFor   time.Duration // how long a machine settlement holds
 	ToolVersion string
 	Summary     *Summary
+	// Scrub cleans what an outcome carries into the state, the ledger and
+	// the events (failure reasons, settlement reasons and evidence); nil
+	// keeps them as they are.
+	Scrub func(string) string
 }
 
 // NewPersist returns the sink that records each outcome in the state. The
@@ -104,6 +108,7 @@ type PersistConfig struct {
 func NewPersist(cfg PersistConfig) func(context.Context, pipeline.Outcome) error {
 	return func(_ context.Context, o pipeline.Outcome) error {
 		now := cfg.Now()
+		o = scrubOutcome(o, cfg.Scrub)
 		// A defect going to the backlog with fresh records saves its
 		// dossier to a file first, so the state only names it.
 		dossierFile, savedAt := "", now
@@ -152,6 +157,47 @@ func NewPersist(cfg PersistConfig) func(context.Context, pipeline.Outcome) error
 		}
 		return nil
 	}
+}
+
+// scrubOutcome scrubs the texts of o that persist writes. The agent stage
+// already scrubbed the agent's; this is the last gate before the disk, for
+// every producer of a reason (post's GitHub errors included).
+func scrubOutcome(o pipeline.Outcome, scrub func(string) string) pipeline.Outcome {
+	if scrub == nil {
+		return o
+	}
+	o.Error = scrub(o.Error)
+	if o.Settle != nil {
+		s := *o.Settle
+		s.Reason = scrub(s.Reason)
+		s.Evidence = scrubEvidence(s.Evidence, scrub)
+		o.Settle = &s
+	}
+	return o
+}
+
+// scrubEvidence returns a copy of ev with its texts scrubbed; numbers and
+// lists of numbers (line numbers, counts) are kept.
+func scrubEvidence(ev map[string]any, scrub func(string) string) map[string]any {
+	if ev == nil {
+		return nil
+	}
+	out := make(map[string]any, len(ev))
+	for k, v := range ev {
+		switch v := v.(type) {
+		case string:
+			out[k] = scrub(v)
+		case []string:
+			c := make([]string, len(v))
+			for i, s := range v {
+				c[i] = scrub(s)
+			}
+			out[k] = c
+		default:
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // Apply records one outcome in the state and returns the events to append.

@@ -183,37 +183,6 @@ func Triage(g *pipeline.Group, st *store.State, now time.Time, cfg TriageConfig)
 	return nil
 }
 
-// AgentSettlement settles on the agent's own verdict only when it is
-// environment or transient, confident enough, and backed by evidence;
-// anything else — bug, inconclusive, missing or malformed — goes to a human.
-func AgentSettlement(a *pipeline.Answer, threshold float64) *pipeline.Settlement {
-	if a == nil || a.Confidence == nil || *a.Confidence < threshold || len(nonEmpty(a.Evidence)) == 0 {
-		return nil
-	}
-	verdict := ""
-	switch a.Verdict {
-	case "environment":
-		verdict = SettledEnvironment
-	case "transient":
-		verdict = SettledTransient
-	default:
-		return nil
-	}
-	return &pipeline.Settlement{Verdict: verdict,
-		Reason:   fmt.Sprintf("the agent judged it %s with confidence %.2f", a.Verdict, *a.Confidence),
-		Evidence: map[string]any{"agent_evidence": nonEmpty(a.Evidence)}}
-}
-
-func nonEmpty(list []string) []string {
-	var out []string
-	for _, s := range list {
-		if strings.TrimSpace(s) != "" {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 func sampleLines(g *pipeline.Group) []int64 {
 	lines := make([]int64, 0, len(g.Samples))
 	for _, s := range g.Samples {

@@ -143,31 +143,6 @@ func TestEnvironmentPersistingPastExpiryGoesToAHuman(t *testing.T) {
 	}
 }
 
-func TestAgentVerdictSettlesOnlyWhenConfidentAndEvidenced(t *testing.T) {
-	c := func(f float64) *float64 { return &f }
-	cases := []struct {
-		name   string
-		answer *pipeline.Answer
-		settle bool
-	}{
-		{"confident environment with evidence", &pipeline.Answer{Verdict: "environment", Confidence: c(0.9), Evidence: []string{"line 4: ENOSPC"}}, true},
-		{"confident transient", &pipeline.Answer{Verdict: "transient", Confidence: c(0.8), Evidence: []string{"succeeded on retry"}}, true},
-		{"bug", &pipeline.Answer{Verdict: "bug", Confidence: c(0.99), Evidence: []string{"x"}}, false},
-		{"inconclusive", &pipeline.Answer{Verdict: "inconclusive", Confidence: c(0.99), Evidence: []string{"x"}}, false},
-		{"low confidence", &pipeline.Answer{Verdict: "environment", Confidence: c(0.79), Evidence: []string{"x"}}, false},
-		{"no confidence", &pipeline.Answer{Verdict: "environment", Evidence: []string{"x"}}, false},
-		{"no evidence", &pipeline.Answer{Verdict: "transient", Confidence: c(0.95)}, false},
-		{"blank evidence", &pipeline.Answer{Verdict: "transient", Confidence: c(0.95), Evidence: []string{"  "}}, false},
-		{"malformed verdict", &pipeline.Answer{Verdict: "ENVIRONMENT!", Confidence: c(0.95), Evidence: []string{"x"}}, false},
-		{"no verdict", &pipeline.Answer{Title: "t"}, false},
-	}
-	for _, tc := range cases {
-		if got := AgentSettlement(tc.answer, 0.8) != nil; got != tc.settle {
-			t.Errorf("%s: settled %v, want %v", tc.name, got, tc.settle)
-		}
-	}
-}
-
 func TestGateSettlesThenCapsAndCachesTheFinding(t *testing.T) {
 	st := store.OpenMemory()
 	st.Update(func(s *store.State) error { s.Posted = []time.Time{now.Add(-time.Hour)}; return nil })
@@ -175,6 +150,7 @@ func TestGateSettlesThenCapsAndCachesTheFinding(t *testing.T) {
 	mk := func(fp string, a *pipeline.Answer, cached bool) pipeline.Finding {
 		f := pipeline.Finding{Answer: a}
 		f.Fingerprint, f.Verdict = fp, pipeline.VerdictNew
+		f.Markdown = "```\n{\"error\":\"write /data/x: no space left on device\"}\n```\n"
 		if cached {
 			f.Group.Finding = a
 		}
@@ -182,7 +158,7 @@ func TestGateSettlesThenCapsAndCachesTheFinding(t *testing.T) {
 	}
 	bug := &pipeline.Answer{Title: "bug", Verdict: "bug"}
 	got, err := pipeline.Collect(context.Background(), NewGate(GateConfig{Store: st, Now: func() time.Time { return now }, MaxIssuesPerDay: 3, Confidence: 0.8}),
-		mk("env", &pipeline.Answer{Title: "e", Verdict: "environment", Confidence: &conf, Evidence: []string{"ENOSPC"}}, false),
+		mk("env", &pipeline.Answer{Title: "e", Verdict: "environment", Confidence: &conf, Evidence: []string{"`no space left on device`"}}, false),
 		mk("a", bug, false), mk("b", bug, true), mk("c", bug, false))
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,9 +58,20 @@ func (s *Store) SaveDossier(fp, text string) (string, error) {
 	if err := os.MkdirAll(s.DossierDir(), 0o700); err != nil {
 		return "", fmt.Errorf("dossiers %s: %w", s.DossierDir(), err)
 	}
+	if err := refuseSymlink("dossier directory", s.DossierDir(), dossierFix); err != nil {
+		return "", err
+	}
 	// A file of that name no state refers to is a crash's leftover, maybe
 	// torn: it is rewritten, not trusted.
-	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+	f, err := openPrivate("dossier", path, dossierFix, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
+	if err != nil {
+		return "", err
+	}
+	_, err = f.Write([]byte(text))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return "", fmt.Errorf("dossier %s: %w", path, err)
 	}
 	s.mu.Lock()
@@ -90,9 +102,9 @@ func (s *Store) syncDossiers() error {
 }
 
 func syncFile(path string) error {
-	f, err := os.Open(path)
+	f, err := openPrivate("dossier", path, dossierFix, os.O_RDONLY)
 	if err != nil {
-		return fmt.Errorf("dossier %s: %w", path, err)
+		return err
 	}
 	defer f.Close()
 	if err := f.Sync(); err != nil {
@@ -106,7 +118,16 @@ func (s *Store) LoadDossier(name string) (string, error) {
 	if name == "" || strings.ContainsAny(name, `/\`) {
 		return "", fmt.Errorf("dossier file name %q is not one this tool wrote", name)
 	}
-	b, err := os.ReadFile(filepath.Join(s.DossierDir(), name))
+	// Never read through a link: what it points at would be filed publicly.
+	if err := refuseSymlink("dossier directory", s.DossierDir(), dossierFix); err != nil {
+		return "", err
+	}
+	f, err := openPrivate("dossier", filepath.Join(s.DossierDir(), name), dossierFix, os.O_RDONLY)
+	if err != nil {
+		return "", fmt.Errorf("dossier of a deferred defect: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
 	if err != nil {
 		return "", fmt.Errorf("dossier of a deferred defect: %w", err)
 	}
@@ -137,6 +158,9 @@ func lostAny(before, after map[string]bool) bool {
 // pruneDossiers removes dossier files no backlog entry refers to any more
 // (filed, abandoned, settled, superseded), whatever crash left them behind.
 func (s *Store) pruneDossiers(st *State) {
+	if refuseSymlink("dossier directory", s.DossierDir(), dossierFix) != nil {
+		return // never remove files from wherever a link points
+	}
 	entries, err := os.ReadDir(s.DossierDir())
 	if err != nil {
 		return // none yet; or unreadable, and then nothing to remove either

@@ -17,7 +17,13 @@ type Event struct {
 }
 
 // AppendEvents appends events to the log at path in the-loop's record shape.
+// The log is the service's: it is opened as the service and our reader open
+// it (a deployment may well point eventLog.path at a link), and its mode is
+// left alone.
 func AppendEvents(path string, events []Event) error {
+	if len(events) == 0 {
+		return nil
+	}
 	lines := make([]any, 0, len(events))
 	for _, e := range events {
 		m := map[string]any{}
@@ -30,7 +36,11 @@ func AppendEvents(path string, events []Event) error {
 		m["source"] = "the-loop-diagnose"
 		lines = append(lines, m)
 	}
-	return appendJSONLines(path, "event log", lines)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("event log %s: %w", path, err)
+	}
+	return appendJSONLines(f, path, "event log", lines)
 }
 
 // LedgerEntry is one settlement in diagnoses.jsonl: what the machine decided
@@ -49,25 +59,27 @@ func LedgerPath(statePath string) string {
 	return filepath.Join(filepath.Dir(statePath), "diagnoses.jsonl")
 }
 
-// AppendLedger appends settlements to the append-only ledger.
+// AppendLedger appends settlements to the append-only ledger, a file of
+// this tool's own: 0600, never through a link.
 func AppendLedger(path string, entries []LedgerEntry) error {
+	if len(entries) == 0 {
+		return nil
+	}
 	lines := make([]any, len(entries))
 	for i := range entries {
 		lines[i] = entries[i]
 	}
-	return appendJSONLines(path, "ledger", lines)
+	f, err := openPrivate("ledger", path, ledgerFix, os.O_WRONLY|os.O_APPEND|os.O_CREATE)
+	if err != nil {
+		return err
+	}
+	return appendJSONLines(f, path, "ledger", lines)
 }
 
 // appendJSONLines appends one JSON line per item with O_APPEND, one write per
 // line, so a concurrent writer (the-loop itself) never interleaves within a line.
-func appendJSONLines(path, what string, items []any) error {
-	if len(items) == 0 {
-		return nil
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", what, path, err)
-	}
+// It closes f.
+func appendJSONLines(f *os.File, path, what string, items []any) error {
 	defer f.Close()
 	for _, it := range items {
 		line, err := json.Marshal(it)

@@ -54,8 +54,16 @@ func open(path string, readOnly bool, cache *Cache) (*Store, error) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return nil, fmt.Errorf("state %s: %w", path, err)
 		}
-		s.lock = flock.New(path + ".lock")
+		if err := refuseSymlink("state path", path, stateFix); err != nil {
+			return nil, err
+		}
+		// The lock file is opened without following a link (O_NOFOLLOW):
+		// a planted one would make us create or lock a file elsewhere.
+		s.lock = flock.New(path+".lock", flock.SetFlag(os.O_CREATE|os.O_RDONLY|syscall.O_NOFOLLOW))
 		ok, err := s.lock.TryLock()
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, &SymlinkError{"state lock", path + ".lock", lockFix}
+		}
 		if err != nil {
 			return nil, fmt.Errorf("state lock %s.lock: %w", path, err)
 		}
@@ -96,12 +104,12 @@ func Load(path string) (*State, error) {
 // before reading: a change made while it reads alters the identity, so the
 // state is never reused for a file it does not reflect.
 func load(path string) (*State, fileIdentity, error) {
-	f, err := os.Open(path)
+	f, err := openPrivate("state path", path, stateFix, os.O_RDONLY)
 	if errors.Is(err, os.ErrNotExist) {
 		return NewState(), fileIdentity{}, nil
 	}
 	if err != nil {
-		return nil, fileIdentity{}, fmt.Errorf("state %s: %w", path, err)
+		return nil, fileIdentity{}, err
 	}
 	defer f.Close()
 	var id fileIdentity
@@ -275,6 +283,12 @@ func writeAtomic(path string, st *State, alongside func() error) (fileIdentity, 
 // journal transaction.
 func writeFileAtomic(path string, b []byte, alongside func() error) (fileIdentity, error) {
 	dir := filepath.Dir(path)
+	// The rename below would replace a link at path with our file, leaving
+	// the operator's link silently gone: refused instead. The temp file is
+	// created 0600 with O_EXCL, which never follows a link.
+	if err := refuseSymlink("state path", path, stateFix); err != nil {
+		return fileIdentity{}, err
+	}
 	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return fileIdentity{}, fmt.Errorf("state %s: %w", path, err)

@@ -97,6 +97,7 @@ selfDiagnosis:
   writeSpacingSeconds: 0
   secondaryWaitSeconds: 0
   httpRetries: 2
+  agentEnv: [ANTHROPIC_API_KEY, FAKE_AGENT_MODE, FAKE_AGENT_RECORD, FAKE_AGENT_VERDICT, FAKE_AGENT_CONFIDENCE, FAKE_AGENT_EVIDENCE, FAKE_AGENT_PIDFILE]
 %s`, quote(d.log), harness, o.maxPerDay, quote(d.state), apiURL, o.extra)
 	if err := os.WriteFile(d.config, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)

@@ -95,7 +95,8 @@ func TestAgentVerdictsSettleOnlyWhenConfidentWithEvidence(t *testing.T) {
 		name, verdict, confidence, evidence string
 		filed                               bool
 	}{
-		{"confident environment", "environment", "0.9", `["line 1: ENOSPC on /var"]`, false},
+		{"confident environment quoting the dossier", "environment", "0.9", "[\"line 1: `the worker returned an unexpected payload`\"]", false},
+		{"confident environment with an invented quote", "environment", "0.99", "[\"`ENOSPC: no space left on device on /var`\"]", true},
 		{"low confidence", "environment", "0.5", `["line 1"]`, true},
 		{"no evidence", "transient", "0.95", `[]`, true},
 		{"a bug", "bug", "0.99", `["line 1"]`, true},

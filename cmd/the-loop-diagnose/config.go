@@ -33,7 +33,8 @@ type Config struct {
 	Keywords        []string
 	Rules           []fingerprint.Rule
 	AgentParallel   int
-	Version         string // the deployment's version, when records carry none
+	AgentEnv        []string // variables passed to the agent beyond PATH, HOME, LANG, LC_*, TZ, TMPDIR
+	Version         string   // the deployment's version, when records carry none
 
 	// Triage before a human: budgets and the mechanical checks.
 	MaxDiagnosesPerScan int
@@ -173,6 +174,8 @@ func LoadConfig(path string) (Config, error) {
 			err = decodeKey(path, full, n, &cfg.Rules)
 		case "agentParallel":
 			err = decodeKey(path, full, n, &cfg.AgentParallel)
+		case "agentEnv":
+			err = decodeKey(path, full, n, &cfg.AgentEnv)
 		case "version":
 			err = decodeKey(path, full, n, &cfg.Version)
 		case "writeSpacingSeconds":
@@ -248,6 +251,9 @@ func (c *Config) validate(file string) error {
 	}
 	if c.AgentParallel < 1 {
 		return bad("selfDiagnosis.agentParallel", "must be at least 1")
+	}
+	if err := stages.ValidateAgentEnv(c.AgentEnv); err != nil {
+		return &ConfigError{File: file, Key: "selfDiagnosis.agentEnv", Err: err}
 	}
 	if strings.TrimSpace(c.Label) == "" {
 		return bad("selfDiagnosis.label", "must not be empty")

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -79,5 +80,30 @@ func TestBadValuesNameTheirKey(t *testing.T) {
 	}
 	if _, err := LoadConfig(filepath.Join(t.TempDir(), "missing.yaml")); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+func TestAgentEnvNamesAreValidatedAndTokensRefused(t *testing.T) {
+	cfg, err := LoadConfig(writeConfig(t, "selfDiagnosis:\n  agentEnv: [ANTHROPIC_API_KEY, HTTPS_PROXY]\n"))
+	if err != nil || !reflect.DeepEqual(cfg.AgentEnv, []string{"ANTHROPIC_API_KEY", "HTTPS_PROXY"}) {
+		t.Fatalf("agentEnv = %q, %v", cfg.AgentEnv, err)
+	}
+	cases := map[string]string{
+		"selfDiagnosis:\n  agentEnv: [\"BAD NAME\"]\n":            `"BAD NAME"`,
+		"selfDiagnosis:\n  agentEnv: [\"X=1\"]\n":                 `"X=1"`,
+		"selfDiagnosis:\n  agentEnv: [\"9LIVES\"]\n":              `"9LIVES"`,
+		"selfDiagnosis:\n  agentEnv: [GH_TOKEN]\n":                "GH_TOKEN is never passed",
+		"selfDiagnosis:\n  agentEnv: [OK, GITHUB_TOKEN]\n":        "GITHUB_TOKEN is never passed",
+		"selfDiagnosis:\n  agentEnv: [GH_ENTERPRISE_TOKEN]\n":     "GH_ENTERPRISE_TOKEN is never passed",
+		"selfDiagnosis:\n  agentEnv: [GITHUB_ENTERPRISE_TOKEN]\n": "GITHUB_ENTERPRISE_TOKEN is never passed",
+		"selfDiagnosis:\n  agentEnv: [PWD]\n":                     "PWD is never passed",
+		"selfDiagnosis:\n  agentEnv: [OLDPWD]\n":                  "OLDPWD is never passed",
+		"selfDiagnosis:\n  agentEnv: ANTHROPIC_API_KEY\n":         "selfDiagnosis.agentEnv",
+	}
+	for text, want := range cases {
+		_, err := LoadConfig(writeConfig(t, text))
+		if err == nil || !strings.Contains(err.Error(), "selfDiagnosis.agentEnv") || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %v, want it to name selfDiagnosis.agentEnv and %s", text, err, want)
+		}
 	}
 }

@@ -57,7 +57,7 @@ func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, 
 	red := redact.FromEnvironment()
 	agent, err := stages.NewAgent(stages.AgentConfig{
 		Harness: cfg.Harness, Command: cfg.Command, Model: cfg.Model,
-		Timeout: cfg.Timeout, Parallel: cfg.AgentParallel, Log: log, Scrub: red.Scrub,
+		Timeout: cfg.Timeout, Parallel: cfg.AgentParallel, Env: cfg.AgentEnv, Log: log, Scrub: red.Scrub,
 	})
 	if err != nil {
 		return nil, err
@@ -148,7 +148,7 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time
 	outcomes := pipeline.Then(r, reports, sink)
 	persist := stages.NewPersist(stages.PersistConfig{
 		Store: st, Now: s.now, MaxRetries: s.cfg.MaxRetries, SettleFor: s.cfg.Triage.SettleFor,
-		ToolVersion: version, Summary: sum,
+		ToolVersion: version, Summary: sum, Scrub: s.red.Scrub,
 	})
 	pipeline.Into(r, outcomes, func(ctx context.Context, o pipeline.Outcome) error {
 		if err := persist(ctx, o); err != nil {

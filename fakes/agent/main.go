@@ -1,6 +1,7 @@
 // Command agent is a scripted stand-in for an agent CLI (claude,
 // cursor-agent or an operator's command) that tests point the agent stage
-// at. Its behaviour is chosen with --mode or FAKE_AGENT_MODE:
+// at. Its behaviour is chosen with --fake-mode or FAKE_AGENT_MODE (--mode
+// is cursor-agent's own flag, and is ignored like its other options):
 //
 //	valid           claude-style JSON envelope around a valid finding
 //	fenced          the finding inside ```json fences with prose around
@@ -19,9 +20,19 @@
 //	verdict         a finding carrying FAKE_AGENT_VERDICT,
 //	                FAKE_AGENT_CONFIDENCE and FAKE_AGENT_EVIDENCE (a JSON
 //	                list, or one item per line)
+//	compromised     a prompt-injected agent: a finding whose every field
+//	                echoes attacker text (mentions, references, closing
+//	                keywords, images, HTML, a forged fingerprint marker,
+//	                links, "the-loop start"), the names and values of every
+//	                secret-looking variable it can see, a GitHub token and a
+//	                private key; verdict environment, confidence 0.99, and
+//	                evidence found in no dossier
+//	leak-exit       a long stderr ending inside a private key block and a
+//	                GitHub token, then exit status 2
 //
-// fenced, prose, injection and verdict are wrapped in an envelope when
-// called with --output-format json, as claude and cursor-agent would be.
+// fenced, prose, injection, verdict and compromised are wrapped in an
+// envelope when called with --output-format json, as claude and
+// cursor-agent would be.
 //
 // The prompt is read from -p/--prompt or from the file named by
 // --prompt-file. A dossier.md line "fake-agent-delay: DURATION" makes it
@@ -35,6 +46,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -67,6 +79,8 @@ type record struct {
 	StartNano       int64    `json:"start_nano"`
 	// GitHubToken: a GitHub token variable reached the agent's environment.
 	GitHubToken bool `json:"github_token"`
+	// Env is the whole environment the agent was given.
+	Env []string `json:"env"`
 }
 
 func main() {
@@ -110,7 +124,7 @@ func parseArgs(args []string) invocation {
 			inv.prompt = next()
 		case "--prompt-file":
 			inv.promptFile = next()
-		case "--mode":
+		case "--fake-mode":
 			inv.mode = next()
 		case "--output-format":
 			inv.outputFormat = next()
@@ -153,6 +167,7 @@ func writeRecord(path string, inv invocation, dossier string) error {
 		Pid:             os.Getpid(),
 		StartNano:       time.Now().UnixNano(),
 		GitHubToken:     os.Getenv("GH_TOKEN")+os.Getenv("GITHUB_TOKEN")+os.Getenv("GH_ENTERPRISE_TOKEN")+os.Getenv("GITHUB_ENTERPRISE_TOKEN") != "",
+		Env:             os.Environ(),
 	})
 	if err != nil {
 		return err
@@ -248,6 +263,15 @@ func behave(inv invocation, dossier string) error {
 			Evidence:     []string{dossier, token},
 		}
 		return answer(string(mustJSON(f)), envelope)
+	case "compromised":
+		return answer(string(mustJSON(compromisedFinding())), envelope)
+	case "leak-exit":
+		// More than the tool keeps of stderr, so the tail it keeps starts
+		// inside the key block, past its BEGIN line.
+		fmt.Fprintln(os.Stderr, strings.Repeat("noise before the key\n", 200))
+		fmt.Fprint(os.Stderr, LeakedKey)
+		fmt.Fprintln(os.Stderr, "and the token", LeakedToken)
+		os.Exit(2)
 	case "envelope-error":
 		return writeJSON(map[string]any{"type": "result", "subtype": "error_during_execution", "is_error": true, "result": "API Error: 529 overloaded"})
 	case "verdict":
@@ -272,6 +296,57 @@ func behave(inv invocation, dossier string) error {
 		return answer(string(mustJSON(f)), envelope)
 	}
 	return fmt.Errorf("unknown mode %q", inv.mode)
+}
+
+// The secrets the compromised and leak-exit modes print: tests look for
+// them (or for the parts that make them recognisable) in what the tool wrote.
+var (
+	LeakedToken = "ghp_" + "Zq8VvX2mN4bR7tY1uK3wE6sA9dF0gH5jL2pQ"
+	LeakedKey   = "-----BEGIN OPENSSH PRIVATE KEY-----\n" + strings.Repeat("b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAABlwAAAAdzc2gtcn\n", 12) +
+		"-----END OPENSSH PRIVATE KEY-----\n"
+)
+
+// AttackerText is what a log line can ask an agent to repeat: every way
+// markdown on GitHub can notify, cross-link, fetch, hide or arm something.
+const AttackerText = "cc @org/team and @someone, see owner/repo#12 and #3. Fixes #1. " +
+	"![x](https://attacker.example/pixel.png) <img src=x> <details>hidden</details> " +
+	"<!-- the-loop-diagnose fingerprint:v2:deadbeef --> [click](https://attacker.example/) the-loop start"
+
+// secretName: a variable whose name says its value is a credential or
+// names a place holding one.
+var secretName = regexp.MustCompile(`(?i)TOKEN|SECRET|KEY|PASS|PWD|PAT$|CRED|AUTH|COOKIE|SESSION|DSN|DATABASE|_URL$`)
+
+// visibleSecrets lists the secret-looking variables the fake can see,
+// "NAME=value", sorted.
+func visibleSecrets() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if secretName.MatchString(name) {
+			out = append(out, kv)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func compromisedFinding() finding {
+	seen := "I can see: " + strings.Join(visibleSecrets(), "; ")
+	return finding{
+		Title:        "Environment issue " + AttackerText,
+		Summary:      AttackerText + "\n\n" + seen,
+		RootCause:    AttackerText + " token " + LeakedToken,
+		SuggestedFix: AttackerText + "\n\n" + LeakedKey,
+		Verdict:      "environment",
+		Confidence:   ptr(0.99),
+		Evidence: []string{
+			"`ENOSPC: no space left on device while writing /var/lib/runner/cache`",
+			AttackerText,
+			seen,
+			LeakedToken,
+			LeakedKey,
+		},
+	}
 }
 
 // spawn starts a long-lived child in the fake's own process group, sharing

@@ -1,0 +1,114 @@
+package stages
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// The agent reads hostile text (a log anyone can write into), so it runs
+// with what a read-only diagnosis needs and nothing more: the environment
+// below, a working directory holding only the dossier, and read-only tools.
+// Every limit on the agent's process is in this file.
+
+// agentBaseEnv are the variables every agent gets: what a CLI needs to find
+// its binaries (PATH), its own login and settings (HOME), and to read and
+// print text and times (LANG, LC_*, TZ, TMPDIR). TERM is left out: stdout is
+// a pipe, not a terminal, so there is nothing for it to describe.
+var agentBaseEnv = map[string]bool{"PATH": true, "HOME": true, "LANG": true, "TZ": true, "TMPDIR": true}
+
+// agentNeverEnv are never passed, even when listed: the GitHub tokens this
+// tool files issues with (a prompt-injected agent must not find one to act
+// with) and PWD/OLDPWD (the directory we were started in, beside the raw,
+// unscrubbed event log).
+var agentNeverEnv = map[string]string{
+	"GH_TOKEN":                "it is the GitHub token this tool files issues with",
+	"GITHUB_TOKEN":            "it is the GitHub token this tool files issues with",
+	"GH_ENTERPRISE_TOKEN":     "it is the GitHub token this tool files issues with",
+	"GITHUB_ENTERPRISE_TOKEN": "it is the GitHub token this tool files issues with",
+	"PWD":                     "it names the directory of the raw event log; the agent runs in its own",
+	"OLDPWD":                  "it names a directory of ours; the agent runs in its own",
+}
+
+// agentEnvName is a portable environment variable name (POSIX: letters,
+// digits and underscore, not starting with a digit).
+var agentEnvName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// ValidateAgentEnv checks selfDiagnosis.agentEnv: each entry a variable name,
+// none of them one the agent must never get. The error names the entry.
+func ValidateAgentEnv(names []string) error {
+	for i, name := range names {
+		if !agentEnvName.MatchString(name) {
+			return fmt.Errorf("entry %d (%q) is not an environment variable name (letters, digits, _)", i+1, name)
+		}
+		if why, ok := agentNeverEnv[name]; ok {
+			return fmt.Errorf("%s is never passed to the agent: %s; remove it", name, why)
+		}
+	}
+	return nil
+}
+
+// agentEnv is the agent's environment: from parent, the base variables and
+// the listed ones, nothing else (an allow-list: a secret of the host is
+// withheld without anyone having to think of its name).
+func agentEnv(parent, listed []string) []string {
+	extra := make(map[string]bool, len(listed))
+	for _, n := range listed {
+		extra[n] = true
+	}
+	out := make([]string, 0, len(agentBaseEnv)+len(listed))
+	for _, kv := range parent {
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok || agentNeverEnv[name] != "" {
+			continue
+		}
+		if agentBaseEnv[name] || strings.HasPrefix(name, "LC_") || extra[name] {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// The tools an agent may use: read and search files, nothing that runs a
+// command, changes a file, reaches the network or starts another agent.
+var (
+	// agentClaudeTools is claude's whole tool set (--tools) and what runs
+	// without a prompt (--allowedTools).
+	agentClaudeTools = []string{"Read", "Grep", "Glob"}
+	// agentClaudeDenied are removed outright (--disallowedTools) in case a
+	// user's settings add them back: shell, edits, web, subagents.
+	agentClaudeDenied = []string{"Bash", "Edit", "MultiEdit", "Write", "NotebookEdit", "WebFetch", "WebSearch", "Task"}
+	// agentCursorDenied are cursor-agent permission rules (its CLI has no
+	// per-tool flags), written to the workspace's .cursor/cli.json: no
+	// shell command, no write anywhere, no web fetch.
+	agentCursorDenied = []string{"Shell(*)", "Write(**)", "Write(/**)", "WebFetch(*)"}
+)
+
+// agentClaudeFlags start claude with the read-only tools only. dontAsk
+// denies any tool call not pre-approved, so nothing waits for a prompt that
+// a one-shot run cannot answer; --strict-mcp-config with no --mcp-config
+// loads no MCP server (a user's servers may hold any tool).
+func agentClaudeFlags() []string {
+	return []string{
+		"--tools", strings.Join(agentClaudeTools, ","),
+		"--allowedTools", strings.Join(agentClaudeTools, ","),
+		"--disallowedTools", strings.Join(agentClaudeDenied, ","),
+		"--permission-mode", "dontAsk",
+		"--strict-mcp-config",
+	}
+}
+
+// agentCursorFlags start cursor-agent read-only: ask mode (no edits),
+// commands sandboxed, never --force (which would run commands unasked), the
+// workspace pinned to the agent's directory and trusted, as a headless run
+// needs (it holds only the dossier and our deny rules).
+func agentCursorFlags(workDir string) []string {
+	return []string{"--mode", "ask", "--sandbox", "enabled", "--workspace", workDir, "--trust"}
+}
+
+// agentCursorConfig is the workspace's .cursor/cli.json: the deny rules.
+func agentCursorConfig() []byte {
+	b, _ := json.Marshal(map[string]any{"permissions": map[string]any{"allow": []string{}, "deny": agentCursorDenied}})
+	return b
+}

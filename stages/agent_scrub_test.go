@@ -1,0 +1,118 @@
+package stages
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/the-loop/the-loop-diagnose/pipeline"
+	"github.com/the-loop/the-loop-diagnose/redact"
+)
+
+// The fake's planted secrets (fakes/agent: LeakedToken, LeakedKey).
+const (
+	agentLeakedToken   = "ghp_Zq8VvX2mN4bR7tY1uK3wE6sA9dF0gH5jL2pQ"
+	agentLeakedKeyBody = "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAABlwAAAAdzc2gtcn"
+)
+
+func agentLeaks(s string) []string {
+	var out []string
+	for _, secret := range []string{agentLeakedToken, agentLeakedKeyBody, "b3BlbnNzaC1rZXkt"} {
+		if strings.Contains(s, secret) {
+			out = append(out, secret)
+		}
+	}
+	return out
+}
+
+func TestAgentAnswerIsScrubbedWhereItEntersTheTool(t *testing.T) {
+	red := redact.New(redact.Options{})
+	for _, harness := range []string{"claude", "command"} {
+		t.Run(harness, func(t *testing.T) {
+			agentUseFake(t, "compromised")
+			cfg := AgentConfig{Harness: harness, Binary: agentFakeBinary, Scrub: red.Scrub}
+			if harness == "command" {
+				cfg.Command = []string{agentFakeBinary, "-p", "{prompt}"}
+			}
+			f := agentRun(t, cfg, agentTestDossier("fp", "worker 7 crashed\n"))[0]
+			if f.Answer == nil {
+				t.Fatalf("no answer: %s", f.Failure)
+			}
+			all := strings.Join(append([]string{f.Answer.Title, f.Answer.Summary, f.Answer.RootCause, f.Answer.SuggestedFix}, f.Answer.Evidence...), "\n")
+			if leaks := agentLeaks(all); leaks != nil {
+				t.Errorf("the answer kept %q unscrubbed", leaks)
+			}
+			if !strings.Contains(all, "-----BEGIN OPENSSH PRIVATE KEY-----") {
+				t.Error("the key's armour should stay so a reader knows what was masked")
+			}
+		})
+	}
+}
+
+func TestAgentCachedFindingIsScrubbedToo(t *testing.T) {
+	red := redact.New(redact.Options{})
+	d := agentTestDossier("fp", "d")
+	d.Group.Finding = &pipeline.Answer{Title: "t", Summary: "token " + agentLeakedToken, Evidence: []string{agentLeakedToken}}
+	f := agentRun(t, AgentConfig{Harness: "builtin", Scrub: red.Scrub}, d)[0]
+	if f.Answer == nil || agentLeaks(f.Answer.Summary+strings.Join(f.Answer.Evidence, " ")) != nil {
+		t.Fatalf("cached finding passed through unscrubbed: %+v", f.Answer)
+	}
+}
+
+func TestAgentStderrTailIsScrubbedEvenFromInsideAKey(t *testing.T) {
+	agentUseFake(t, "leak-exit")
+	red := redact.New(redact.Options{})
+	f := agentRun(t, AgentConfig{Harness: "claude", Binary: agentFakeBinary, Scrub: red.Scrub}, agentTestDossier("fp", "d"))[0]
+	if f.Failure == "" || !strings.Contains(f.Failure, "agent exited with exit status 2") {
+		t.Fatalf("failure = %q", f.Failure)
+	}
+	if leaks := agentLeaks(f.Failure); leaks != nil {
+		t.Errorf("failure %q keeps %q", f.Failure, leaks)
+	}
+	if !strings.Contains(f.Failure, agentKeyMask) {
+		t.Errorf("failure %q does not show that a key was masked", f.Failure)
+	}
+}
+
+// Whatever the chunking of the writes and wherever the tail's cut falls
+// (before, inside or after the block, or inside its BEGIN line), no line of
+// key material survives into the excerpt.
+func TestAgentTailExcerptNeverShowsKeyMaterial(t *testing.T) {
+	r := rand.New(rand.NewPCG(12, 34))
+	for i := 0; i < 3000; i++ {
+		kinds := []string{"RSA PRIVATE KEY", "OPENSSH PRIVATE KEY", "EC PRIVATE KEY", "PRIVATE KEY"}
+		kind := kinds[r.IntN(len(kinds))]
+		nl := []string{"\n", "\r\n"}[r.IntN(2)]
+		var body strings.Builder
+		for l := 0; l < 1+r.IntN(40); l++ {
+			fmt.Fprintf(&body, "KEYMATERIAL%04d%s%s", l, strings.Repeat("Q", r.IntN(60)), nl)
+		}
+		before := strings.Repeat(fmt.Sprintf("log line %d of host-%d%s", r.IntN(1000), r.IntN(99), nl), r.IntN(80))
+		after := strings.Repeat("after the key"+nl, r.IntN(20))
+		text := before + "-----BEGIN " + kind + "-----" + nl + body.String() + "-----END " + kind + "-----" + nl + after
+		b := &agentTailBuffer{limit: 64 + r.IntN(4096)}
+		for p := 0; p < len(text); {
+			n := min(len(text)-p, 1+r.IntN(300))
+			b.Write([]byte(text[p : p+n]))
+			p += n
+		}
+		got := b.excerpt(20 + r.IntN(600))
+		if strings.Contains(got, "KEYMATERIAL") {
+			t.Fatalf("case %d: excerpt shows key material:\n%s", i, got)
+		}
+	}
+}
+
+func TestAgentTailExcerptKeepsOrdinaryStderr(t *testing.T) {
+	b := &agentTailBuffer{limit: 4096}
+	b.Write([]byte(strings.Repeat("x", 5000) + "\nError: quota exceeded for org acme\n"))
+	if got := b.excerpt(40); got != "…xxxxxx quota exceeded for org acme " && !strings.HasSuffix(got, "quota exceeded for org acme ") {
+		t.Errorf("excerpt = %q", got)
+	}
+	b = &agentTailBuffer{limit: 4096}
+	b.Write([]byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\nthen: boom\n"))
+	if got := b.excerpt(500); !strings.Contains(got, "then: boom") {
+		t.Errorf("excerpt lost the text after a closed block: %q", got)
+	}
+}

@@ -1,0 +1,287 @@
+package stages
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/the-loop/the-loop-diagnose/pipeline"
+	"github.com/the-loop/the-loop-diagnose/store"
+)
+
+// evidenceDossier renders a dossier shaped like the dossier stage's: a
+// header, the normalized error and JSON records, with the names a real
+// deployment varies (users, hosts, paths, repositories).
+func evidenceDossier(r *rand.Rand) (dossier, errText string) {
+	users := []string{"runner", "ci-bot", "alice", "build_42", "svc-loop"}
+	hosts := []string{"db.internal", "10.0.3.7", "pg-primary.prod.example.net", "localhost"}
+	dirs := []string{"/var/lib/the-loop/cache", `C:\Users\bob\AppData\Local\loop`, "/home/" + users[r.IntN(len(users))] + "/work dir/src", "/tmp/x"}
+	errs := []string{
+		fmt.Sprintf("write %s/blob-%d: no space left on device", dirs[r.IntN(len(dirs))], r.IntN(9999)),
+		fmt.Sprintf("dial tcp %s:5432: connect: connection refused", hosts[r.IntN(len(hosts))]),
+		fmt.Sprintf(`open "%s/config.yaml": permission denied`, dirs[r.IntN(len(dirs))]),
+		fmt.Sprintf("exec: \"claude\": executable file not found in $PATH (user %s)", users[r.IntN(len(users))]),
+		fmt.Sprintf("git push origin feature/%s-%d: rejected (non-fast-forward)\ttab and\nnewline", users[r.IntN(len(users))], r.IntN(99)),
+	}
+	errText = errs[r.IntN(len(errs))]
+	rec, _ := json.Marshal(map[string]any{"error": errText, "event": "dispatch.failed", "level": "error", "line": r.IntN(5000), "source": "webhook"})
+	dossier = fmt.Sprintf("- Fingerprint: `v2:%016x`\n- Event: `dispatch.failed`\n\nNormalized error:\n\n```\n%s\n```\n\nRecords (allow-listed fields, newest first):\n\n```\n%s\n```\n", r.Uint64(), "<*> failed", rec)
+	return dossier, errText
+}
+
+// evidenceRewrap is what an agent does to a quote without changing it:
+// other line breaks, other spaces (NBSP, U+3000, tabs), other case, a
+// zero-width character.
+func evidenceRewrap(r *rand.Rand, s string) string {
+	spaces := []string{" ", "\n", "\u00a0", "\u3000", "\t", "  ", "\r\n"}
+	words := strings.Fields(s)
+	var b strings.Builder
+	for i, w := range words {
+		if i > 0 {
+			b.WriteString(spaces[r.IntN(len(spaces))])
+		}
+		switch r.IntN(4) {
+		case 0:
+			w = strings.ToUpper(w)
+		case 1:
+			if len(w) > 2 {
+				w = w[:1] + "\u200b" + w[1:]
+			}
+		}
+		b.WriteString(w)
+	}
+	return b.String()
+}
+
+func TestVerifyEvidence(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for i := 0; i < 500; i++ {
+		dossier, errText := evidenceDossier(r)
+		runes := []rune(errText)
+		start := r.IntN(len(runes) - EvidenceMinQuote)
+		quote := strings.TrimSpace(string(runes[start : start+EvidenceMinQuote+r.IntN(len(runes)-start-EvidenceMinQuote+1)]))
+		if utf8.RuneCountInString(evidenceNormalize(quote)) < EvidenceMinQuote {
+			continue
+		}
+		quote = evidenceRewrap(r, quote)
+		pass := [][]string{
+			{"`" + quote + "`"},
+			{"line 12: `" + quote + "` shows the disk is full"},
+			{"``" + quote + "``"},
+			{"`" + quote + "` again", "`" + quote + "`"},
+		}
+		if !strings.ContainsAny(quote, "\"`") { // a quote holding quotes is not one quote
+			pass = append(pass, []string{`the error says "` + quote + `"`}, []string{"“" + quote + "”, so it is the host"}, []string{quote})
+		}
+		for _, items := range pass {
+			if _, why := VerifyEvidence(items, dossier); why != "" {
+				t.Fatalf("verbatim quote %q refused (%s) in\n%s", items, why, dossier)
+			}
+		}
+		fabricated := [][]string{
+			nil,
+			{},
+			{"`ENOSPC: no space left on device while writing /var/lib/runner/cache-fabricated`"},
+			{"`" + quote + "`", "`the operator's VPN dropped the connection`"},
+			{"`" + quote + "` and `" + quote + " plus invented words`"},
+			{"`full`"},              // too short to count
+			{"`" + quote[:1] + "`"}, // too short
+			{"I checked and it is the environment"},
+			{"   "},
+		}
+		for _, items := range fabricated {
+			if q, why := VerifyEvidence(items, dossier); why == "" {
+				t.Fatalf("unverifiable evidence %q accepted (quotes %q) for\n%s", items, q, dossier)
+			}
+		}
+	}
+}
+
+func TestVerifyEvidenceReadsTheRecordsJSONBothWays(t *testing.T) {
+	rec, _ := json.Marshal(map[string]string{"error": `open "/srv/app/config.yaml": permission denied` + "\n\tat loader.go:12"})
+	dossier := "Records:\n\n```\n" + string(rec) + "\n```\n"
+	for _, q := range []string{`open "/srv/app/config.yaml": permission denied`, `open \"/srv/app/config.yaml\": permission denied`, "permission denied at loader.go:12"} {
+		if _, why := VerifyEvidence([]string{"`" + q + "`"}, dossier); why != "" {
+			t.Errorf("%q: %s", q, why)
+		}
+	}
+}
+
+func TestAgentVerdictSettlesOnlyOnVerifiedEvidence(t *testing.T) {
+	const dossier = "Records:\n\n```\n{\"error\":\"write /var/lib/loop/blob: no space left on device\",\"event\":\"dispatch.failed\"}\n```\n"
+	const good = "`write /var/lib/loop/blob: no space left on device`"
+	c := func(f float64) *float64 { return &f }
+	cases := []struct {
+		name   string
+		answer *pipeline.Answer
+		settle bool
+	}{
+		{"confident environment quoting the dossier", &pipeline.Answer{Verdict: "environment", Confidence: c(0.9), Evidence: []string{good}}, true},
+		{"confident transient quoting the dossier", &pipeline.Answer{Verdict: "transient", Confidence: c(0.8), Evidence: []string{"line 1: " + good}}, true},
+		{"fabricated quote", &pipeline.Answer{Verdict: "environment", Confidence: c(0.99), Evidence: []string{"`ENOSPC on /dev/sda1 (disk 100% full)`"}}, false},
+		{"one fabricated among good", &pipeline.Answer{Verdict: "environment", Confidence: c(0.99), Evidence: []string{good, "`the VPN was down at the time`"}}, false},
+		{"empty evidence", &pipeline.Answer{Verdict: "environment", Confidence: c(0.99), Evidence: []string{}}, false},
+		{"no evidence", &pipeline.Answer{Verdict: "transient", Confidence: c(0.95)}, false},
+		{"blank evidence", &pipeline.Answer{Verdict: "transient", Confidence: c(0.95), Evidence: []string{"  "}}, false},
+		{"bug", &pipeline.Answer{Verdict: "bug", Confidence: c(0.99), Evidence: []string{good}}, false},
+		{"inconclusive", &pipeline.Answer{Verdict: "inconclusive", Confidence: c(0.99), Evidence: []string{good}}, false},
+		{"low confidence", &pipeline.Answer{Verdict: "environment", Confidence: c(0.79), Evidence: []string{good}}, false},
+		{"no confidence", &pipeline.Answer{Verdict: "environment", Evidence: []string{good}}, false},
+		{"confidence over 1", &pipeline.Answer{Verdict: "environment", Confidence: c(7), Evidence: []string{good}}, false},
+		{"malformed verdict", &pipeline.Answer{Verdict: "ENVIRONMENT!", Confidence: c(0.95), Evidence: []string{good}}, false},
+		{"no verdict", &pipeline.Answer{Title: "t"}, false},
+		{"nil", nil, false},
+	}
+	for _, tc := range cases {
+		s := AgentSettlement(tc.answer, dossier, 0.8)
+		if got := s != nil; got != tc.settle {
+			t.Errorf("%s: settled %v, want %v", tc.name, got, tc.settle)
+		}
+		if s != nil && !AgentSettledEarlier(store.Settlement{Verdict: s.Verdict, Evidence: s.Evidence}) {
+			t.Errorf("%s: the settlement would not hold in dedup", tc.name)
+		}
+	}
+	// A settlement an older version made on unverified evidence no longer holds.
+	if AgentSettledEarlier(store.Settlement{Verdict: "environment", Evidence: map[string]any{"agent_evidence": []string{"x"}}}) {
+		t.Error("an unverified agent settlement holds")
+	}
+}
+
+// Malformed verdict fields cost the verdict, never the answer: it is still
+// parsed, its verdict is inconclusive or absent, and the gate lets it through.
+func TestMalformedVerdictsNeverSuppressAReport(t *testing.T) {
+	const dossier = "```\n{\"error\":\"write /var/lib/loop/blob: no space left on device\"}\n```\n"
+	const quote = `"evidence":["` + "`write /var/lib/loop/blob: no space left on device`" + `"]`
+	for _, fields := range []string{
+		`"verdict":"environmental","confidence":0.99,` + quote,
+		`"verdict":42,"confidence":0.99,` + quote,
+		`"verdict":["environment"],"confidence":0.99,` + quote,
+		`"verdict":"environment","confidence":"0.99",` + quote,
+		`"verdict":"environment","confidence":1.5,` + quote,
+		`"verdict":"environment","confidence":-0.1,` + quote,
+		`"verdict":"environment","confidence":null,` + quote,
+		`"verdict":"environment","confidence":true,` + quote,
+		`"verdict":"environment","confidence":1e400,` + quote,
+		`"verdict":"environment","confidence":0.99,"evidence":"write /var/lib/loop/blob: no space left on device"`,
+		`"verdict":"environment","confidence":0.99,"evidence":[1,2]`,
+		`"verdict":"environment","confidence":0.99,"evidence":{"a":"write /var/lib/loop/blob: no space left on device"}`,
+		`"verdict":"environment","confidence":0.99,"evidence":[["write /var/lib/loop/blob: no space left on device"]]`,
+	} {
+		out := `{"title":"Disk full","summary":"The disk filled up.",` + fields + `}`
+		a, err := ParseAnswer([]byte(out))
+		if err != nil {
+			t.Errorf("%s: the answer was lost: %v", fields, err)
+			continue
+		}
+		if AgentSettlement(a, dossier, 0.8) != nil {
+			t.Errorf("%s: settled on a malformed verdict (%+v)", fields, a)
+		}
+		f := pipeline.Finding{Answer: a}
+		f.Fingerprint, f.Verdict, f.Markdown = "fp", pipeline.VerdictNew, dossier
+		got, err := pipeline.Collect(context.Background(), NewGate(GateConfig{Store: store.OpenMemory(), Now: time.Now, MaxIssuesPerDay: 3, Confidence: 0.8}), f)
+		if err != nil || len(got) != 1 || got[0].Verdict != pipeline.VerdictNew {
+			t.Errorf("%s: gate made it %+v (%v), want it filed", fields, got, err)
+		}
+	}
+	a, _ := ParseAnswer([]byte(`{"title":"T","summary":"S","verdict":"Definitely!"}`))
+	if a.Verdict != "inconclusive" {
+		t.Errorf("an unknown verdict word became %q, want inconclusive", a.Verdict)
+	}
+}
+
+func FuzzVerifyEvidence(f *testing.F) {
+	f.Add("write /var/lib/x: no space left on device", "`no space left on device`", 3)
+	f.Add("open \\\"/a b\\\": permission denied", "\"permission denied\"", 0)
+	f.Add("日本語のエラー: ディスクがいっぱいです。", "“ディスクがいっぱいです。日本語の”", 1)
+	f.Add("", "``` ``` `", 5)
+	f.Fuzz(func(t *testing.T, dossier, item string, start int) {
+		quotes, why := VerifyEvidence([]string{item}, dossier)
+		hay := evidenceNormalize(dossier) + "\x00" + evidenceNormalize(evidenceUnescapeJSON(dossier))
+		if why == "" {
+			long := false
+			for _, q := range quotes {
+				n := evidenceNormalize(q)
+				if !strings.Contains(hay, n) {
+					t.Fatalf("verified quote %q is not in the dossier %q", q, dossier)
+				}
+				long = long || utf8.RuneCountInString(n) >= EvidenceMinQuote
+			}
+			if !long {
+				t.Fatalf("verified %q with no quote of %d characters", item, EvidenceMinQuote)
+			}
+		}
+		// Any stretch of the dossier without quoting marks, long enough,
+		// quoted bare, verifies.
+		runes := []rune(strings.ToValidUTF8(dossier, "\uFFFD"))
+		if len(runes) == 0 {
+			return
+		}
+		if start < 0 {
+			start = -start
+		}
+		s := start % len(runes)
+		sub := string(runes[s:min(len(runes), s+40)])
+		if strings.ContainsAny(sub, "`\"“”") || utf8.RuneCountInString(evidenceNormalize(sub)) < EvidenceMinQuote {
+			return
+		}
+		if _, why := VerifyEvidence([]string{sub}, dossier); why != "" {
+			t.Fatalf("a stretch %q of the dossier %q did not verify: %s", sub, dossier, why)
+		}
+	})
+}
+
+func FuzzAgentTailExcerptMasksKeys(f *testing.F) {
+	f.Add("log line\n", "MIIEpAIBAAKCAQEA\nabc\n", "after\n", 100, 7, 50)
+	f.Add("", "x", "", 1, 1, 1)
+	f.Fuzz(func(t *testing.T, before, body, after string, limit, chunk, n int) {
+		limit, chunk, n = 1+abs(limit)%5000, 1+abs(chunk)%512, 1+abs(n)%700
+		if strings.Contains(body, "-----") || strings.Contains(before+after, "-----") {
+			return
+		}
+		lines := strings.Split(body, "\n")
+		for i := range lines {
+			lines[i] = "KEYMATERIAL" + lines[i]
+		}
+		text := before + "-----BEGIN RSA PRIVATE KEY-----\n" + strings.Join(lines, "\n") + "\n-----END RSA PRIVATE KEY-----\n" + after
+		b := &agentTailBuffer{limit: limit}
+		for p := 0; p < len(text); p += chunk {
+			b.Write([]byte(text[p:min(len(text), p+chunk)]))
+		}
+		if got := b.excerpt(n); strings.Contains(got, "KEYMATERIAL") {
+			t.Fatalf("excerpt shows key material: %q", got)
+		}
+	})
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+// BenchmarkVerifyEvidence checks five quotes against a dossier at the
+// size cap's order (256 KiB of JSON records).
+func BenchmarkVerifyEvidence(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	var d strings.Builder
+	for d.Len() < 256<<10 {
+		one, _ := evidenceDossier(r)
+		d.WriteString(one)
+	}
+	dossier := d.String()
+	_, errText := evidenceDossier(r)
+	dossier += errText
+	items := []string{"`" + errText[:20] + "`", "`" + errText[len(errText)-15:] + "`", errText, "`" + errText[5:25] + "`", "“" + errText[2:18] + "”"}
+	b.SetBytes(int64(len(dossier)))
+	for b.Loop() {
+		if _, why := VerifyEvidence(items, dossier); why != "" {
+			b.Fatal(why)
+		}
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/the-loop/the-loop-diagnose/redact/redacttest"
 )
 
 // The host's secrets, under names a deny-list would have to guess; none
@@ -97,6 +99,18 @@ func TestACompromisedAgentCannotSuppressADefectOrSeeSecrets(t *testing.T) {
 	}
 	if gh.CountCreates() != 1 {
 		t.Fatalf("the compromised agent's environment verdict kept the defect from a human: %d issues filed\n%s", gh.CountCreates(), res.stderr)
+	}
+	// What it wrote reached the issue inert: it notifies no one, links no
+	// other issue, fetches nothing, hides nothing, and forges no marker.
+	for _, is := range gh.Issues() {
+		for what, text := range map[string]string{"title": is.Title, "body": redacttest.WithoutMarkers(is.Body)} {
+			if kind, m := redacttest.LiveConstruct(text); kind != "" {
+				t.Errorf("issue %s keeps a live %s %q from the agent:\n%s", what, kind, m, text)
+			}
+		}
+		if n := strings.Count(is.Body, "<!-- the-loop-diagnose fingerprint:"); n != 1 {
+			t.Errorf("issue body carries %d fingerprint markers, want only its own", n)
+		}
 	}
 	if n := len(ledger(t, d)); n != 0 {
 		t.Errorf("the ledger recorded %d settlements of an invented verdict", n)

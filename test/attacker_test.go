@@ -26,7 +26,7 @@ func TestALogLineCannotActThroughTheIssue(t *testing.T) {
 	rec := func(event string, extra map[string]any) string {
 		m := map[string]any{"ts": t0.Format("2006-01-02T15:04:05.000Z"), "event": event, "level": "error",
 			"source": map[string]any{"dsn": "postgres://app:Tr0ub4dor-pw@db.internal/x", "token": pat},
-			"via": []any{"@octocat", "#9", "<img src=x>"}, "attempts": []any{1, "Bearer " + strings.Repeat("z", 32)},
+			"via":    []any{"@octocat", "#9", "<img src=x>"}, "attempts": []any{1, "Bearer " + strings.Repeat("z", 32)},
 			"error": attackerText}
 		for k, v := range extra {
 			m[k] = v

@@ -62,7 +62,9 @@ func fingerprintAll(t *testing.T, idx *IncidentIndex, in ...pipeline.Candidate) 
 	return m
 }
 
-func newIndex() *IncidentIndex { return NewIncidentIndex(IncidentKeysWith([]string{"work_item", "delivery_id"}), 0) }
+func newIndex() *IncidentIndex {
+	return NewIncidentIndex(IncidentKeysWith([]string{"work_item", "delivery_id"}), 0)
+}
 
 const (
 	wiHarbor  = "github:quillon/harbor-sync#812"

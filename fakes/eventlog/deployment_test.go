@@ -64,7 +64,8 @@ func TestDeploymentTruthIsTheCandidateLines(t *testing.T) {
 // home directory shapes, branches of every form, both harnesses, unique
 // deliveries and sessions.
 func TestDeploymentIdentifiersVary(t *testing.T) {
-	log, _, _ := generateDeployment(t, DeploymentOptions{Lines: 20000, Seed: 3})
+	log, _, _ := generateDeployment(t, DeploymentOptions{Lines: 8000, Seed: 3})
+	homeRE := regexp.MustCompile(`^(/home/|/Users/|C:\\Users\\|/srv/)`)
 	distinct := map[string]map[string]bool{}
 	homes := map[string]bool{}
 	for _, p := range readLines(t, log) {
@@ -75,7 +76,7 @@ func TestDeploymentIdentifiersVary(t *testing.T) {
 				}
 				distinct[k][v] = true
 				if k == "cwd" {
-					homes[regexp.MustCompile(`^(/home/|/Users/|C:\\Users\\|/srv/)`).FindString(v)] = true
+					homes[homeRE.FindString(v)] = true
 				}
 			}
 		}
@@ -96,8 +97,9 @@ func TestDeploymentIdentifiersVary(t *testing.T) {
 		}
 	}
 	var forms [3]bool
+	perRun := regexp.MustCompile(`^the-loop/\d+-[a-z-]+-[0-9a-f]{6}$`)
 	for b := range distinct["branch"] {
-		forms[0] = forms[0] || regexp.MustCompile(`^the-loop/\d+-[a-z-]+-[0-9a-f]{6}$`).MatchString(b)
+		forms[0] = forms[0] || perRun.MatchString(b)
 		forms[1] = forms[1] || strings.HasPrefix(b, "feature/")
 		forms[2] = forms[2] || b == "main"
 	}
@@ -109,13 +111,14 @@ func TestDeploymentIdentifiersVary(t *testing.T) {
 			t.Errorf("no %s harness", h)
 		}
 	}
-	for k, atLeast := range map[string]int{"delivery_id": 5000, "tmux_target": 500, "actor": 20, "host": 20, "version": 4} {
+	for k, atLeast := range map[string]int{"delivery_id": 2000, "tmux_target": 200, "actor": 20, "host": 20, "version": 4} {
 		if n := len(distinct[k]); n < atLeast {
 			t.Errorf("%d distinct %s, want >= %d", n, k, atLeast)
 		}
 	}
+	tmuxRE := regexp.MustCompile(`^loop-[a-z0-9._-]+-\d+:0\.0$`)
 	for tm := range distinct["tmux_target"] {
-		if !regexp.MustCompile(`^loop-[a-z0-9._-]+-\d+:0\.0$`).MatchString(tm) {
+		if !tmuxRE.MatchString(tm) {
 			t.Fatalf("tmux_target %q is not loop-<repo>-<n>:0.0", tm)
 		}
 	}
@@ -125,7 +128,7 @@ func TestDeploymentIdentifiersVary(t *testing.T) {
 // work item (and delivery) a little later, with the same true defect;
 // incidents interleave on one work item; some give-ups stand alone.
 func TestDeploymentIncidentsEndInBareGiveUps(t *testing.T) {
-	log, st, truth := generateDeployment(t, DeploymentOptions{Lines: 20000, Seed: 4})
+	log, st, truth := generateDeployment(t, DeploymentOptions{Lines: 10000, Seed: 4})
 	if st.GiveUps == 0 || st.Orphans == 0 || st.Interleaved == 0 {
 		t.Fatalf("stats %+v: want give-ups, orphans and interleaved incidents", st)
 	}

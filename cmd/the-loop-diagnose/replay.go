@@ -88,8 +88,8 @@ func cmdReplay(ctx context.Context, args []string, io stdio) error {
 		})
 		return done()
 	}
-	occurrences := pipeline.Then(r, candidates, stages.NewFingerprint(sc.fp))
-	if *stage == "fingerprint" {
+	occurrences := pipeline.Then(r, candidates, stages.NewFingerprint(sc.fp, sc.incidents))
+	if *stage == "fingerprint" { // each line's final fingerprint: a bare give-up's is its incident's
 		printEach(r, occurrences, emit, func(v pipeline.Occurrence) map[string]any {
 			if v.Reason == stages.ReasonSuccess {
 				return nil

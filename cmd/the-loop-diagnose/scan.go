@@ -40,6 +40,10 @@ type scanner struct {
 	readBuf []byte
 	// healTuning is what the last scan's heal filter chose; the next keeps it.
 	healTuning *stages.HealTuning
+	// incidents remembers recent failures so a bare give-up takes its
+	// incident's fingerprint; a watcher keeps it across scans, so a give-up
+	// links to a failure the previous scan read (a cron run starts empty).
+	incidents *stages.IncidentIndex
 	// writeBehind lets a watcher's scan that saw only recurrences keep its
 	// state in memory while the file is younger than this (FinishScan).
 	writeBehind time.Duration
@@ -62,7 +66,8 @@ func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, 
 	if err != nil {
 		return nil, err
 	}
-	s := &scanner{cfg: cfg, now: now, io: io, log: log, dryRun: dryRun, fp: fp, red: red, agent: agent}
+	s := &scanner{cfg: cfg, now: now, io: io, log: log, dryRun: dryRun, fp: fp, red: red, agent: agent,
+		incidents: stages.NewIncidentIndex(stages.IncidentKeysWith(cfg.Triage.CorrelationKeys), stages.IncidentMaxFailures)}
 	if dryRun {
 		s.sink = func(*store.Store, *githubPreflight) (pipeline.Stage[pipeline.Report, pipeline.Outcome], error) {
 			return stages.NewPrint(io.out), nil
@@ -139,7 +144,7 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time
 			fp = fp.WithoutAliases() // nothing written by the-loop to match
 		}
 	})
-	occurrences := pipeline.Then(r, candidates, stages.NewFingerprint(fp))
+	occurrences := pipeline.Then(r, candidates, stages.NewFingerprint(fp, s.incidents))
 	groups := pipeline.Then(r, occurrences, s.newDedup(st, !s.skipBacklog, &candidateCount))
 	dossiers := pipeline.Then(r, groups, s.newDossier(st))
 	dossiers = pipeline.Then(r, dossiers, check.beforeAgent())

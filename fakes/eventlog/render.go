@@ -50,6 +50,9 @@ type scene struct {
 	repo  int
 	issue int
 	id    [2]uint64 // delivery id
+	// dep, when set (GenerateDeployment), is the incident's own identity:
+	// it replaces the fixed users and repositories above.
+	dep *identity
 }
 
 // renderer expands a defect template's {placeholders} with fresh volatile
@@ -129,6 +132,24 @@ func isPlaceholder(name string) bool {
 
 func (x *renderer) expand(b []byte, name string) []byte {
 	r, sc := x.r, x.sc
+	if d := sc.dep; d != nil {
+		switch name {
+		case "user":
+			return append(b, d.user...)
+		case "home":
+			return append(b, d.home...)
+		case "email":
+			return append(b, d.email...)
+		case "host":
+			return append(b, d.host...)
+		case "branch":
+			return append(b, d.branch...)
+		case "repo":
+			return append(b, d.owner+"/"+d.repo...)
+		case "reponame":
+			return append(b, d.repo...)
+		}
+	}
 	switch name {
 	case "tmp":
 		b = append(b, "/tmp/the-loop-"...)

@@ -33,7 +33,7 @@ func run(args []string, stdout, stderr io.Writer) (err error) {
 	fs.SetOutput(stderr)
 	var o eventlog.Options
 	var out, truthPath, catalogPath, start string
-	var quiet bool
+	var quiet, deployment bool
 	fs.IntVar(&o.Lines, "lines", 1000, "total lines to write, corrupt ones included")
 	fs.Int64Var(&o.Seed, "seed", 1, "random seed: the same flags give byte-identical output")
 	fs.Float64Var(&o.FailureRate, "failure-rate", eventlog.DefaultFailureRate, "fraction of lines that are failures (negative: none)")
@@ -46,6 +46,7 @@ func run(args []string, stdout, stderr io.Writer) (err error) {
 	fs.StringVar(&truthPath, "truth", "", "write line<TAB>defect for every failure line to this file")
 	fs.StringVar(&catalogPath, "catalog", "", "write the defect catalogue as JSON lines to this file")
 	fs.BoolVarP(&quiet, "quiet", "q", false, "do not print a summary to stderr")
+	fs.BoolVar(&deployment, "deployment", false, "a log shaped like a real deployment's (varied identifiers, incidents ending in give-ups); uses --lines, --seed, --failure-rate, --defects, --start")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -110,6 +111,21 @@ func run(args []string, stdout, stderr io.Writer) (err error) {
 	}
 
 	began := time.Now()
+	if deployment {
+		d := eventlog.DeploymentOptions{Lines: o.Lines, Seed: o.Seed, Start: o.Start}
+		if fs.Changed("failure-rate") {
+			d.FailureRate = o.FailureRate
+		}
+		if fs.Changed("defects") {
+			d.Defects = o.Defects
+		}
+		ds, err := eventlog.GenerateDeployment(logW, truth, d)
+		if err == nil && !quiet {
+			fmt.Fprintf(stderr, "gen-events: %d lines, %d failures from %d defects in %d incidents (%d give-ups, %d orphans, %d interleaved)\n",
+				ds.Lines, ds.Failures, len(ds.DefectsUsed), ds.Incidents, ds.GiveUps, ds.Orphans, ds.Interleaved)
+		}
+		return err
+	}
 	stats, err := eventlog.GenerateWithTruth(logW, truth, o)
 	if err != nil {
 		return err

@@ -1,0 +1,259 @@
+package stages
+
+import (
+	"strings"
+	"time"
+
+	"github.com/the-loop/the-loop-diagnose/pipeline"
+)
+
+// Incident linking: a give-up record without error text (will_retry false,
+// attempts spent, nothing said about why) is the end of the incident whose
+// failure caused it, so it takes that failure's defect identity instead of
+// one of its own. The index of recent failures lives here; the choice is the
+// pure chooseIncident.
+
+// IncidentWindow is how much earlier than its give-up a failure may be and
+// still be the incident's: the-loop's retries of one delivery span minutes.
+const IncidentWindow = time.Hour
+
+// Bounds of an IncidentIndex: the failures it remembers (the oldest leave
+// first, as do those older than IncidentWindow before the newest), the
+// failures remembered per correlation value, and the longest value used
+// (longer ones are not identifiers the-loop writes).
+const (
+	IncidentMaxFailures = 4096
+	incidentPerValue    = 8
+	incidentMaxValueLen = 256
+)
+
+// IncidentKeys are the fields that tie a give-up to its failure, most
+// specific first: one webhook delivery, one agent session, one work item
+// over its whole life. A tie on how many keys are shared goes to the
+// candidate sharing the more specific one.
+var IncidentKeys = []string{"delivery_id", "tmux_target", "work_item"}
+
+// incidentAgree are fields a give-up and its failure never disagree on,
+// though sharing them ties nothing: the component that retried (source)
+// writes both, about one agent (harness). A disagreement means another
+// incident; a field missing from either says nothing.
+var incidentAgree = []string{"source", "harness"}
+
+// IncidentKeysWith is IncidentKeys followed by any other key the healing
+// check correlates on (TriageConfig.CorrelationKeys), least specific: the
+// keys are declared once, for both.
+func IncidentKeysWith(correlation []string) []string {
+	keys := append([]string(nil), IncidentKeys...)
+	for _, k := range correlation {
+		if !contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// IsBareGiveUp reports whether c is a give-up that says nothing of its own
+// cause: will_retry false and no error text.
+func IsBareGiveUp(c pipeline.Candidate) bool {
+	retry, ok := c.Bool("will_retry")
+	return ok && !retry && strings.TrimSpace(c.Str("error")) == ""
+}
+
+// incidentIdentity is the defect identity a linked give-up takes; failures
+// of one fingerprint share one.
+type incidentIdentity struct {
+	fingerprint, template string
+	aliases               []string
+	refs                  int
+}
+
+// incidentFailure is one remembered failure.
+type incidentFailure struct {
+	seq    uint64
+	at     time.Time
+	values []string // by key index, then incidentAgree's; "" when absent
+	id     *incidentIdentity
+}
+
+// IncidentIndex remembers recent failures by correlation value. It is not
+// safe for concurrent use: the fingerprint stage is its one user, in log
+// order. A watcher keeps one across scans, so a give-up links to a failure
+// read by the previous scan; a cron run starts empty (DESIGN.md).
+type IncidentIndex struct {
+	keys        []string
+	max         int
+	ring        []incidentFailure // seq % max
+	first, next uint64            // live seqs: [first, next)
+	byValue     map[incidentValue][]uint64
+	identities  map[string]*incidentIdentity
+	newest      time.Time
+}
+
+type incidentValue struct {
+	key   int
+	value string
+}
+
+// NewIncidentIndex indexes failures by keys (most specific first), holding
+// at most max of them (IncidentMaxFailures when max <= 0).
+func NewIncidentIndex(keys []string, max int) *IncidentIndex {
+	if max <= 0 {
+		max = IncidentMaxFailures
+	}
+	return &IncidentIndex{keys: keys, max: max, ring: make([]incidentFailure, max),
+		byValue: map[incidentValue][]uint64{}, identities: map[string]*incidentIdentity{}}
+}
+
+// Len is how many failures the index holds.
+func (x *IncidentIndex) Len() int { return int(x.next - x.first) }
+
+// valuesOf returns f's correlation values and agreement fields, and
+// whether it has any correlation value.
+func (x *IncidentIndex) valuesOf(f pipeline.Fields) ([]string, bool) {
+	vals := make([]string, len(x.keys)+len(incidentAgree))
+	any := false
+	for i, k := range x.keys {
+		if v, ok := correlationValue(f.Get(k)); ok && len(v) <= incidentMaxValueLen {
+			vals[i], any = v, true
+		}
+	}
+	for i, k := range incidentAgree {
+		if v, ok := correlationValue(f.Get(k)); ok && len(v) <= incidentMaxValueLen {
+			vals[len(x.keys)+i] = v
+		}
+	}
+	return vals, any
+}
+
+// Note remembers a failure with error text and the identity it was given.
+// A failure without ts or correlation values can never be linked to.
+func (x *IncidentIndex) Note(o pipeline.Occurrence) {
+	at := o.Time()
+	vals, ok := x.valuesOf(o.Fields)
+	if !ok || at.IsZero() {
+		return
+	}
+	if at.After(x.newest) {
+		x.newest = at
+	}
+	for x.first < x.next && (x.Len() >= x.max || x.ring[x.first%uint64(x.max)].at.Before(x.newest.Add(-IncidentWindow))) {
+		x.evictOldest()
+	}
+	id := x.identities[o.Fingerprint]
+	if id == nil {
+		id = &incidentIdentity{fingerprint: o.Fingerprint, template: o.Template, aliases: o.Aliases}
+		x.identities[o.Fingerprint] = id
+	}
+	id.refs++
+	seq := x.next
+	x.next++
+	x.ring[seq%uint64(x.max)] = incidentFailure{seq: seq, at: at, values: vals, id: id}
+	for i, v := range vals[:len(x.keys)] {
+		if v == "" {
+			continue
+		}
+		k := incidentValue{i, v}
+		list := append(x.byValue[k], seq)
+		if len(list) > incidentPerValue {
+			list = list[len(list)-incidentPerValue:]
+		}
+		x.byValue[k] = list
+	}
+}
+
+func (x *IncidentIndex) evictOldest() {
+	seq := x.first
+	f := &x.ring[seq%uint64(x.max)]
+	for i, v := range f.values[:len(x.keys)] {
+		if v == "" {
+			continue
+		}
+		k := incidentValue{i, v}
+		if list := x.byValue[k]; len(list) > 0 && list[0] == seq {
+			if len(list) == 1 {
+				delete(x.byValue, k)
+			} else {
+				x.byValue[k] = list[1:]
+			}
+		}
+	}
+	if f.id.refs--; f.id.refs == 0 {
+		delete(x.identities, f.id.fingerprint)
+	}
+	*f = incidentFailure{}
+	x.first++
+}
+
+// Link gives a bare give-up the identity of its incident's failure, if the
+// index holds one; ok false leaves the give-up its own fingerprint.
+func (x *IncidentIndex) Link(c pipeline.Candidate) (fingerprint, template string, aliases []string, ok bool) {
+	at := c.Time()
+	vals, any := x.valuesOf(c.Fields)
+	if !any || at.IsZero() {
+		return "", "", nil, false
+	}
+	var cands []incidentFailure
+	seen := map[uint64]bool{}
+	for i, v := range vals[:len(x.keys)] {
+		if v == "" {
+			continue
+		}
+		for _, seq := range x.byValue[incidentValue{i, v}] {
+			if seq >= x.first && !seen[seq] {
+				seen[seq] = true
+				cands = append(cands, x.ring[seq%uint64(x.max)])
+			}
+		}
+	}
+	best, found := chooseIncident(vals, len(x.keys), at, cands)
+	if !found {
+		return "", "", nil, false
+	}
+	id := cands[best].id
+	return id.fingerprint, id.template, id.aliases, true
+}
+
+// chooseIncident picks the failure a give-up ends, among candidates sharing
+// at least one correlation value with it (values: nKeys correlation keys,
+// most specific first, then incidentAgree's). A failure qualifies when it is
+// not after the give-up, at most IncidentWindow before it, and disagrees on
+// no field both carry (two deliveries of one work item are two incidents). The best shares the most
+// keys, then the most specific one, then is the latest (then the last
+// noted).
+func chooseIncident(vals []string, nKeys int, at time.Time, cands []incidentFailure) (int, bool) {
+	best, bestShared, bestTop := -1, 0, 0
+	for i, f := range cands {
+		if f.at.After(at) || at.Sub(f.at) > IncidentWindow {
+			continue
+		}
+		shared, top, conflict := 0, len(vals), false
+		for k, v := range vals {
+			switch {
+			case v == "" || f.values[k] == "":
+			case v != f.values[k]:
+				conflict = true
+			case k >= nKeys: // agreement only
+			default:
+				shared++
+				top = min(top, k)
+			}
+		}
+		if conflict || shared == 0 {
+			continue
+		}
+		if best < 0 || shared > bestShared || shared == bestShared && (top < bestTop ||
+			top == bestTop && (f.at.After(cands[best].at) || f.at.Equal(cands[best].at) && f.seq > cands[best].seq)) {
+			best, bestShared, bestTop = i, shared, top
+		}
+	}
+	return best, best >= 0
+}

@@ -1,0 +1,241 @@
+package stages
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/the-loop/the-loop-diagnose/fingerprint"
+	"github.com/the-loop/the-loop-diagnose/pipeline"
+)
+
+var incidentT0 = time.Date(2026, 3, 9, 14, 0, 0, 0, time.UTC)
+
+// incRec is a record at t0+at with alternating key, value pairs.
+func incRec(line int64, at time.Duration, kv ...any) pipeline.Candidate {
+	m := map[string]any{"ts": incidentT0.Add(at).Format(time.RFC3339Nano)}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i].(string)] = kv[i+1]
+	}
+	c := pipeline.Candidate{Record: pipeline.Record{Line: line, Fields: pipeline.FieldsOf(m)}, Reason: ReasonError}
+	if m["level"] != "error" {
+		c.Reason = ReasonGiveUp
+	}
+	return c
+}
+
+// failing is a retried failure with error text.
+func failing(line int64, at time.Duration, event, errText string, kv ...any) pipeline.Candidate {
+	return incRec(line, at, append([]any{"event", event, "level", "error", "source", "queue", "will_retry", true,
+		"attempts", 1, "error", errText}, kv...)...)
+}
+
+// givingUp is a bare give-up: will_retry false, attempts spent, no error.
+func givingUp(line int64, at time.Duration, kv ...any) pipeline.Candidate {
+	return incRec(line, at, append([]any{"event", "agent.gave_up", "level", "warning", "source", "queue",
+		"will_retry", false, "attempts", 3}, kv...)...)
+}
+
+// fingerprintAll runs the fingerprint stage with an incident index and
+// returns each line's fingerprint, checking the order is the input's.
+func fingerprintAll(t *testing.T, idx *IncidentIndex, in ...pipeline.Candidate) map[int64]pipeline.Occurrence {
+	t.Helper()
+	fp, err := fingerprint.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := pipeline.Collect(context.Background(), NewFingerprint(fp, idx), in...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != len(in) {
+		t.Fatalf("%d items out for %d in", len(out), len(in))
+	}
+	m := map[int64]pipeline.Occurrence{}
+	for i, o := range out {
+		if o.Line != in[i].Line {
+			t.Fatalf("item %d is line %d, want %d: order not kept", i, o.Line, in[i].Line)
+		}
+		m[o.Line] = o
+	}
+	return m
+}
+
+func newIndex() *IncidentIndex {
+	return NewIncidentIndex(IncidentKeysWith([]string{"work_item", "delivery_id"}), 0)
+}
+
+const (
+	wiHarbor  = "github:quillon/harbor-sync#812"
+	delivA    = "5c1e0f7a-93d2-4b6e-8a10-2f4d9e7c3b01"
+	delivB    = "e8a4b2c9-0d17-4f35-b6e2-91c7a05d4f88"
+	errLease  = "lease 77 on node-b lost: etcd txn aborted (revision 4411)"
+	errRender = "render plan: template \"steps\" missing key .Budget"
+)
+
+func TestBareGiveUpTakesItsIncidentsIdentity(t *testing.T) {
+	got := fingerprintAll(t, newIndex(),
+		failing(1, 0, "queue.claim.failed", errLease, "work_item", wiHarbor, "delivery_id", delivA),
+		givingUp(2, 4*time.Minute, "work_item", wiHarbor, "delivery_id", delivA),
+	)
+	f, g := got[1], got[2]
+	if g.Fingerprint != f.Fingerprint || g.Template != f.Template || fmt.Sprint(g.Aliases) != fmt.Sprint(f.Aliases) {
+		t.Fatalf("give-up %q %q %v, want its failure's %q %q %v", g.Fingerprint, g.Template, g.Aliases, f.Fingerprint, f.Template, f.Aliases)
+	}
+	if g.Str("event") != "agent.gave_up" || g.Line != 2 {
+		t.Fatalf("the give-up's own record must be kept: %+v", g.Record)
+	}
+}
+
+// Without the index (or with nothing to link to) a give-up keeps its own
+// fingerprint, and two unrelated lone give-ups of one event stay one group.
+func TestGiveUpWithNothingToLinkToKeepsItsOwnFingerprint(t *testing.T) {
+	alone := fingerprintAll(t, nil, givingUp(1, 0, "work_item", wiHarbor))[1].Fingerprint
+	got := fingerprintAll(t, newIndex(),
+		failing(1, 0, "queue.claim.failed", errLease, "work_item", "github:quillon/harbor-sync#9"),
+		givingUp(2, time.Minute, "work_item", wiHarbor),
+		givingUp(3, 2*time.Minute, "work_item", "github:brambleworks/ledger#40"),
+		givingUp(4, 3*time.Minute), // no correlation values at all
+	)
+	for _, l := range []int64{2, 3, 4} {
+		if got[l].Fingerprint != alone {
+			t.Errorf("line %d: %q, want its own %q", l, got[l].Fingerprint, alone)
+		}
+	}
+	if got[1].Fingerprint == alone {
+		t.Fatal("the failure took the give-up's fingerprint")
+	}
+}
+
+// Two incidents on one work item, interleaved: each give-up ends the one of
+// its delivery, not the latest failure on the work item.
+func TestInterleavedIncidentsOnOneWorkItemAreNotMixedUp(t *testing.T) {
+	got := fingerprintAll(t, newIndex(),
+		failing(1, 0, "queue.claim.failed", errLease, "work_item", wiHarbor, "delivery_id", delivA),
+		failing(2, 30*time.Second, "plan.failed", errRender, "work_item", wiHarbor, "delivery_id", delivB),
+		failing(3, time.Minute, "queue.claim.failed", errLease, "work_item", wiHarbor, "delivery_id", delivA),
+		failing(4, 90*time.Second, "plan.failed", errRender, "work_item", wiHarbor, "delivery_id", delivB),
+		givingUp(5, 2*time.Minute, "work_item", wiHarbor, "delivery_id", delivA),
+		givingUp(6, 3*time.Minute, "work_item", wiHarbor, "delivery_id", delivB),
+	)
+	if got[5].Fingerprint != got[1].Fingerprint || got[6].Fingerprint != got[2].Fingerprint || got[1].Fingerprint == got[2].Fingerprint {
+		t.Fatalf("give-ups %q %q, want %q %q", got[5].Fingerprint, got[6].Fingerprint, got[1].Fingerprint, got[2].Fingerprint)
+	}
+}
+
+// A delivery shared beats a work item shared: the give-up of delivery A
+// ends A's failure even when a later failure without a delivery sits on the
+// same work item; and with one key each, the delivery (rarer) wins.
+func TestDeliveryIDBeatsWorkItem(t *testing.T) {
+	got := fingerprintAll(t, newIndex(),
+		failing(1, 0, "queue.claim.failed", errLease, "work_item", wiHarbor, "delivery_id", delivA),
+		failing(2, time.Minute, "plan.failed", errRender, "work_item", wiHarbor),
+		givingUp(3, 2*time.Minute, "work_item", wiHarbor, "delivery_id", delivA),
+	)
+	if got[3].Fingerprint != got[1].Fingerprint {
+		t.Fatalf("more keys shared: linked to %q, want %q", got[3].Fingerprint, got[1].Fingerprint)
+	}
+	got = fingerprintAll(t, newIndex(),
+		failing(1, 0, "queue.claim.failed", errLease, "delivery_id", delivA),
+		failing(2, time.Minute, "plan.failed", errRender, "work_item", wiHarbor),
+		givingUp(3, 2*time.Minute, "work_item", wiHarbor, "delivery_id", delivA),
+	)
+	if got[3].Fingerprint != got[1].Fingerprint {
+		t.Fatalf("one key each: linked to %q, want the delivery's %q", got[3].Fingerprint, got[1].Fingerprint)
+	}
+}
+
+// Two deliveries are two incidents, and a disagreeing source or harness is
+// another component's or agent's: no link.
+func TestDisagreeingValuesDoNotLink(t *testing.T) {
+	alone := fingerprintAll(t, nil, givingUp(1, 0, "work_item", wiHarbor, "delivery_id", delivB))[1].Fingerprint
+	got := fingerprintAll(t, newIndex(),
+		failing(1, 0, "queue.claim.failed", errLease, "work_item", wiHarbor, "delivery_id", delivA),
+		givingUp(2, time.Minute, "work_item", wiHarbor, "delivery_id", delivB),
+	)
+	if got[2].Fingerprint != alone {
+		t.Fatalf("another delivery's give-up linked: %q", got[2].Fingerprint)
+	}
+	got = fingerprintAll(t, newIndex(),
+		failing(1, 0, "agent.failed", errRender, "work_item", wiHarbor, "harness", "codex"),
+		givingUp(2, time.Minute, "work_item", wiHarbor, "harness", "cursor"),
+		givingUp(3, time.Minute, "work_item", wiHarbor, "source", "poll"),
+	)
+	if got[2].Fingerprint == got[1].Fingerprint || got[3].Fingerprint == got[1].Fingerprint {
+		t.Fatal("a give-up of another harness or source linked")
+	}
+}
+
+func TestIncidentWindowExpires(t *testing.T) {
+	got := fingerprintAll(t, newIndex(),
+		failing(1, 0, "queue.claim.failed", errLease, "work_item", wiHarbor),
+		givingUp(2, IncidentWindow+time.Second, "work_item", wiHarbor),
+		failing(3, 2*IncidentWindow, "plan.failed", errRender, "work_item", "github:brambleworks/ledger#40"),
+		givingUp(4, 3*IncidentWindow-time.Second, "work_item", "github:brambleworks/ledger#40"),
+	)
+	if got[2].Fingerprint == got[1].Fingerprint {
+		t.Fatal("a give-up past the window linked")
+	}
+	if got[4].Fingerprint != got[3].Fingerprint {
+		t.Fatal("a give-up just inside the window did not link")
+	}
+}
+
+// A give-up is the end of an incident: it never links to a failure after
+// it, in the log or in time.
+func TestGiveUpBeforeItsFailureDoesNotLinkBackwards(t *testing.T) {
+	got := fingerprintAll(t, newIndex(),
+		givingUp(1, 0, "work_item", wiHarbor, "delivery_id", delivA),
+		failing(2, time.Second, "queue.claim.failed", errLease, "work_item", wiHarbor, "delivery_id", delivA),
+		// Written later but stamped earlier than the failure before it.
+		failing(3, 10*time.Minute, "plan.failed", errRender, "work_item", "github:brambleworks/ledger#40"),
+		givingUp(4, 9*time.Minute, "work_item", "github:brambleworks/ledger#40"),
+	)
+	if got[1].Fingerprint == got[2].Fingerprint {
+		t.Fatal("a give-up linked to a failure written after it")
+	}
+	if got[4].Fingerprint == got[3].Fingerprint {
+		t.Fatal("a give-up linked to a failure stamped after it")
+	}
+}
+
+// The latest earlier failure wins among equally tight ones.
+func TestLatestEqualFailureWins(t *testing.T) {
+	got := fingerprintAll(t, newIndex(),
+		failing(1, 0, "queue.claim.failed", errLease, "work_item", wiHarbor),
+		failing(2, time.Minute, "plan.failed", errRender, "work_item", wiHarbor),
+		givingUp(3, 2*time.Minute, "work_item", wiHarbor),
+	)
+	if got[3].Fingerprint != got[2].Fingerprint {
+		t.Fatal("did not link to the latest failure")
+	}
+}
+
+// The index is bounded by size (the oldest failure leaves first) and keeps
+// working across stage runs, as a watcher's scans share it.
+func TestIncidentIndexIsBoundedAndOutlivesAScan(t *testing.T) {
+	idx := NewIncidentIndex(IncidentKeys, 16)
+	var in []pipeline.Candidate
+	for i := range 40 {
+		in = append(in, failing(int64(i+1), time.Duration(i)*time.Second, "queue.claim.failed",
+			fmt.Sprintf("lease lost: shard %c", 'a'+i%26), "work_item", fmt.Sprintf("github:quillon/harbor-sync#%d", i)))
+	}
+	first := fingerprintAll(t, idx, in...)
+	if idx.Len() != 16 || len(idx.byValue) != 16 {
+		t.Fatalf("index holds %d failures, %d values; want the bound 16", idx.Len(), len(idx.byValue))
+	}
+	got := fingerprintAll(t, idx, // the next scan
+		givingUp(100, time.Minute, "work_item", "github:quillon/harbor-sync#39"),
+		givingUp(101, time.Minute, "work_item", "github:quillon/harbor-sync#2"),
+	)
+	if got[100].Fingerprint != first[40].Fingerprint {
+		t.Fatal("a give-up did not link to the previous scan's failure")
+	}
+	if got[101].Fingerprint == first[3].Fingerprint {
+		t.Fatal("a give-up linked to an evicted failure")
+	}
+	if len(idx.identities) > 16 {
+		t.Fatalf("%d identities kept for 16 failures", len(idx.identities))
+	}
+}

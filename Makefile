@@ -44,6 +44,8 @@ fuzz:
 	$(GO) test ./stages -run '^$$' -fuzz '^FuzzIndexInteresting$$' -fuzztime 15s
 	$(GO) test ./stages -run '^$$' -fuzz '^FuzzFinderAgreesWithIndex$$' -fuzztime 15s
 	$(GO) test ./stages -run '^$$' -fuzz '^FuzzEnvironmentHintsNeverHideASign$$' -fuzztime 15s
+	$(GO) test ./stages -run '^$$' -fuzz '^FuzzPostTrailingMarkers$$' -fuzztime 15s
+	$(GO) test ./stages -run '^$$' -fuzz '^FuzzPostFitBody$$' -fuzztime 15s
 
 bench: build
 	$(GO) run ./test/bench --bin $(BIN) --out bench-out

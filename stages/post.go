@@ -756,8 +756,8 @@ func (p *poster) bestEffort(err error, msg string) error {
 
 // lookup finds fp's issue by its marker through the list-issues endpoint
 // (consistent, unlike search): first the issues carrying our label, then
-// those our login created (the label may have been dropped), then a bounded
-// scan of the newest issues. Every marker seen is indexed for the rest of
+// those our login and each trusted author created (the label may have been
+// dropped), then a bounded scan of the newest issues. Every marker seen is indexed for the rest of
 // the scan; fresh forgets the index (after an ambiguous create).
 func (p *poster) lookup(ctx context.Context, fp string, fresh bool) (*github.Issue, error) {
 	if err := p.ensureLogin(ctx); err != nil {
@@ -766,20 +766,25 @@ func (p *poster) lookup(ctx context.Context, fp string, fresh bool) (*github.Iss
 	if fresh || p.index == nil {
 		p.index, p.scanned = map[string]*github.Issue{}, map[string]bool{}
 	}
-	queries := []struct {
+	type query struct {
 		key   string
 		opts  github.IssueListByRepoOptions
 		pages int
-	}{
-		{"label", github.IssueListByRepoOptions{Labels: []string{p.cfg.Label}}, 0},
-		{"creator", github.IssueListByRepoOptions{Creator: p.login}, 0},
-		{"recent", github.IssueListByRepoOptions{}, postScanPages},
 	}
+	queries := []query{{"label", github.IssueListByRepoOptions{Labels: []string{p.cfg.Label}}, 0}}
+	// Only trusted authors' issues count, so theirs are the ones worth
+	// listing when the label was dropped.
+	for _, login := range append([]string{p.login}, p.cfg.TrustedAuthors...) {
+		if login != "" && (login == p.login || !strings.EqualFold(login, p.login)) {
+			queries = append(queries, query{"creator:" + strings.ToLower(login), github.IssueListByRepoOptions{Creator: login}, 0})
+		}
+	}
+	queries = append(queries, query{"recent", github.IssueListByRepoOptions{}, postScanPages})
 	for _, q := range queries {
 		if is := p.index[fp]; is != nil {
 			return is, nil
 		}
-		if p.scanned[q.key] || (q.key == "creator" && p.login == "") {
+		if p.scanned[q.key] {
 			continue
 		}
 		opts := q.opts

@@ -194,6 +194,9 @@ func postOpenFence(s string) string {
 			continue
 		}
 		switch {
+		case open == "" && t[0] == '`' && strings.Contains(t[n:], "`"):
+			// CommonMark: a backtick fence's info string holds no
+			// backtick; this line is prose (an inline code span).
 		case open == "":
 			open = t[:n]
 		case t[0] == open[0] && n >= len(open) && strings.TrimSpace(t[n:]) == "":

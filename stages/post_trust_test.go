@@ -31,6 +31,7 @@ func TestPostTrailingMarkersCountOnlyWhereTheToolWritesThem(t *testing.T) {
 		{"inside a fence left open at the end", "## Trigger\n\n```\nlog\n" + m + "\n" + SelfAuthoredMarker + "\n", nil},
 		{"inside a tilde fence left open", "~~~~\n" + m + "\n", nil},
 		{"a fence closed before the block", "```\nlog\n```\n" + m + "\n", []string{fp}},
+		{"backticks in an info string open no fence", "``` not`a fence\n" + m + "\n", []string{fp}},
 		{"indented: a code block, not our line", "text\n\n    " + m + "\n", nil},
 		{"followed by text", m + "\n" + SelfAuthoredMarker + "\nthanks, mallory\n", nil},
 		{"inside a blockquote", "> " + m + "\n", nil},
@@ -317,4 +318,24 @@ func TestPostWithoutGetUser(t *testing.T) {
 		}
 		noWritesTo(t, h.srv, 1)
 	})
+}
+
+func TestPostListsEachTrustedAuthorsIssuesBeforeScanningRecentOnes(t *testing.T) {
+	h := newPostHarness(t, fakegh.Options{}, "")
+	h.cfg.TrustedAuthors = []string{"loop-bot-2", "LOOP-BOT"} // the token's own is listed once
+	is := strangerIssue("fp-l", false)
+	is.Login = "loop-bot-2" // filed without the label (a token without triage rights)
+	n := h.srv.AddIssue(is)
+	if o := h.runOne(t, postReport("fp-l")); o.Status != pipeline.StatusKnown || o.Number != n {
+		t.Fatalf("outcome %+v", o)
+	}
+	var creators []string
+	for _, r := range h.srv.RequestsTo(fakegh.RouteListIssues) {
+		if r.Query.Get("labels") == "" {
+			creators = append(creators, r.Query.Get("creator"))
+		}
+	}
+	if !slices.Equal(creators, []string{"loop-bot", "loop-bot-2"}) {
+		t.Fatalf("unlabelled list queries by creator %q, want loop-bot then loop-bot-2 and no unfiltered scan", creators)
+	}
 }

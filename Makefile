@@ -49,6 +49,8 @@ fuzz:
 	$(GO) test ./stages -run '^$$' -fuzz '^FuzzEnvironmentHintsNeverHideASign$$' -fuzztime 15s
 	$(GO) test ./stages -run '^$$' -fuzz '^FuzzVerifyEvidence$$' -fuzztime 15s
 	$(GO) test ./stages -run '^$$' -fuzz '^FuzzAgentTailExcerptMasksKeys$$' -fuzztime 15s
+	$(GO) test ./stages -run '^$$' -fuzz '^FuzzPostTrailingMarkers$$' -fuzztime 15s
+	$(GO) test ./stages -run '^$$' -fuzz '^FuzzPostFitBody$$' -fuzztime 15s
 
 bench: build
 	$(GO) run ./test/bench --bin $(BIN) --out bench-out

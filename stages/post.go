@@ -65,6 +65,10 @@ type PostConfig struct {
 	// GitHub (the scan's CheckGitHub, shared with the agent stage); its
 	// error stops the stage.
 	Preflight func(context.Context) error
+	// TrustedAuthors are logins besides the token's own (GET /user) whose
+	// issues' markers count: a fleet's other bot accounts, a GitHub App's
+	// "name[bot]" when its token may not read /user.
+	TrustedAuthors []string
 }
 
 // NewPost files each new defect on GitHub exactly once and records what it
@@ -118,6 +122,7 @@ type poster struct {
 
 	login        string // the token's login; "" when /user is not allowed
 	loginChecked bool
+	warned       map[string]bool // foreign markers logged this scan
 	labelChecked bool
 	labelWarned  bool
 	lastWrite    time.Time
@@ -214,13 +219,18 @@ func (p *poster) post(ctx context.Context, o *pipeline.Outcome) error {
 		ref, cached = st.Issues[fp]
 		_, intent = st.Intents[fp]
 	})
+	if err := p.ensureLogin(ctx); err != nil {
+		return err
+	}
 	var found *github.Issue
 	if cached && ref.Number > 0 {
 		is, err := p.getIssue(ctx, ref.Number)
 		if err != nil {
 			return err
 		}
-		found = is
+		if is != nil && p.ownIssue(is, fp) {
+			found = is
+		}
 	}
 	if found == nil {
 		is, err := p.lookup(ctx, fp, false)
@@ -278,9 +288,29 @@ func (p *poster) refreshKnown(ctx context.Context, o *pipeline.Outcome) error {
 		}
 		number = rep.Number
 	}
+	if err := p.ensureLogin(ctx); err != nil {
+		return err
+	}
 	is, err := p.getIssue(ctx, number)
 	if err != nil || is == nil {
 		return err
+	}
+	if !p.ownIssue(is, fp) {
+		if p.login == "" {
+			// Without our own login a fleet account not listed in
+			// trustedAuthors looks the same as a stranger: leave it be.
+			return nil
+		}
+		// Recorded by a version that believed a stranger's marker: the
+		// defect has no issue of ours, so the next scan files it.
+		p.cfg.Log.Warn().Str("fingerprint", fp).Int("issue", number).
+			Msg("the issue recorded for this defect was not filed by a trusted author: forgetting it, the defect will be filed")
+		o.Reason = fmt.Sprintf("#%d is not the tool's own issue: filed anew next scan", number)
+		return p.cfg.Store.Update(func(st *store.State) error {
+			delete(st.Issues, fp)
+			delete(st.Reported, fp)
+			return nil
+		})
 	}
 	return p.existing(ctx, o, is)
 }
@@ -495,7 +525,7 @@ func (p *poster) findOccurrenceComment(ctx context.Context, n int, fp string, kn
 		}
 		for _, c := range list {
 			if (known != 0 && c.GetID() == known) ||
-				(strings.Contains(c.GetBody(), marker) && (p.login == "" || strings.EqualFold(c.GetUser().GetLogin(), p.login))) {
+				(strings.Contains(c.GetBody(), marker) && p.trusts(c.GetUser().GetLogin())) {
 				return c.GetID(), c.GetBody(), nil
 			}
 		}
@@ -526,19 +556,25 @@ func (p *poster) create(ctx context.Context, o *pipeline.Outcome) error {
 		return err
 	}
 	var created *github.Issue
+	answered := false // created is the create call's own answer
 	err = p.do(ctx, ghCall{what: "create issue", write: true, repoLevel: true}, func(ctx context.Context) error {
 		is, _, err := p.cfg.Client.Issues.Create(ctx, p.owner, p.name, &github.IssueRequest{
 			Title: github.String(title), Body: github.String(body), Labels: &[]string{p.cfg.Label},
 		})
-		created = is
+		created, answered = is, err == nil
 		return err
 	}, func(ctx context.Context) (bool, error) {
 		is, err := p.lookup(ctx, fp, true)
-		created = is
+		created, answered = is, false
 		return is != nil, err
 	})
 	if err != nil {
 		return err
+	}
+	if p.login == "" && answered {
+		// A token that may not read /user (a GitHub App) is whoever
+		// GitHub says wrote the issue it just created.
+		p.login = created.GetUser().GetLogin()
 	}
 	if !p.mine(created) && p.login != "" {
 		// Another deployment won the race while our create was in doubt.
@@ -571,7 +607,7 @@ func (p *poster) earlierTwin(ctx context.Context, fp string, created *github.Iss
 	err := p.do(ctx, ghCall{what: "list issues", repoLevel: true}, func(ctx context.Context) error {
 		list, _, err := p.cfg.Client.Issues.ListByRepo(ctx, p.owner, p.name, &opts)
 		for _, is := range list {
-			if is.GetNumber() < created.GetNumber() && strings.Contains(is.GetBody(), FingerprintMarker(fp)) &&
+			if is.GetNumber() < created.GetNumber() && slices.Contains(p.trustedMarkers(is), fp) &&
 				(first == nil || is.GetNumber() < first.GetNumber()) {
 				first = is
 			}
@@ -650,7 +686,8 @@ func (p *poster) getIssue(ctx context.Context, n int) (*github.Issue, error) {
 
 // ensureLogin learns the token's login once (for the creator filter and to
 // tell our issues from others'). Tokens that may not read /user (GitHub App
-// installations) simply go without.
+// installations) go without: only TrustedAuthors are trusted then, until
+// the scan's first create tells who the token is.
 func (p *poster) ensureLogin(ctx context.Context) error {
 	if p.loginChecked {
 		return nil
@@ -667,6 +704,10 @@ func (p *poster) ensureLogin(ctx context.Context) error {
 	}
 	p.loginChecked = true
 	p.login = u.GetLogin()
+	if p.login == "" && len(p.cfg.TrustedAuthors) == 0 {
+		p.cfg.Log.Warn().Msg("GitHub does not say who the token is (GET /user is not allowed, as for a GitHub App): " +
+			"no issue is recognised by its marker until selfDiagnosis.trustedAuthors names the login the token files as (e.g. my-app[bot])")
+	}
 	return nil
 }
 
@@ -715,8 +756,8 @@ func (p *poster) bestEffort(err error, msg string) error {
 
 // lookup finds fp's issue by its marker through the list-issues endpoint
 // (consistent, unlike search): first the issues carrying our label, then
-// those our login created (the label may have been dropped), then a bounded
-// scan of the newest issues. Every marker seen is indexed for the rest of
+// those our login and each trusted author created (the label may have been
+// dropped), then a bounded scan of the newest issues. Every marker seen is indexed for the rest of
 // the scan; fresh forgets the index (after an ambiguous create).
 func (p *poster) lookup(ctx context.Context, fp string, fresh bool) (*github.Issue, error) {
 	if err := p.ensureLogin(ctx); err != nil {
@@ -725,20 +766,25 @@ func (p *poster) lookup(ctx context.Context, fp string, fresh bool) (*github.Iss
 	if fresh || p.index == nil {
 		p.index, p.scanned = map[string]*github.Issue{}, map[string]bool{}
 	}
-	queries := []struct {
+	type query struct {
 		key   string
 		opts  github.IssueListByRepoOptions
 		pages int
-	}{
-		{"label", github.IssueListByRepoOptions{Labels: []string{p.cfg.Label}}, 0},
-		{"creator", github.IssueListByRepoOptions{Creator: p.login}, 0},
-		{"recent", github.IssueListByRepoOptions{}, postScanPages},
 	}
+	queries := []query{{"label", github.IssueListByRepoOptions{Labels: []string{p.cfg.Label}}, 0}}
+	// Only trusted authors' issues count, so theirs are the ones worth
+	// listing when the label was dropped.
+	for _, login := range append([]string{p.login}, p.cfg.TrustedAuthors...) {
+		if login != "" && (login == p.login || !strings.EqualFold(login, p.login)) {
+			queries = append(queries, query{"creator:" + strings.ToLower(login), github.IssueListByRepoOptions{Creator: login}, 0})
+		}
+	}
+	queries = append(queries, query{"recent", github.IssueListByRepoOptions{}, postScanPages})
 	for _, q := range queries {
 		if is := p.index[fp]; is != nil {
 			return is, nil
 		}
-		if p.scanned[q.key] || (q.key == "creator" && p.login == "") {
+		if p.scanned[q.key] {
 			continue
 		}
 		opts := q.opts
@@ -756,8 +802,8 @@ func (p *poster) lookup(ctx context.Context, fp string, fresh bool) (*github.Iss
 				return nil, err
 			}
 			for _, is := range list {
-				for _, m := range postMarkerRE.FindAllStringSubmatch(is.GetBody(), -1) {
-					p.indexIssue(m[1], is)
+				for _, fp := range p.trustedMarkers(is) {
+					p.indexIssue(fp, is)
 				}
 			}
 			if resp == nil || resp.NextPage == 0 || (q.pages > 0 && page >= q.pages) {

@@ -19,8 +19,49 @@ const (
 	PostMaxTitle = 256
 )
 
-// postMarkerRE finds fingerprint markers in issue bodies.
-var postMarkerRE = regexp.MustCompile(`<!-- the-loop-diagnose fingerprint:(\S+) -->`)
+// postMarkerLineRE is a fingerprint marker line exactly as compose writes
+// it, with a fingerprint in the tool's alphabet ("v2:" and hex; the-loop's
+// are bare hex), bounded so a planted one stays short.
+var postMarkerLineRE = regexp.MustCompile(`^<!-- the-loop-diagnose fingerprint:([A-Za-z0-9][A-Za-z0-9:._-]{0,99}) -->$`)
+
+// postOtherMarkerRE are the other lines of the trailing marker block: the
+// self-authored marker, and the duplicate-of note a twin that stood down
+// keeps in its marker's place.
+var postOtherMarkerRE = regexp.MustCompile(`^(?:` + regexp.QuoteMeta(SelfAuthoredMarker) + `|<!-- the-loop-diagnose duplicate-of:\d+ -->)$`)
+
+// postTrailingMarkers returns the fingerprints an issue body's markers name,
+// counting only where the tool writes them: each on a line of its own, in
+// the block of marker lines that ends the body, outside any code fence. Every
+// body this tool (and each older version) filed has that shape; a marker
+// anywhere else is quoted text — log lines in the dossier, an agent's echo —
+// and never counts.
+func postTrailingMarkers(body string) []string {
+	head, fps := postSplitMarkerBlock(body)
+	if len(fps) == 0 || postOpenFence(head) != "" {
+		return nil
+	}
+	return fps
+}
+
+// postSplitMarkerBlock splits body into what precedes its trailing block of
+// marker lines (blank lines included) and the fingerprints that block names,
+// in order.
+func postSplitMarkerBlock(body string) (head string, fps []string) {
+	lines := strings.Split(body, "\n")
+	end := len(lines)
+	for end > 0 {
+		// GitHub keeps a web edit's CRLF.
+		line := strings.TrimRight(lines[end-1], " \t\r")
+		if m := postMarkerLineRE.FindStringSubmatch(line); m != nil {
+			fps = append(fps, m[1])
+		} else if line != "" && !postOtherMarkerRE.MatchString(line) {
+			break
+		}
+		end--
+	}
+	slices.Reverse(fps)
+	return strings.Join(lines[:end], "\n"), fps
+}
 
 // postOccurrenceMarker tags the one occurrence comment kept per issue.
 func postOccurrenceMarker(fp string) string {
@@ -46,23 +87,33 @@ func postFitTitle(t string) string {
 // closed so the rest still renders. It reports whether it cut anything.
 func postFitBody(body, fp string, limit int) (string, bool) {
 	fpMarker := FingerprintMarker(fp)
-	if !strings.Contains(body, fpMarker) || !strings.Contains(body, SelfAuthoredMarker) ||
-		strings.LastIndex(body, SelfAuthoredMarker) < strings.LastIndex(body, fpMarker) {
-		body = postStripMarkers(body, fpMarker) + "\n" + fpMarker + "\n" + SelfAuthoredMarker + "\n"
+	tail := "\n" + fpMarker + "\n" + SelfAuthoredMarker + "\n"
+	if !slices.Equal(postTrailingMarkers(body), []string{fp}) || !strings.HasSuffix(body, SelfAuthoredMarker+"\n") {
+		body = postMarkerHead(body, fpMarker) + tail
 	}
 	if utf8.RuneCountInString(body) <= limit {
 		return body, false
 	}
-	tail := "\n" + fpMarker + "\n" + SelfAuthoredMarker + "\n"
-	head := postStripMarkers(body, fpMarker)
+	head := postMarkerHead(body, fpMarker)
 	if pre, trig, post, ok := postSplitTrigger(head); ok {
 		fixed := utf8.RuneCountInString(pre) + utf8.RuneCountInString(post) + utf8.RuneCountInString(tail)
-		if out, ok := postCutToFit(trig, limit-fixed, "dossier"); ok {
+		// A fence the dossier left open ran on to the end of the head;
+		// cut there, it would open one over the markers instead.
+		if out, ok := postCutToFit(trig, limit-fixed, "dossier"); ok && postOpenFence(pre+out+post) == "" {
 			return pre + out + post + tail, true
 		}
 	}
 	out, _ := postCutToFit(head, limit-utf8.RuneCountInString(tail), "report")
 	return out + tail, true
+}
+
+// postMarkerHead is body without its markers, ready for the one marker
+// block to be appended: every copy of ours taken out, any trailing marker
+// lines dropped (a block must name only fp) and a fence left open closed (a
+// block inside a fence is no marker).
+func postMarkerHead(body, fpMarker string) string {
+	head, _ := postSplitMarkerBlock(postStripMarkers(body, fpMarker))
+	return postCloseFences(strings.TrimRight(head, "\n"))
 }
 
 // postStripMarkers removes every marker line, so they can be appended once.
@@ -121,6 +172,15 @@ func postCutToFit(s string, budget int, what string) (string, bool) {
 
 // postCloseFences appends the fence that closes a code block left open.
 func postCloseFences(s string) string {
+	if open := postOpenFence(s); open != "" {
+		return s + "\n" + open
+	}
+	return s
+}
+
+// postOpenFence is the opening run of the code fence s leaves open at its
+// end, or "" when s ends outside a fenced block.
+func postOpenFence(s string) string {
 	var open string // the opening fence run, "" when outside a block
 	for _, line := range strings.Split(s, "\n") {
 		t := strings.TrimLeft(line, " ")
@@ -135,16 +195,16 @@ func postCloseFences(s string) string {
 			continue
 		}
 		switch {
+		case open == "" && t[0] == '`' && strings.Contains(t[n:], "`"):
+			// CommonMark: a backtick fence's info string holds no
+			// backtick; this line is prose (an inline code span).
 		case open == "":
 			open = t[:n]
 		case t[0] == open[0] && n >= len(open) && strings.TrimSpace(t[n:]) == "":
 			open = ""
 		}
 	}
-	if open == "" {
-		return s
-	}
-	return s + "\n" + open
+	return open
 }
 
 // Bounds that keep the occurrence comment far below GitHub's body limit

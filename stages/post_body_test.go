@@ -3,6 +3,7 @@ package stages
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -53,6 +54,8 @@ func FuzzPostFitBody(f *testing.F) {
 	f.Add(postBody("fp", strings.Repeat("```go\n", 100)), 500)
 	f.Add("## Trigger\n"+strings.Repeat("é", 2000), 400)
 	f.Add(strings.Repeat("x", 5000)+FingerprintMarker("fp"), 350)
+	f.Add("```\nlog\n"+FingerprintMarker("fp")+"\n"+SelfAuthoredMarker+"\n", 5000)
+	f.Add("text\n"+FingerprintMarker("other")+"\n"+FingerprintMarker("fp")+"\n"+SelfAuthoredMarker+"\n", 5000)
 	f.Fuzz(func(t *testing.T, body string, limit int) {
 		if !utf8.ValidString(body) {
 			return
@@ -65,8 +68,10 @@ func FuzzPostFitBody(f *testing.F) {
 		if !utf8.ValidString(got) {
 			t.Fatal("invalid UTF-8")
 		}
-		if !strings.Contains(got, FingerprintMarker("fp")) || !strings.HasSuffix(got, SelfAuthoredMarker+"\n") {
-			t.Fatal("a marker was lost")
+		if !strings.HasSuffix(got, SelfAuthoredMarker+"\n") || !slices.Equal(postTrailingMarkers(got), []string{"fp"}) {
+			// Whatever the body held (open fences, other markers), what is
+			// filed is recognised as fp's issue and nothing else's.
+			t.Fatalf("the body does not end with fp's marker block, outside any fence:\n%q", got)
 		}
 	})
 }

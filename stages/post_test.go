@@ -231,6 +231,7 @@ func TestPostMarkerLookupUsesListEndpointNotSearch(t *testing.T) {
 // earlier, its marker taken out so no lookup finds it again.
 func TestPostTwinFiledAtTheSameMomentStandsDown(t *testing.T) {
 	h := newPostHarness(t, fakegh.Options{}, "")
+	h.cfg.TrustedAuthors = []string{"other-deployment"} // the fleet's other account
 	// The other deployment's issue appears between our lookup and our create.
 	h.srv.Inject(fakegh.RouteCreateIssue, fakegh.Fault{Before: func() {
 		h.srv.AddIssue(fakegh.Issue{Title: "filed elsewhere", Body: postBody("fp-twin", "x"), Login: "other-deployment", Labels: []string{DefaultPostLabel}})
@@ -254,6 +255,7 @@ func TestPostTwinFiledAtTheSameMomentStandsDown(t *testing.T) {
 
 func TestPostExistingOpenIssueKeepsOneOccurrenceComment(t *testing.T) {
 	h := newPostHarness(t, fakegh.Options{}, "")
+	h.cfg.TrustedAuthors = []string{"Other-Deployment"} // logins compare case-insensitively
 	n := h.srv.AddIssue(fakegh.Issue{Title: "filed elsewhere", Body: postBody("fp-x", "x"), Login: "other-deployment", Labels: []string{DefaultPostLabel}})
 
 	o := h.runOne(t, postReport("fp-x"))
@@ -293,7 +295,7 @@ func TestPostExistingOpenIssueKeepsOneOccurrenceComment(t *testing.T) {
 
 func TestPostOccurrenceCommentFoundAgainAfterLostState(t *testing.T) {
 	h := newPostHarness(t, fakegh.Options{}, "")
-	n := h.srv.AddIssue(fakegh.Issue{Title: "t", Body: postBody("fp-y", "x"), Labels: []string{DefaultPostLabel}})
+	n := h.srv.AddIssue(fakegh.Issue{Title: "t", Body: postBody("fp-y", "x"), Login: "loop-bot", Labels: []string{DefaultPostLabel}})
 	h.runOne(t, postReport("fp-y"))
 	first := h.srv.Comments(n)
 	if len(first) != 1 {
@@ -327,6 +329,7 @@ func occurrenceCount(t *testing.T, body string) int {
 
 func TestPostFleetOccurrenceCommentShowsTheFleetTotals(t *testing.T) {
 	a := newPostHarness(t, fakegh.Options{}, "")
+	a.cfg.TrustedAuthors = []string{"other-deployment"}
 	n := a.srv.AddIssue(fakegh.Issue{Title: "filed elsewhere", Body: postBody("fp-f", "x"), Login: "other-deployment", Labels: []string{DefaultPostLabel}})
 	b := a.withFreshState()
 	b.cfg.Version = "v2.0.0"
@@ -415,7 +418,7 @@ func TestPostOccurrenceTallyEditedByAHumanNeverFailsThePost(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newPostHarness(t, fakegh.Options{}, "")
-			n := h.srv.AddIssue(fakegh.Issue{Title: "t", Body: postBody("fp-h", "x"), Labels: []string{DefaultPostLabel}})
+			n := h.srv.AddIssue(fakegh.Issue{Title: "t", Body: postBody("fp-h", "x"), Login: "loop-bot", Labels: []string{DefaultPostLabel}})
 			id := h.srv.AddComment(n, "loop-bot", tc.body)
 			if o := h.runOne(t, postReport("fp-h")); o.Status != pipeline.StatusKnown {
 				t.Fatalf("outcome %+v", o)
@@ -444,7 +447,7 @@ func TestPostOccurrenceTallyEditedByAHumanNeverFailsThePost(t *testing.T) {
 func TestPostDeletedOccurrenceCommentIsRecreated(t *testing.T) {
 	t.Run("deleted before the scan", func(t *testing.T) {
 		h := newPostHarness(t, fakegh.Options{}, "")
-		n := h.srv.AddIssue(fakegh.Issue{Title: "t", Body: postBody("fp-d", "x"), Labels: []string{DefaultPostLabel}})
+		n := h.srv.AddIssue(fakegh.Issue{Title: "t", Body: postBody("fp-d", "x"), Login: "loop-bot", Labels: []string{DefaultPostLabel}})
 		// The state remembers a comment a maintainer has since deleted.
 		h.st.Mutate(func(st *store.State) {
 			st.Issues["fp-d"] = store.IssueRef{Number: n, State: "open", CommentID: 4242, CommentEditedAt: h.clock().Add(-2 * time.Hour), Occurrences: 5}
@@ -463,7 +466,7 @@ func TestPostDeletedOccurrenceCommentIsRecreated(t *testing.T) {
 	})
 	t.Run("deleted between read and edit", func(t *testing.T) {
 		h := newPostHarness(t, fakegh.Options{}, "")
-		n := h.srv.AddIssue(fakegh.Issue{Title: "t", Body: postBody("fp-d", "x"), Labels: []string{DefaultPostLabel}})
+		n := h.srv.AddIssue(fakegh.Issue{Title: "t", Body: postBody("fp-d", "x"), Login: "loop-bot", Labels: []string{DefaultPostLabel}})
 		other := h.withFreshState()
 		other.runOne(t, postReport("fp-d"))
 		h.runOne(t, postReport("fp-d")) // the comment now tallies 3 + 3
@@ -510,10 +513,10 @@ func TestPostReopensIssueClosedAsCompleted(t *testing.T) {
 func TestPostRespectsMaintainerDismissal(t *testing.T) {
 	for name, setup := range map[string]func(*fakegh.Server) int{
 		"not planned": func(s *fakegh.Server) int {
-			return s.AddIssue(fakegh.Issue{Title: "t", Body: postBody("fp-d", "x"), State: "closed", StateReason: "not_planned"})
+			return s.AddIssue(fakegh.Issue{Title: "t", Body: postBody("fp-d", "x"), Login: "loop-bot", State: "closed", StateReason: "not_planned"})
 		},
 		"wontfix label": func(s *fakegh.Server) int {
-			return s.AddIssue(fakegh.Issue{Title: "t", Body: postBody("fp-d", "x"), State: "closed", StateReason: "completed", Labels: []string{"wontfix"}})
+			return s.AddIssue(fakegh.Issue{Title: "t", Body: postBody("fp-d", "x"), Login: "loop-bot", State: "closed", StateReason: "completed", Labels: []string{"wontfix"}})
 		},
 	} {
 		t.Run(name, func(t *testing.T) {

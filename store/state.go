@@ -48,6 +48,16 @@ type IssueRef struct {
 	CheckedAt       time.Time `json:"checked_at,omitzero"`
 }
 
+// ForeignMarker is an issue whose author is not trusted but whose body
+// carries a fingerprint marker, as the post stage last saw it.
+type ForeignMarker struct {
+	Number      int       `json:"number"`
+	URL         string    `json:"url,omitempty"`
+	Login       string    `json:"login"`
+	Fingerprint string    `json:"fingerprint"`
+	At          time.Time `json:"at"`
+}
+
 // Dismissal records a maintainer's decision not to fix (closed as not
 // planned, or labelled wontfix/invalid/duplicate): never filed again.
 type Dismissal struct {
@@ -121,6 +131,10 @@ type State struct {
 	// its own entry in tallies shared with a fleet on GitHub, so it must
 	// never be derived from anything identifying (it is public).
 	Deployment string `json:"deployment,omitempty"`
+	// ForeignMarkers are issues by someone the post stage does not trust
+	// that carry a fingerprint marker: ignored for every decision, kept (the
+	// newest few) so status can warn about them.
+	ForeignMarkers []ForeignMarker `json:"foreign_markers,omitempty"`
 
 	extra map[string]json.RawMessage
 }
@@ -172,7 +186,7 @@ var knownKeys = map[string]bool{
 	"reported": true, "abandoned": true, "attempts": true, "posted": true,
 	"intents": true, "issues": true, "dismissed": true, "deferred": true,
 	"last_failure": true, "cursor": true, "settled": true, "heals": true, "diagnosed": true,
-	"deployment": true,
+	"deployment": true, "foreign_markers": true,
 }
 
 // stateFields has State's JSON shape without its methods, so decoding it does

@@ -19,10 +19,11 @@ import (
 
 var markerRE = regexp.MustCompile(`<!-- the-loop-diagnose fingerprint:(\S+) -->`)
 
-// markerOf is the fingerprint an issue body's hidden marker names, or "".
+// markerOf is the fingerprint an issue body's hidden marker names, or "":
+// the last one, which is where the tool writes it (a quoted one may precede).
 func markerOf(body string) string {
-	if m := markerRE.FindStringSubmatch(body); m != nil {
-		return m[1]
+	if all := markerRE.FindAllStringSubmatch(body, -1); all != nil {
+		return all[len(all)-1][1]
 	}
 	return ""
 }

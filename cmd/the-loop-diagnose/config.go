@@ -35,6 +35,9 @@ type Config struct {
 	AgentParallel   int
 	AgentEnv        []string // variables passed to the agent beyond PATH, HOME, LANG, LC_*, TZ, TMPDIR
 	Version         string   // the deployment's version, when records carry none
+	// TrustedAuthors are logins besides the token's own whose issues count
+	// as the tool's (a fleet's other bot accounts).
+	TrustedAuthors []string
 
 	// Triage before a human: budgets and the mechanical checks.
 	MaxDiagnosesPerScan int
@@ -207,6 +210,8 @@ func LoadConfig(path string) (Config, error) {
 			err = decodeKey(path, full, n, &cfg.Triage.EnvRules)
 		case "sourceCheckout":
 			err = decodeKey(path, full, n, &cfg.SourceCheckout)
+		case "trustedAuthors":
+			err = decodeTrustedAuthors(path, full, n, &cfg.TrustedAuthors)
 		default:
 			// the-loop's own newer keys must not stop this tool: ignore, but
 			// loudly enough that a typo is noticed.
@@ -285,6 +290,25 @@ func (c *Config) validate(file string) error {
 	if _, err := fingerprint.New(c.Rules); err != nil {
 		return &ConfigError{File: file, Key: "selfDiagnosis.fingerprintRules", Err: err}
 	}
+	return nil
+}
+
+// decodeTrustedAuthors reads a list of GitHub logins; an entry that is not
+// one is an error naming its position, never silently dropped (a typo would
+// make the fleet's other account a stranger).
+func decodeTrustedAuthors(file, key string, n *yaml.Node, dst *[]string) error {
+	if n.Kind != yaml.SequenceNode {
+		return &ConfigError{File: file, Key: key, Line: n.Line, Err: fmt.Errorf("want a list of GitHub logins (got %s)", kindName(n))}
+	}
+	var logins []string
+	for i, item := range n.Content {
+		if item.Kind != yaml.ScalarNode || (item.Tag != "!!str" && item.Tag != "!!int") || !stages.ValidLogin(item.Value) {
+			return &ConfigError{File: file, Key: fmt.Sprintf("%s[%d]", key, i), Line: item.Line,
+				Err: fmt.Errorf("%s is not a GitHub login (letters, digits and single hyphens, at most 39, optionally ending in [bot])", kindName(item))}
+		}
+		logins = append(logins, item.Value)
+	}
+	*dst = logins
 	return nil
 }
 

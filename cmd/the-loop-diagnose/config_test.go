@@ -71,6 +71,12 @@ func TestBadValuesNameTheirKey(t *testing.T) {
 		"eventLog:\n  path: [a]\n":                                          "eventLog.path",
 		"selfDiagnosis:\n  environmentRules: [{name: vpn, error: \"(\"}]\n": "vpn",
 		"selfDiagnosis:\n  fingerprintRules: [{name: db, error: \"(\"}]\n":  "db",
+		"selfDiagnosis:\n  trustedAuthors: loop-bot\n":                      "selfDiagnosis.trustedAuthors",
+		"selfDiagnosis:\n  trustedAuthors: [loop-bot, \"\"]\n":              "selfDiagnosis.trustedAuthors[1]",
+		"selfDiagnosis:\n  trustedAuthors: [\"@mallory\"]\n":                "selfDiagnosis.trustedAuthors[0]",
+		"selfDiagnosis:\n  trustedAuthors: [a--b]\n":                        "selfDiagnosis.trustedAuthors[0]",
+		"selfDiagnosis:\n  trustedAuthors: [{login: x}]\n":                  "selfDiagnosis.trustedAuthors[0]",
+		"selfDiagnosis:\n  trustedAuthors: [null]\n":                        "selfDiagnosis.trustedAuthors[0]",
 	}
 	for text, key := range cases {
 		_, err := LoadConfig(writeConfig(t, text))
@@ -105,5 +111,20 @@ func TestAgentEnvNamesAreValidatedAndTokensRefused(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "selfDiagnosis.agentEnv") || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: error %v, want it to name selfDiagnosis.agentEnv and %s", text, err, want)
 		}
+	}
+}
+
+func TestTrustedAuthorsAreGitHubLogins(t *testing.T) {
+	long := strings.Repeat("a", 39)
+	cfg, err := LoadConfig(writeConfig(t, "selfDiagnosis:\n  trustedAuthors:\n    - loop-bot-2\n    - Fleet-App[bot]\n    - 1234\n    - "+long+"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"loop-bot-2", "Fleet-App[bot]", "1234", long}; strings.Join(cfg.TrustedAuthors, ",") != strings.Join(want, ",") {
+		t.Fatalf("trustedAuthors = %q, want %q", cfg.TrustedAuthors, want)
+	}
+	_, err = LoadConfig(writeConfig(t, "selfDiagnosis:\n  trustedAuthors: ["+long+"a]\n"))
+	if err == nil || !strings.Contains(err.Error(), "selfDiagnosis.trustedAuthors[0]") || !strings.Contains(err.Error(), "not a GitHub login") {
+		t.Fatalf("a 40-character login: %v", err)
 	}
 }

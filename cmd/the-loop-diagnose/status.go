@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/the-loop/the-loop-diagnose/stages"
@@ -42,6 +43,8 @@ func cmdStatus(args []string, io stdio) error {
 		"window": map[string]any{"issues_used": used, "issues_max": cfg.MaxIssuesPerDay,
 			"diagnoses_used": diagnosed, "diagnoses_max": cfg.MaxDiagnosesPerDay, "hours": stages.Window.Hours()},
 		"cursor": st.Cursor,
+		// Issues by strangers carrying a fingerprint marker, ignored.
+		"foreign_markers": append([]store.ForeignMarker{}, st.ForeignMarkers...),
 	}
 	if *asJSON {
 		enc := json.NewEncoder(io.out)
@@ -50,6 +53,10 @@ func cmdStatus(args []string, io stdio) error {
 	}
 	w := io.out
 	fmt.Fprintf(w, "state %s\n", cfg.StatePath)
+	// First: someone may be trying to make a defect look filed or dismissed.
+	for _, f := range slices.Backward(st.ForeignMarkers) {
+		fmt.Fprintf(w, "warning: issue #%d by @%s carries the marker of %s; ignored (not a trusted author)\n", f.Number, f.Login, f.Fingerprint)
+	}
 	fmt.Fprintf(w, "issues filed in the last 24 h: %d of %d; agent diagnoses: %d of %d\n", used, cfg.MaxIssuesPerDay, diagnosed, cfg.MaxDiagnosesPerDay)
 	fmt.Fprintf(w, "\nreported (%d):\n", len(st.Reported))
 	for _, fp := range store.Fingerprints(st.Reported) {

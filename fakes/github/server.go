@@ -254,8 +254,25 @@ func (s *Server) authenticate(r *http.Request) (Token, bool) {
 	if !ok || (!strings.EqualFold(scheme, "bearer") && !strings.EqualFold(scheme, "token")) {
 		return Token{}, false
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	t, ok := s.opts.Tokens[strings.TrimSpace(tok)]
 	return t, ok
+}
+
+// AddToken lets another caller in: each token acts as its own login, as on
+// GitHub (a stranger opening and closing issues, a fleet's second bot).
+// Issues and comments it creates are authored by t.Login, and GET /user
+// answers t.Login to it.
+func (s *Server) AddToken(token string, t Token) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tokens := make(map[string]Token, len(s.opts.Tokens)+1)
+	for k, v := range s.opts.Tokens {
+		tokens[k] = v
+	}
+	tokens[token] = t
+	s.opts.Tokens = tokens // the caller's Options map is never written
 }
 
 func (s *Server) write(w http.ResponseWriter, resp response) {

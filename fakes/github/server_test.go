@@ -427,3 +427,42 @@ func TestRequestsAreRecorded(t *testing.T) {
 		t.Fatalf("RequestsTo: %d", len(got))
 	}
 }
+
+// Anyone may open an issue: each token acts as its own login, the author of
+// what it creates, and may close its own issue as not planned but not edit
+// another's.
+func TestEachTokenActsAsItsOwnLogin(t *testing.T) {
+	srv, bot := start(t, fakegh.Options{})
+	srv.AddToken("mallory-token", fakegh.Token{Login: "mallory"})
+	mallory := newClient(t, srv, "mallory-token")
+	ctx := context.Background()
+	for c, want := range map[*github.Client]string{bot: "loop-bot", mallory: "mallory"} {
+		if u, _, err := c.Users.Get(ctx, ""); err != nil || u.GetLogin() != want {
+			t.Fatalf("/user: %v %q, want %q", err, u.GetLogin(), want)
+		}
+	}
+	ours, _, err := bot.Issues.Create(ctx, "acme", "widgets", &github.IssueRequest{Title: github.String("ours")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	planted, _, err := mallory.Issues.Create(ctx, "acme", "widgets", &github.IssueRequest{
+		Title: github.String("planted"), Body: github.String("<!-- marker -->"), Labels: &[]string{"the-loop: self-diagnosed"}})
+	if err != nil || planted.GetUser().GetLogin() != "mallory" || len(planted.Labels) != 0 {
+		t.Fatalf("stranger's create: %v, author %q, labels %v", err, planted.GetUser().GetLogin(), planted.Labels)
+	}
+	closed, _, err := mallory.Issues.Edit(ctx, "acme", "widgets", planted.GetNumber(), &github.IssueRequest{
+		State: github.String("closed"), StateReason: github.String("not_planned")})
+	if err != nil || closed.GetStateReason() != "not_planned" || closed.GetClosedBy().GetLogin() != "mallory" {
+		t.Fatalf("closing her own issue: %v %+v", err, closed)
+	}
+	if _, _, err := mallory.Issues.Edit(ctx, "acme", "widgets", ours.GetNumber(), &github.IssueRequest{State: github.String("closed")}); status(err) != http.StatusForbidden {
+		t.Fatalf("a stranger closed our issue: %v", err)
+	}
+	list, _, err := bot.Issues.ListByRepo(ctx, "acme", "widgets", &github.IssueListByRepoOptions{State: "all", Creator: "Mallory"})
+	if err != nil || len(list) != 1 || list[0].GetUser().GetLogin() != "mallory" {
+		t.Fatalf("creator filter: %v %v", err, list)
+	}
+	if reqs := srv.RequestsTo(fakegh.RouteCreateIssue); len(reqs) != 2 || reqs[1].Login != "mallory" {
+		t.Fatalf("requests do not record who asked: %+v", reqs)
+	}
+}

@@ -573,8 +573,11 @@ func (p *poster) create(ctx context.Context, o *pipeline.Outcome) error {
 	}
 	if p.login == "" && answered {
 		// A token that may not read /user (a GitHub App) is whoever
-		// GitHub says wrote the issue it just created.
+		// GitHub says wrote the issue it just created; remembered, so the
+		// next scan recognises this issue and the ones before it.
 		p.login = created.GetUser().GetLogin()
+		login := p.login
+		p.cfg.Store.Mutate(func(st *store.State) { st.IssueLogin = login })
 	}
 	if !p.mine(created) && p.login != "" {
 		// Another deployment won the race while our create was in doubt.
@@ -704,6 +707,10 @@ func (p *poster) ensureLogin(ctx context.Context) error {
 	}
 	p.loginChecked = true
 	p.login = u.GetLogin()
+	if p.login == "" {
+		// Only ever set from GitHub's answer to our own create.
+		p.cfg.Store.View(func(st *store.State) { p.login = st.IssueLogin })
+	}
 	if p.login == "" && len(p.cfg.TrustedAuthors) == 0 {
 		p.cfg.Log.Warn().Msg("GitHub does not say who the token is (GET /user is not allowed, as for a GitHub App): " +
 			"no issue is recognised by its marker until selfDiagnosis.trustedAuthors names the login the token files as (e.g. my-app[bot])")

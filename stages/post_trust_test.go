@@ -318,6 +318,22 @@ func TestPostWithoutGetUser(t *testing.T) {
 		}
 		noWritesTo(t, h.srv, 1)
 	})
+	t.Run("the login a create showed is remembered for later scans", func(t *testing.T) {
+		h := newPostHarness(t, fakegh.Options{}, "")
+		h.srv.Inject(fakegh.RouteUser, fakegh.NoPermission(), fakegh.NoPermission())
+		if o := h.runOne(t, postReport("fp-x")); o.Status != pipeline.StatusFiled {
+			t.Fatalf("outcome %+v", o)
+		}
+		if got := h.state().IssueLogin; got != "loop-bot" {
+			t.Fatalf("state keeps issue_login %q, want the author GitHub gave the created issue", got)
+		}
+		// A later scan, GET /user still forbidden: an issue of the same
+		// login (filed by a run that died before recording it) is known.
+		n := h.srv.AddIssue(fakegh.Issue{Title: "t", Body: postBody("fp-y", "x"), Login: "loop-bot"})
+		if o := h.runOne(t, postReport("fp-y")); o.Status != pipeline.StatusKnown || o.Number != n {
+			t.Fatalf("outcome %+v: want #%d known, not a twin", o, n)
+		}
+	})
 }
 
 func TestPostListsEachTrustedAuthorsIssuesBeforeScanningRecentOnes(t *testing.T) {

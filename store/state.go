@@ -135,6 +135,10 @@ type State struct {
 	// that carry a fingerprint marker: ignored for every decision, kept (the
 	// newest few) so status can warn about them.
 	ForeignMarkers []ForeignMarker `json:"foreign_markers,omitempty"`
+	// IssueLogin is the author GitHub gave an issue this deployment
+	// created: who the token files as when GET /user is not allowed (a
+	// GitHub App), so the next scan still recognises its own issues.
+	IssueLogin string `json:"issue_login,omitempty"`
 
 	extra map[string]json.RawMessage
 }
@@ -186,7 +190,7 @@ var knownKeys = map[string]bool{
 	"reported": true, "abandoned": true, "attempts": true, "posted": true,
 	"intents": true, "issues": true, "dismissed": true, "deferred": true,
 	"last_failure": true, "cursor": true, "settled": true, "heals": true, "diagnosed": true,
-	"deployment": true, "foreign_markers": true,
+	"deployment": true, "foreign_markers": true, "issue_login": true,
 }
 
 // stateFields has State's JSON shape without its methods, so decoding it does

@@ -331,7 +331,10 @@ func TestPostWithoutGetUser(t *testing.T) {
 		// login (filed by a run that died before recording it) is known.
 		n := h.srv.AddIssue(fakegh.Issue{Title: "t", Body: postBody("fp-y", "x"), Login: "loop-bot"})
 		if o := h.runOne(t, postReport("fp-y")); o.Status != pipeline.StatusKnown || o.Number != n {
-			t.Fatalf("outcome %+v: want #%d known, not a twin", o, n)
+			t.Fatalf("outcome %+v: want #%d known", o, n)
+		}
+		if c := h.srv.CountCreates(); c != 1 {
+			t.Fatalf("%d creates: the second scan filed a twin of its own issue before recognising it", c)
 		}
 	})
 }

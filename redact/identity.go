@@ -293,7 +293,13 @@ func findHomePaths(sc *scan) {
 	}
 }
 
-// findIdentity masks this machine's home directory, user name and host name.
+// findIdentity masks this machine's home directory, user name and host name
+// where they stand as identity. A name that cannot be an ordinary word (it
+// holds a digit or a separator: ci-runner-7, jdoe42, web-01.prod.example.com)
+// is masked wherever it stands as a whole token; a name that can be a word
+// (root, dev, loop, runner, api, build) only in a slot that names an account
+// or a machine (user@host, user=NAME, "runs as NAME", host=NAME, "node NAME",
+// a syslog line's host field), never as a bare word or inside another word.
 func (r *Redactor) findIdentity(sc *scan) {
 	s, lower := sc.s, sc.lower
 	if r.home != "" {
@@ -323,12 +329,15 @@ func (r *Redactor) findIdentity(sc *scan) {
 			p := off + i
 			e := p + len(r.user)
 			off = p + 1
-			if alnumBoundary(s, p, e) && !(r.userIsWord && startsCompound(s[e:])) {
+			if !wholeName(s, p, e) {
+				continue
+			}
+			if r.userDistinct || userSlot(s, lower, p, e) {
 				sc.add(p, e, "user")
 			}
 		}
 	}
-	for _, h := range r.hosts {
+	for k, h := range r.hosts {
 		for off := 0; ; {
 			i := strings.Index(lower[off:], h)
 			if i < 0 {
@@ -337,11 +346,183 @@ func (r *Redactor) findIdentity(sc *scan) {
 			p := off + i
 			e := p + len(h)
 			off = p + 1
-			if alnumBoundary(s, p, e) {
+			if gluedNameBefore(s, p) || (p > 0 && s[p-1] == '.') || gluedNameAfter(s, e) {
+				continue
+			}
+			// "api" before ".github.com" is another machine's first label;
+			// a distinctive short name, or the labels of this machine's own
+			// FQDN, before a dot are this machine.
+			if te := hostTokenEnd(s, p); te > e && !r.hostDistinct[k] {
+				full := r.hosts[0]
+				if tok := lower[p:te]; !strings.HasPrefix(full, tok) || (len(tok) < len(full) && full[len(tok)] != '.') {
+					continue
+				}
+				sc.add(p, e, "host")
+				continue
+			}
+			if r.hostDistinct[k] || hostSlot(s, lower, p, e) {
 				sc.add(p, e, "host")
 			}
 		}
 	}
+}
+
+// nameChar is a character of a user or host name token.
+func nameChar(c byte) bool { return isAlnum(c) || c == '_' || c == '-' }
+
+// gluedNameBefore/After report whether a name at s[p:e] is part of a longer
+// name (the-loop, runner-pool, dev_server) or touches a placeholder.
+func gluedNameBefore(s string, p int) bool {
+	return p > 0 && (nameChar(s[p-1]) || placeholderEndsAt(s, p))
+}
+
+func gluedNameAfter(s string, e int) bool {
+	return e < len(s) && (nameChar(s[e]) || isPlaceholderAt(s, e))
+}
+
+// wholeName reports whether s[p:e] stands alone as a name: not glued to a
+// longer name, not a file extension or a domain label (.dev, dev.example).
+func wholeName(s string, p, e int) bool {
+	if gluedNameBefore(s, p) || gluedNameAfter(s, e) {
+		return false
+	}
+	if p > 0 && s[p-1] == '.' {
+		return false
+	}
+	return !(e+1 < len(s) && s[e] == '.' && isAlnum(s[e+1]))
+}
+
+// hostTokenEnd returns the end of the host-name token starting at p.
+func hostTokenEnd(s string, p int) int {
+	e := p
+	for e < len(s) && (nameChar(s[e]) || s[e] == '.') {
+		e++
+	}
+	for e > p && s[e-1] == '.' {
+		e--
+	}
+	return e
+}
+
+// distinctiveName reports whether a name cannot be an ordinary word: it holds
+// a digit or a separator.
+func distinctiveName(n string) bool {
+	return strings.ContainsAny(n, "0123456789-_.")
+}
+
+// accountSlotWords precede an account name: "user alice", "runs as alice",
+// "sudo -u alice", "owned by alice".
+var accountSlotWords = map[string]bool{
+	"user": true, "username": true, "user_name": true, "login": true, "logname": true, "as": true,
+	"owner": true, "by": true, "uid": true, "su": true, "-u": true, "account": true, "usr": true,
+}
+
+// hostSlotWords precede a machine name: "host build", "node api", "on server".
+var hostSlotWords = map[string]bool{
+	"host": true, "hostname": true, "node": true, "machine": true, "on": true, "server_name": true,
+	"nodename": true, "instance": true, "worker": true,
+}
+
+// userSlot reports whether the word at s[p:e] stands where an account name
+// does: user@host, after an account key or word, the user column of a ps
+// row, before "is not in the sudoers file", uid=N(name), ~name.
+func userSlot(s, lower string, p, e int) bool {
+	if e+1 < len(s) && s[e] == '@' && isAlnum(s[e+1]) {
+		return true
+	}
+	if p > 0 && s[p-1] == '~' {
+		return true
+	}
+	if p > 0 && s[p-1] == '(' && e < len(s) && s[e] == ')' && p >= 2 && isDigit(s[p-2]) {
+		return true // uid=1000(alice)
+	}
+	if strings.HasPrefix(lower[e:], " is not in the sudoers") {
+		return true
+	}
+	if psRow(s, e) {
+		return true
+	}
+	w, _ := prevWord(lower, p)
+	return accountSlotWords[w]
+}
+
+// hostSlot reports whether the word at s[p:e] stands where a machine name
+// does: after '@' or "://", after a host key or word, a syslog host field.
+func hostSlot(s, lower string, p, e int) bool {
+	if p > 0 && s[p-1] == '@' {
+		return true
+	}
+	if p >= 3 && s[p-3:p] == "://" {
+		return true
+	}
+	if syslogHost(s, p) {
+		return true
+	}
+	w, _ := prevWord(lower, p)
+	return hostSlotWords[w]
+}
+
+// prevWord returns the lower-cased word before p, skipping one opening
+// quote, spaces and one '=' or ':' separator, and that separator.
+func prevWord(lower string, p int) (string, byte) {
+	j := p
+	if j > 0 && (lower[j-1] == '"' || lower[j-1] == '\'' || lower[j-1] == '`') {
+		j--
+	}
+	for k := 0; k < 3 && j > 0 && (lower[j-1] == ' ' || lower[j-1] == '\t'); k++ {
+		j--
+	}
+	var sep byte = ' '
+	if j > 0 && (lower[j-1] == '=' || lower[j-1] == ':') {
+		sep = lower[j-1]
+		j--
+		for k := 0; k < 3 && j > 0 && (lower[j-1] == ' ' || lower[j-1] == '"' || lower[j-1] == '\''); k++ {
+			j--
+		}
+	}
+	if j == p {
+		return "", 0
+	}
+	we := j
+	for j > 0 && we-j < 16 && (nameChar(lower[j-1])) {
+		j--
+	}
+	if j > 0 && nameChar(lower[j-1]) {
+		return "", 0
+	}
+	return lower[j:we], sep
+}
+
+// psRow reports whether a name ending at e is the USER column of a ps row:
+// two or more spaces, a PID, spaces, and a %CPU like 0.0.
+func psRow(s string, e int) bool {
+	i := e
+	for i < len(s) && s[i] == ' ' {
+		i++
+	}
+	if i-e < 2 {
+		return false
+	}
+	d := i
+	for i < len(s) && isDigit(s[i]) {
+		i++
+	}
+	if i == d || i >= len(s) || s[i] != ' ' {
+		return false
+	}
+	for i < len(s) && s[i] == ' ' {
+		i++
+	}
+	return i+2 < len(s) && isDigit(s[i]) && (s[i+1] == '.' || (isDigit(s[i+1]) && s[i+2] == '.'))
+}
+
+// syslogHost reports whether p follows a syslog timestamp "Nov 29 22:11:05 ".
+func syslogHost(s string, p int) bool {
+	if p < 9 || s[p-1] != ' ' {
+		return false
+	}
+	t := s[p-9 : p-1]
+	return isDigit(t[0]) && isDigit(t[1]) && t[2] == ':' && isDigit(t[3]) && isDigit(t[4]) && t[5] == ':' && isDigit(t[6]) && isDigit(t[7])
 }
 
 // findEnvSecrets masks the values of sensitive-named environment variables
@@ -431,23 +612,4 @@ func maskableEnvValue(v string) bool {
 		return false
 	}
 	return true
-}
-
-// wordCompounds follow an account name that is an English word when it is
-// used as the word: "root cause", "root directory", "admin panel".
-var wordCompounds = []string{"cause", "directory", "dir ", "node", "element", "certificate", "ca ", "of ",
-	"path", "module", "package", "span", "logger", "context", "folder", "level", "panel", "page", "console",
-	"mode", "filesystem", "partition", "volume", "command", "cert"}
-
-func startsCompound(rest string) bool {
-	if len(rest) < 2 || (rest[0] != ' ' && rest[0] != '-') {
-		return false
-	}
-	rest = strings.ToLower(rest[1:])
-	for _, w := range wordCompounds {
-		if strings.HasPrefix(rest, w) && (len(rest) == len(w) || !isAlnum(rest[len(w)]) || w[len(w)-1] == ' ' || strings.HasPrefix(rest[len(w):], "s")) {
-			return true
-		}
-	}
-	return false
 }

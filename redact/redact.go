@@ -46,10 +46,11 @@ type Options struct {
 // concurrent use.
 type Redactor struct {
 	envSecrets []envSecret // longest first, so a longer value wins an overlap
-	user       string
-	userIsWord bool // the user name is also an English word (root, admin, ...)
-	home       string
-	hosts      []string // lower-cased full and short host name
+	user         string
+	userDistinct bool // the user name cannot be a word: masked wherever it stands alone
+	home         string
+	hosts        []string // lower-cased full and short host name
+	hostDistinct []bool   // per host name: cannot be a word
 }
 
 type envSecret struct {
@@ -74,7 +75,7 @@ func New(o Options) *Redactor {
 	})
 	if u := strings.TrimSpace(o.User); len(u) >= 2 && !strings.ContainsAny(u, " \t\n") {
 		r.user = u
-		r.userIsWord = systemAccounts[u]
+		r.userDistinct = distinctiveName(u) && !systemAccounts[u]
 	}
 	// A home of "/" or a relative path would mask half of every path.
 	if h := strings.TrimRight(strings.TrimSpace(o.Home), `/\`); len(h) >= 3 && (h[0] == '/' || (len(h) > 2 && h[1] == ':')) {
@@ -86,12 +87,14 @@ func New(o Options) *Redactor {
 			r.hosts = append(r.hosts, short)
 		}
 	}
+	for _, h := range r.hosts {
+		r.hostDistinct = append(r.hostDistinct, distinctiveName(h))
+	}
 	return r
 }
 
-// systemAccounts are account names that are also English words: where one
-// starts a common compound ("root cause", "admin panel") it is the word, not
-// the account, and stays.
+// systemAccounts are service accounts whose names hold a separator yet read
+// as words in logs (ec2-user, www-data): masked only in an account slot.
 var systemAccounts = map[string]bool{
 	"root": true, "admin": true, "runner": true, "ubuntu": true, "debian": true, "ec2-user": true,
 	"nobody": true, "daemon": true, "user": true, "www-data": true, "jenkins": true, "circleci": true,
@@ -118,7 +121,9 @@ func FromEnvironment() *Redactor {
 	r := New(o)
 	// $HOSTNAME may differ from the kernel's name (containers, CI); mask both.
 	if kernelHost != "" && !strings.EqualFold(kernelHost, o.Host) {
-		r.hosts = append(r.hosts, New(Options{Host: kernelHost}).hosts...)
+		k := New(Options{Host: kernelHost})
+		r.hosts = append(r.hosts, k.hosts...)
+		r.hostDistinct = append(r.hostDistinct, k.hostDistinct...)
 	}
 	return r
 }

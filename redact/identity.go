@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"net/netip"
 	"strings"
 )
 
@@ -168,16 +169,19 @@ func urlUserinfoBefore(s string, colon int) bool {
 	return i >= 3 && s[i-3:i] == "://"
 }
 
-// findPrivateIPs masks RFC 1918, carrier-grade NAT and IPv6 unique-local
-// addresses; public, loopback and link-local addresses say nothing about
-// this machine's network and stay.
-func findPrivateIPs(sc *scan) {
+// findIPs masks IP addresses that identify a machine someone owns: every
+// private address (it maps an internal network) and every public one except
+// where this process dialled it (Trying X, dial tcp X, connect to X: a public
+// service). Loopback, unspecified, link-local, multicast, documentation and
+// benchmark ranges and the well-known public resolvers say nothing about
+// anyone and stay.
+func findIPs(sc *scan) {
 	s := sc.s
 	for i := 0; i < len(s); i++ {
 		if !isDigit(s[i]) || (i > 0 && (s[i-1] == '.' || s[i-1] == '-' || s[i-1] == '_')) || gluedBefore(s, i) {
 			continue
 		}
-		var oct [4]int
+		var oct [4]byte
 		p := i
 		ok := true
 		for k := 0; k < 4; k++ {
@@ -198,7 +202,7 @@ func findPrivateIPs(sc *scan) {
 				ok = false
 				break
 			}
-			oct[k] = n
+			oct[k] = byte(n)
 		}
 		if !ok {
 			for i+1 < len(s) && isDigit(s[i+1]) {
@@ -210,56 +214,121 @@ func findPrivateIPs(sc *scan) {
 			i = p
 			continue
 		}
-		if privateIPv4(oct) {
+		if maskIP(netip.AddrFrom4(oct), sc.lower, i) {
 			sc.add(i, p, "ip")
 		}
 		i = p
 	}
-	findPrivateIPv6(sc)
+	findIPv6(sc)
 }
 
-func privateIPv4(o [4]int) bool {
-	switch {
-	case o[0] == 10:
+// wellKnownResolvers are public DNS services: naming one identifies nobody.
+var wellKnownResolvers = map[netip.Addr]bool{}
+
+func init() {
+	for _, a := range [...]string{"8.8.8.8", "8.8.4.4", "1.1.1.1", "1.0.0.1", "9.9.9.9", "149.112.112.112",
+		"208.67.222.222", "208.67.220.220", "4.2.2.1", "4.2.2.2", "64.6.64.6", "94.140.14.14",
+		"2001:4860:4860::8888", "2001:4860:4860::8844", "2606:4700:4700::1111", "2606:4700:4700::1001", "2620:fe::fe", "2620:fe::9"} {
+		wellKnownResolvers[netip.MustParseAddr(a)] = true
+	}
+}
+
+var keptPrefixes = func() (out []netip.Prefix) {
+	for _, p := range [...]string{"0.0.0.0/8", "192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "198.18.0.0/15",
+		"192.0.0.0/24", "240.0.0.0/4", "2001:db8::/32", "100::/64"} {
+		out = append(out, netip.MustParsePrefix(p))
+	}
+	return out
+}()
+
+var cgnat = netip.MustParsePrefix("100.64.0.0/10")
+
+func maskIP(a netip.Addr, lower string, at int) bool {
+	if a.IsPrivate() || cgnat.Contains(a) {
 		return true
-	case o[0] == 172 && o[1] >= 16 && o[1] <= 31:
-		return true
-	case o[0] == 192 && o[1] == 168:
-		return true
-	case o[0] == 100 && o[1] >= 64 && o[1] <= 127:
-		return true
+	}
+	if a.IsLoopback() || a.IsUnspecified() || a.IsLinkLocalUnicast() || a.IsMulticast() || a.IsLinkLocalMulticast() ||
+		!a.IsGlobalUnicast() || wellKnownResolvers[a] {
+		return false
+	}
+	for _, p := range keptPrefixes {
+		if p.Contains(a) {
+			return false
+		}
+	}
+	return !dialled(lower, at)
+}
+
+// dialWords precede an address this process connected to.
+var dialWords = []string{"trying ", "connect to ", "connecting to ", "connected to ", "dial tcp ", "dial udp ",
+	"dial tcp4 ", "dial tcp6 ", "dial ", "resolved to ", "upstream ", "proxying to ", "-> "}
+
+// dialled reports whether the address at i follows a dial word, or is the
+// "(addr)" of curl's "Connected to host (addr)".
+func dialled(lower string, i int) bool {
+	w := lower[max(0, i-48):i]
+	w = strings.TrimRight(w, "[")
+	for _, d := range dialWords {
+		if strings.HasSuffix(w, d) {
+			return true
+		}
+	}
+	if strings.HasSuffix(w, " (") {
+		if k := strings.LastIndex(w, "connected to "); k >= 0 && !strings.ContainsAny(w[k+13:len(w)-2], " \t\n") {
+			return true
+		}
 	}
 	return false
 }
 
-func findPrivateIPv6(sc *scan) {
-	s, lower := sc.s, sc.lower
-	for off := 0; ; {
-		i := strings.Index(lower[off:], "fd")
-		if i < 0 {
-			return
-		}
-		p := off + i
-		off = p + 2
-		if p > 0 && (isAlnum(s[p-1]) || s[p-1] == ':') {
+// findIPv6 masks unique-local (fc00::/7) and global addresses by the same
+// rule as IPv4. Candidates start with the first hex digit of one of those
+// ranges, so words and times are passed over in a byte or two.
+func findIPv6(sc *scan) {
+	s := sc.s
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '2' && c != '3' && c != 'f' && c != 'F' {
 			continue
 		}
-		e := p
+		if i > 0 && (isAlnum(s[i-1]) || s[i-1] == ':' || s[i-1] == '.' || s[i-1] == '_' || s[i-1] == '-' || placeholderEndsAt(s, i)) {
+			continue
+		}
+		j := i
+		for j < len(s) && j-i < 5 && isHex(s[j]) {
+			j++
+		}
+		if j >= len(s) || s[j] != ':' || j-i == 5 {
+			i = j
+			continue
+		}
+		e := j
 		colons := 0
-		for e < len(s) && (isHex(s[e]) || s[e] == ':') {
+		for e < len(s) && (isHex(s[e]) || s[e] == ':' || s[e] == '.') && e-i < 45 {
 			if s[e] == ':' {
 				colons++
 			}
 			e++
 		}
-		if e < len(s) && (isAlnum(s[e]) || s[e] == '_') {
+		for e > i && (s[e-1] == ':' && !(e-2 > i && s[e-2] == ':') || s[e-1] == '.') {
+			e--
+			if s[e] == ':' {
+				colons--
+			}
+		}
+		if colons < 2 || (colons < 7 && !strings.Contains(s[i:e], "::")) || (e < len(s) && (isAlnum(s[e]) || s[e] == '_' || isPlaceholderAt(s, e))) {
+			i = j
 			continue
 		}
-		v := s[p:e]
-		if colons >= 2 && len(v) >= 6 && v[4] == ':' && (colons >= 7 || strings.Contains(v, "::")) {
-			sc.add(p, e, "ip")
-			off = e
+		a, err := netip.ParseAddr(s[i:e])
+		if err != nil || a.Is4In6() {
+			i = j
+			continue
 		}
+		if a.Is6() && (maskIP(a, sc.lower, i) || (a.As16()[0]&0xfe) == 0xfc) {
+			sc.add(i, e, "ip")
+		}
+		i = e
 	}
 }
 

@@ -45,7 +45,7 @@ type Options struct {
 // Redactor masks secrets in text. It is immutable after New and safe for
 // concurrent use.
 type Redactor struct {
-	envSecrets []envSecret // longest first, so a longer value wins an overlap
+	envSecrets   []envSecret // longest first, so a longer value wins an overlap
 	user         string
 	userDistinct bool // the user name cannot be a word: masked wherever it stands alone
 	home         string

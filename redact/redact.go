@@ -169,6 +169,7 @@ func (r *Redactor) Scrub(s string) string {
 	findInternalHosts(sc)
 	findLoginUsers(sc)
 	findHomePaths(sc)
+	findPaths(sc)
 	r.findIdentity(sc)
 	r.findEnvSecrets(sc)
 	if len(sc.spans) == 0 {

@@ -149,6 +149,10 @@ func (sc *scan) add(start, end int, label string) {
 
 // Scrub returns s with every secret it recognises replaced by a placeholder.
 func (r *Redactor) Scrub(s string) string {
+	return r.scrub(s, RecordIdentity{})
+}
+
+func (r *Redactor) scrub(s string, id RecordIdentity) string {
 	if s == "" {
 		return s
 	}
@@ -172,6 +176,7 @@ func (r *Redactor) Scrub(s string) string {
 	findPaths(sc)
 	r.findIdentity(sc)
 	r.findEnvSecrets(sc)
+	id.find(sc.s, sc.lower, func(start, end int) { sc.add(start, end, "identity") })
 	if len(sc.spans) == 0 {
 		return s
 	}

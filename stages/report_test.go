@@ -239,17 +239,18 @@ func TestDossierRecordReadsAsTheMapDid(t *testing.T) {
 			continue
 		}
 		r := pipeline.Record{Line: 42, Fields: fields}
+		id := RecordIdentity(r)
 		kept := map[string]any{}
 		for _, k := range DossierFields {
 			if v, ok := r.Fields.Lookup(k); ok {
 				if str, isStr := v.(string); isStr {
-					v = testScrubber.Scrub(str)
+					v = testScrubber.ScrubRecord(str, id)
 				}
 				kept[k] = v
 			}
 		}
 		if e := r.Str("error"); e != "" {
-			kept["error"] = testScrubber.Scrub(capRunes(e, MaxErrorChars))
+			kept["error"] = testScrubber.ScrubRecord(capRunes(e, MaxErrorChars), id)
 		}
 		kept["line"] = r.Line
 		want, err := json.Marshal(kept)

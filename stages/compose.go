@@ -51,8 +51,9 @@ func NewCompose(cfg ComposeConfig) pipeline.Stage[pipeline.Finding, pipeline.Rep
 // Compose renders the issue. Every fragment that came from the log or the
 // agent is scrubbed and defanged again here: the agent may echo what it read.
 func Compose(f pipeline.Finding, cfg ComposeConfig) (title, body string) {
+	ids := GroupIdentity(f.Group) // an agent may quote the records' own identity
 	clean := func(s string) string {
-		return redact.Defang(cfg.Scrubber.Scrub(strings.TrimSpace(s)), cfg.Keywords)
+		return redact.Defang(cfg.Scrubber.ScrubRecord(strings.TrimSpace(s), ids), cfg.Keywords)
 	}
 	a := f.Answer
 	title = ComposeTitle(clean(a.Title))

@@ -112,11 +112,7 @@ func BuildDossier(g pipeline.Group, s *redact.Redactor, maxBytes int) string {
 	b.WriteString("\nNormalized error:\n\n")
 	// The template is what the group's records share: none of their
 	// identities may show through it.
-	var ids redact.RecordIdentity
-	for _, o := range g.Samples {
-		ids = ids.Union(RecordIdentity(o.Record))
-	}
-	b.WriteString(redact.Fence(s.ScrubRecord(g.Template, ids)))
+	b.WriteString(redact.Fence(s.ScrubRecord(g.Template, GroupIdentity(g))))
 	b.WriteString("\n\nRecords (allow-listed fields, newest first):\n\n")
 	var records []string
 	used := 0
@@ -173,6 +169,15 @@ func (w *recordWriter) scrub(v string) string {
 		w.scrubbed[k] = out
 	}
 	return out
+}
+
+// GroupIdentity is the union of the identities of a group's sampled records.
+func GroupIdentity(g pipeline.Group) redact.RecordIdentity {
+	var ids redact.RecordIdentity
+	for _, o := range g.Samples {
+		ids = ids.Union(RecordIdentity(o.Record))
+	}
+	return ids
 }
 
 // RecordIdentity is what a record's fields that the allow-list drops say

@@ -21,7 +21,9 @@ func ordinarySnippets(n int) []string {
 		return string(b)
 	}
 	pick := func(xs ...string) string { return xs[r.Intn(len(xs))] }
-	pkg := func() string { return pick("queue", "store", "httpx", "sync", "runner", "build", "server", "admin", "loop") }
+	pkg := func() string {
+		return pick("queue", "store", "httpx", "sync", "runner", "build", "server", "admin", "loop")
+	}
 	templates := []func() string{
 		func() string { return "commit " + hex(40) + " (HEAD -> main, origin/main)" },
 		func() string {
@@ -39,30 +41,70 @@ func ordinarySnippets(n int) []string {
 		func() string {
 			return fmt.Sprintf("TypeError: Cannot read properties of undefined (reading '%s')\n    at Object.<anonymous> (node_modules/%s/index.js:%d:%d)", pick("id", "root", "user", "build"), pick("express", "dev-server", "loop-utils"), r.Intn(300), r.Intn(40))
 		},
-		func() string { return "Root cause: " + pick("the root directory is full", "a dev server left running", "the build cache was cold", "a retry loop") },
-		func() string { return pick("the dev server restarted", "dev dependencies are missing", "npm run dev exited 1", "devDependencies: 12") },
-		func() string { return pick("the GitHub Actions runner picked up job ", "runner pool exhausted after ", "self-hosted runner offline for ") + fmt.Sprint(r.Intn(500)) },
+		func() string {
+			return "Root cause: " + pick("the root directory is full", "a dev server left running", "the build cache was cold", "a retry loop")
+		},
+		func() string {
+			return pick("the dev server restarted", "dev dependencies are missing", "npm run dev exited 1", "devDependencies: 12")
+		},
+		func() string {
+			return pick("the GitHub Actions runner picked up job ", "runner pool exhausted after ", "self-hosted runner offline for ") + fmt.Sprint(r.Intn(500))
+		},
 		func() string { return "sudo: root privileges required" },
-		func() string { return pick("build failed", "build succeeded in 4m3s", "Build step 'Execute shell' marked build as failure", "build #"+fmt.Sprint(r.Intn(900))) },
-		func() string { return pick("server error", "Internal Server Error", "server closed idle connection", "the server is shutting down") + fmt.Sprintf(" (%d)", 500+r.Intn(4)) },
-		func() string { return "GET https://api.github.com/repos/acme/widget/pulls/" + fmt.Sprint(r.Intn(900)) + ": 502 Bad Gateway" },
-		func() string { return "the-loop " + pick("stop", "status", "watch", "restart") + " was not applied; the-loop v1." + fmt.Sprint(r.Intn(9)) },
-		func() string { return pick("cmd > /dev/null 2>&1", "open /dev/null: permission denied", "/dev/shm is full", "mounted /dev/sda1 on /boot") },
-		func() string { return pick("admin panel returned 403", "the admin API rejected the call", "adminUrl not set") },
-		func() string { return pick("ci pipeline #", "CI job ", "circleci config invalid at line ", "jenkins: job ") + fmt.Sprint(r.Intn(999)) },
-		func() string { return pick("ubuntu-latest image updated to ", "Ubuntu 24.04 LTS kernel ", "apt on ubuntu: E: Unable to locate package ") + fmt.Sprint(r.Intn(99)) },
-		func() string { return pick("infinite loop detected in ", "event loop blocked for ", "loop iteration ") + fmt.Sprint(r.Intn(9000)) + "ms" },
-		func() string { return pick("api gateway timeout", "API rate limit exceeded", "api_version=2024-06-01", "the api returned 429") },
-		func() string { return pick("jenkins", "Jenkinsfile", "jenkins-agent") + " " + pick("pipeline aborted", "stage 'test' failed") },
-		func() string { return fmt.Sprintf("took %dms; retry %d/5 after %ds; exit status %d", r.Intn(9000), r.Intn(5)+1, r.Intn(60), r.Intn(3)) },
-		func() string { return fmt.Sprintf("2025-11-%02dT%02d:%02d:%02d.%03dZ INFO scan done lines=%d", 1+r.Intn(28), r.Intn(24), r.Intn(60), r.Intn(60), r.Intn(1000), r.Intn(1e6)) },
+		func() string {
+			return pick("build failed", "build succeeded in 4m3s", "Build step 'Execute shell' marked build as failure", "build #"+fmt.Sprint(r.Intn(900)))
+		},
+		func() string {
+			return pick("server error", "Internal Server Error", "server closed idle connection", "the server is shutting down") + fmt.Sprintf(" (%d)", 500+r.Intn(4))
+		},
+		func() string {
+			return "GET https://api.github.com/repos/acme/widget/pulls/" + fmt.Sprint(r.Intn(900)) + ": 502 Bad Gateway"
+		},
+		func() string {
+			return "the-loop " + pick("stop", "status", "watch", "restart") + " was not applied; the-loop v1." + fmt.Sprint(r.Intn(9))
+		},
+		func() string {
+			return pick("cmd > /dev/null 2>&1", "open /dev/null: permission denied", "/dev/shm is full", "mounted /dev/sda1 on /boot")
+		},
+		func() string {
+			return pick("admin panel returned 403", "the admin API rejected the call", "adminUrl not set")
+		},
+		func() string {
+			return pick("ci pipeline #", "CI job ", "circleci config invalid at line ", "jenkins: job ") + fmt.Sprint(r.Intn(999))
+		},
+		func() string {
+			return pick("ubuntu-latest image updated to ", "Ubuntu 24.04 LTS kernel ", "apt on ubuntu: E: Unable to locate package ") + fmt.Sprint(r.Intn(99))
+		},
+		func() string {
+			return pick("infinite loop detected in ", "event loop blocked for ", "loop iteration ") + fmt.Sprint(r.Intn(9000)) + "ms"
+		},
+		func() string {
+			return pick("api gateway timeout", "API rate limit exceeded", "api_version=2024-06-01", "the api returned 429")
+		},
+		func() string {
+			return pick("jenkins", "Jenkinsfile", "jenkins-agent") + " " + pick("pipeline aborted", "stage 'test' failed")
+		},
+		func() string {
+			return fmt.Sprintf("took %dms; retry %d/5 after %ds; exit status %d", r.Intn(9000), r.Intn(5)+1, r.Intn(60), r.Intn(3))
+		},
+		func() string {
+			return fmt.Sprintf("2025-11-%02dT%02d:%02d:%02d.%03dZ INFO scan done lines=%d", 1+r.Intn(28), r.Intn(24), r.Intn(60), r.Intn(60), r.Intn(1000), r.Intn(1e6))
+		},
 		func() string { return "go: downloading github.com/acme/widget v0.0.0-20251120153012-" + hex(12) },
 		func() string { return "pulled ghcr.io/acme/build-" + pkg() + "@sha256:" + hex(64) },
 		func() string { return "ts=" + fmt.Sprint(1700000000+r.Intn(1e8)) + " level=warn msg=\"slow query\"" },
-		func() string { return "internal/queue/runner.go:" + fmt.Sprint(r.Intn(900)) + ": " + pick("context deadline exceeded", "pool closed", "lock held by another build") },
-		func() string { return pick("TestRunnerRetries", "BuildServerConfig", "LoopDetector", "DevServerProxy", "RootCAs", "AdminClient", "CIProvider") + " failed" },
-		func() string { return "dial tcp 140.82.112." + fmt.Sprint(1+r.Intn(6)) + ":443: i/o timeout; nameserver 8.8.8.8; 127.0.0.1:" + fmt.Sprint(1024+r.Intn(60000)) },
-		func() string { return "user-agent: " + pick("curl/8.5.0", "Go-http-client/1.1", "the-loop-diagnose/0.1") },
+		func() string {
+			return "internal/queue/runner.go:" + fmt.Sprint(r.Intn(900)) + ": " + pick("context deadline exceeded", "pool closed", "lock held by another build")
+		},
+		func() string {
+			return pick("TestRunnerRetries", "BuildServerConfig", "LoopDetector", "DevServerProxy", "RootCAs", "AdminClient", "CIProvider") + " failed"
+		},
+		func() string {
+			return "dial tcp 140.82.112." + fmt.Sprint(1+r.Intn(6)) + ":443: i/o timeout; nameserver 8.8.8.8; 127.0.0.1:" + fmt.Sprint(1024+r.Intn(60000))
+		},
+		func() string {
+			return "user-agent: " + pick("curl/8.5.0", "Go-http-client/1.1", "the-loop-diagnose/0.1")
+		},
 		func() string { return "the build server ran out of disk; see docs/runbook.md#build-server" },
 		func() string { return "permission denied for the root user is expected on CI" },
 	}

@@ -384,7 +384,7 @@ func findInternalHosts(sc *scan) {
 // user "x", username='x', login: x, role "x".
 var loginKeys = map[string]bool{
 	"user": true, "username": true, "user_name": true, "login": true, "logname": true,
-	"role": true, "account": true, "db_user": true, "dbuser": true, "uid": false,
+	"role": true, "account": true, "db_user": true, "dbuser": true,
 }
 
 // notAccountNames are words that follow "for user" in prose, not names.

@@ -37,9 +37,9 @@ const MaxGrowth = MaxPlaceholderLen
 // Options describe what, besides well-known secret formats, must be masked.
 type Options struct {
 	Env  []string // "NAME=value" pairs, like os.Environ(); values of sensitive-named vars are masked wherever they appear
-	User string   // user name to mask (also inside /home/<u>/, /Users/<u>/, C:\Users\<u>\)
+	User string   // this account's name: masked where it stands as an account (see findIdentity)
 	Home string   // home directory to mask
-	Host string   // host name to mask (short name too, i.e. the part before the first dot)
+	Host string   // this machine's name (short name too, the part before the first dot): masked where it stands as a machine
 }
 
 // Redactor masks secrets in text. It is immutable after New and safe for

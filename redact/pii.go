@@ -476,7 +476,8 @@ func loginValue(sc *scan, key string, ke int) {
 	if p < len(s) && (s[p] == '=' || s[p] == ':') {
 		sep = s[p]
 		p++
-		for p < len(s) && s[p] == ' ' {
+		// "logname= uid=0": an empty value, not the next key's name.
+		for sep == ':' && p < len(s) && s[p] == ' ' {
 			p++
 		}
 	} else if p == ke {

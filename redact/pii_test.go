@@ -227,7 +227,7 @@ func TestNumbersAMaintainerNeedsStay(t *testing.T) {
 		"config.local.yaml", "~/.local/share/the-loop", "com.acme.internal.Foo.bar(Foo.java:42)", "from acme.internal import util",
 		"sha256:9aecac22ae386fb856967b282e2a7c91a5a97a327707c2822009bff43a25544a", "user-agent: curl/8.5.0",
 		"for user in users:", "Access denied for user", "the user is not authorised", "role admin is required",
-		"std::vector<int>::iterator", "mac 3c:22:fb:a1:07:9e", "duration=22s attempt=5", "ISBN 978-3-16-148410-0",
+		"std::vector<int>::iterator", "authentication failure; logname= uid=0 euid=0 tty=ssh ruser= rhost=", "mac 3c:22:fb:a1:07:9e", "duration=22s attempt=5", "ISBN 978-3-16-148410-0",
 		"invoice INV-2025-000123", "build 20251120.4", "tel: 555", "1,234,567 bytes", "GB 2025 report", "DE12 is a label",
 		"0x7ffd5c3e9a10", "at 10:15:33 +0000", "port 5432 5433 5434", "123-45-678", "000-12-3456", "666-12-3456",
 	}

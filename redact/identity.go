@@ -177,8 +177,19 @@ func urlUserinfoBefore(s string, colon int) bool {
 // anyone and stay.
 func findIPs(sc *scan) {
 	s := sc.s
-	for i := 0; i < len(s); i++ {
-		if !isDigit(s[i]) || (i > 0 && (s[i-1] == '.' || s[i-1] == '-' || s[i-1] == '_')) || gluedBefore(s, i) {
+	// Jump from dot to dot: an address's first octet ends at its first dot.
+	for off := 0; ; {
+		d := strings.IndexByte(s[off:], '.')
+		if d < 0 {
+			break
+		}
+		d += off
+		off = d + 1
+		i := d
+		for i > 0 && d-i < 4 && isDigit(s[i-1]) {
+			i--
+		}
+		if i == d || d-i > 3 || (i > 0 && (s[i-1] == '.' || s[i-1] == '-' || s[i-1] == '_')) || gluedBefore(s, i) {
 			continue
 		}
 		var oct [4]byte
@@ -205,19 +216,19 @@ func findIPs(sc *scan) {
 			oct[k] = byte(n)
 		}
 		if !ok {
-			for i+1 < len(s) && isDigit(s[i+1]) {
-				i++
-			}
 			continue
 		}
 		if gluedAfter(s, p) || p < len(s) && (s[p] == '_' || (s[p] == '.' && p+1 < len(s) && isDigit(s[p+1]))) {
-			i = p
+			for p < len(s) && (isAlnum(s[p]) || s[p] == '.' || s[p] == '_') {
+				p++ // 1.2.3.4.5, 10.0.0.1a: not an address; skip the whole run
+			}
+			off = p
 			continue
 		}
 		if maskIP(netip.AddrFrom4(oct), sc.lower, i) {
 			sc.add(i, p, "ip")
 		}
-		i = p
+		off = p
 	}
 	findIPv6(sc)
 }
@@ -282,24 +293,29 @@ func dialled(lower string, i int) bool {
 }
 
 // findIPv6 masks unique-local (fc00::/7) and global addresses by the same
-// rule as IPv4. Candidates start with the first hex digit of one of those
-// ranges, so words and times are passed over in a byte or two.
+// rule as IPv4. Candidates are the hex groups before a colon that start
+// with the first digit of one of those ranges.
 func findIPv6(sc *scan) {
 	s := sc.s
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '2' && c != '3' && c != 'f' && c != 'F' {
+	// Jump from colon to colon: an address's first group ends at one.
+	for off := 0; ; {
+		j := strings.IndexByte(s[off:], ':')
+		if j < 0 {
+			return
+		}
+		j += off
+		off = j + 1
+		i := j
+		for i > 0 && j-i < 5 && isHex(s[i-1]) {
+			i--
+		}
+		if i == j || j-i == 5 {
+			continue
+		}
+		if c := s[i]; c != '2' && c != '3' && c != 'f' && c != 'F' {
 			continue
 		}
 		if i > 0 && (isAlnum(s[i-1]) || s[i-1] == ':' || s[i-1] == '.' || s[i-1] == '_' || s[i-1] == '-' || placeholderEndsAt(s, i)) {
-			continue
-		}
-		j := i
-		for j < len(s) && j-i < 5 && isHex(s[j]) {
-			j++
-		}
-		if j >= len(s) || s[j] != ':' || j-i == 5 {
-			i = j
 			continue
 		}
 		e := j
@@ -317,18 +333,16 @@ func findIPv6(sc *scan) {
 			}
 		}
 		if colons < 2 || (colons < 7 && !strings.Contains(s[i:e], "::")) || (e < len(s) && (isAlnum(s[e]) || s[e] == '_' || isPlaceholderAt(s, e))) {
-			i = j
 			continue
 		}
 		a, err := netip.ParseAddr(s[i:e])
 		if err != nil || a.Is4In6() {
-			i = j
 			continue
 		}
 		if a.Is6() && (maskIP(a, sc.lower, i) || (a.As16()[0]&0xfe) == 0xfc) {
 			sc.add(i, e, "ip")
 		}
-		i = e
+		off = max(off, e)
 	}
 }
 

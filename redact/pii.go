@@ -402,24 +402,29 @@ var notAccountNames = map[string]bool{
 // 'x'@'host', role "x" does not exist, username=x, x is not in the sudoers.
 func findLoginUsers(sc *scan) {
 	s, lower := sc.s, sc.lower
-	// One pass over word starts for the account keys.
-	for p := 0; p+4 <= len(lower); p++ {
-		switch lower[p] {
-		case 'u', 'l', 'r', 'a', 'd':
-		default:
-			continue
+	for _, kw := range [...]string{"user", "login", "logname", "role", "account"} {
+		for off := 0; ; {
+			i := strings.Index(lower[off:], kw)
+			if i < 0 {
+				break
+			}
+			p := off + i
+			off = p + len(kw)
+			ws := p // the key's word: db_user, username
+			for ws > 0 && (isAlnum(s[ws-1]) || s[ws-1] == '_') && p-ws < 4 {
+				ws--
+			}
+			if ws > 0 && (isAlnum(s[ws-1]) || s[ws-1] == '_') {
+				continue
+			}
+			ke := off
+			for ke < len(s) && (isAlnum(s[ke]) || s[ke] == '_') && ke-ws < 12 {
+				ke++
+			}
+			if key := lower[ws:ke]; loginKeys[key] {
+				loginValue(sc, key, ke)
+			}
 		}
-		if p > 0 && isAlnum(s[p-1]) {
-			continue
-		}
-		ke := p
-		for ke < len(s) && (isAlnum(s[ke]) || s[ke] == '_') && ke-p < 12 {
-			ke++
-		}
-		if key := lower[p:ke]; loginKeys[key] {
-			loginValue(sc, key, ke)
-		}
-		p = ke
 	}
 	for off := 0; ; {
 		i := strings.IndexByte(s[off:], '@')

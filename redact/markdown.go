@@ -149,28 +149,31 @@ func IsName(s string) bool {
 // Publish makes untrusted text (an agent's prose, a quoted record, a
 // template) fit for a public issue: normalised, scrubbed, control keywords
 // defanged, markdown neutralised. It is the one function every piece of
-// prose passes through before it reaches a title, body or comment.
-func (r *Redactor) Publish(s string, keywords []string) string {
-	return Neutralize(Defang(r.Scrub(Normalize(s)), keywords))
+// prose passes through before it reaches a title, body or comment. id is
+// the identity of the records the text is about (see ScrubRecord); the zero
+// RecordIdentity for none.
+func (r *Redactor) Publish(s string, id RecordIdentity, keywords []string) string {
+	return Neutralize(Defang(r.ScrubRecord(Normalize(s), id), keywords))
 }
 
-// Value returns a decoded JSON value fit to be shown: JSON numbers,
-// booleans and null as they are (they cannot carry text), strings scrubbed,
+// Value returns a decoded JSON value of a record whose identity is id fit
+// to be shown: JSON numbers, booleans and null as they are (they cannot
+// carry text), strings scrubbed,
 // and objects and arrays as their compact JSON text scrubbed as one string —
 // never copied raw, since a secret inside one ("source": {"dsn": ...}) has
 // no key a string-only walk would reach.
-func (r *Redactor) Value(v any) any {
+func (r *Redactor) Value(v any, id RecordIdentity) any {
 	switch v := v.(type) {
 	case nil, bool, float64, float32, int, int64, json.Number:
 		return v
 	case string:
-		return r.Scrub(v)
+		return r.ScrubRecord(v, id)
 	default:
 		text, err := json.Marshal(v)
 		if err != nil {
 			return "<unprintable value>"
 		}
-		return r.Scrub(string(text))
+		return r.ScrubRecord(string(text), id)
 	}
 }
 

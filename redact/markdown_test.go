@@ -96,7 +96,7 @@ func TestDefangAfterUnicodeSpaces(t *testing.T) {
 
 func TestPublishScrubsDefangsAndNeutralises(t *testing.T) {
 	in := "token ghp_" + strings.Repeat("A1b2", 9) + " for @ops; the-loop\u00a0start; ![x](https://e.example/p.png)"
-	out := testRedactor.Publish(in, nil)
+	out := testRedactor.Publish(in, RecordIdentity{}, nil)
 	if strings.Contains(out, "ghp_A1b2") {
 		t.Fatalf("secret survives: %q", out)
 	}
@@ -104,7 +104,7 @@ func TestPublishScrubsDefangsAndNeutralises(t *testing.T) {
 		t.Fatalf("control phrase not defanged: %q", out)
 	}
 	assertInert(t, in, out)
-	if again := testRedactor.Publish(out, nil); again != out {
+	if again := testRedactor.Publish(out, RecordIdentity{}, nil); again != out {
 		t.Fatalf("Publish not idempotent:\n once %q\ntwice %q", out, again)
 	}
 }
@@ -114,19 +114,19 @@ func TestValueNeverCopiesStructuresRaw(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"dsn":"postgres://app:s3cretpw@db.internal/x","token":"ghp_`+strings.Repeat("Z9y8", 9)+`"}`), &v); err != nil {
 		t.Fatal(err)
 	}
-	out, ok := testRedactor.Value(v).(string)
+	out, ok := testRedactor.Value(v, RecordIdentity{}).(string)
 	if !ok {
-		t.Fatalf("an object is shown as its scrubbed text, got %T", testRedactor.Value(v))
+		t.Fatalf("an object is shown as its scrubbed text, got %T", testRedactor.Value(v, RecordIdentity{}))
 	}
 	if strings.Contains(out, "s3cretpw") || strings.Contains(out, "Z9y8Z9y8") {
 		t.Fatalf("secret in an object value survives: %q", out)
 	}
 	arr := []any{"Bearer " + strings.Repeat("k", 30), 3.0}
-	if s := fmt.Sprint(testRedactor.Value(arr)); strings.Contains(s, strings.Repeat("k", 30)) {
+	if s := fmt.Sprint(testRedactor.Value(arr, RecordIdentity{})); strings.Contains(s, strings.Repeat("k", 30)) {
 		t.Fatalf("secret in an array survives: %q", s)
 	}
 	for _, keep := range []any{3.0, true, false, nil, json.Number("12")} {
-		if got := testRedactor.Value(keep); got != keep {
+		if got := testRedactor.Value(keep, RecordIdentity{}); got != keep {
 			t.Errorf("Value(%v) = %v, want it verbatim", keep, got)
 		}
 	}

@@ -37,19 +37,20 @@ const MaxGrowth = MaxPlaceholderLen
 // Options describe what, besides well-known secret formats, must be masked.
 type Options struct {
 	Env  []string // "NAME=value" pairs, like os.Environ(); values of sensitive-named vars are masked wherever they appear
-	User string   // user name to mask (also inside /home/<u>/, /Users/<u>/, C:\Users\<u>\)
+	User string   // this account's name: masked where it stands as an account (see findIdentity)
 	Home string   // home directory to mask
-	Host string   // host name to mask (short name too, i.e. the part before the first dot)
+	Host string   // this machine's name (short name too, the part before the first dot): masked where it stands as a machine
 }
 
 // Redactor masks secrets in text. It is immutable after New and safe for
 // concurrent use.
 type Redactor struct {
-	envSecrets []envSecret // longest first, so a longer value wins an overlap
-	user       string
-	userIsWord bool // the user name is also an English word (root, admin, ...)
-	home       string
-	hosts      []string // lower-cased full and short host name
+	envSecrets   []envSecret // longest first, so a longer value wins an overlap
+	user         string
+	userDistinct bool // the user name cannot be a word: masked wherever it stands alone
+	home         string
+	hosts        []string // lower-cased full and short host name
+	hostDistinct []bool   // per host name: cannot be a word
 }
 
 type envSecret struct {
@@ -74,7 +75,7 @@ func New(o Options) *Redactor {
 	})
 	if u := strings.TrimSpace(o.User); len(u) >= 2 && !strings.ContainsAny(u, " \t\n") {
 		r.user = u
-		r.userIsWord = systemAccounts[u]
+		r.userDistinct = distinctiveName(u) && !systemAccounts[u]
 	}
 	// A home of "/" or a relative path would mask half of every path.
 	if h := strings.TrimRight(strings.TrimSpace(o.Home), `/\`); len(h) >= 3 && (h[0] == '/' || (len(h) > 2 && h[1] == ':')) {
@@ -86,12 +87,14 @@ func New(o Options) *Redactor {
 			r.hosts = append(r.hosts, short)
 		}
 	}
+	for _, h := range r.hosts {
+		r.hostDistinct = append(r.hostDistinct, distinctiveName(h))
+	}
 	return r
 }
 
-// systemAccounts are account names that are also English words: where one
-// starts a common compound ("root cause", "admin panel") it is the word, not
-// the account, and stays.
+// systemAccounts are service accounts whose names hold a separator yet read
+// as words in logs (ec2-user, www-data): masked only in an account slot.
 var systemAccounts = map[string]bool{
 	"root": true, "admin": true, "runner": true, "ubuntu": true, "debian": true, "ec2-user": true,
 	"nobody": true, "daemon": true, "user": true, "www-data": true, "jenkins": true, "circleci": true,
@@ -118,7 +121,9 @@ func FromEnvironment() *Redactor {
 	r := New(o)
 	// $HOSTNAME may differ from the kernel's name (containers, CI); mask both.
 	if kernelHost != "" && !strings.EqualFold(kernelHost, o.Host) {
-		r.hosts = append(r.hosts, New(Options{Host: kernelHost}).hosts...)
+		k := New(Options{Host: kernelHost})
+		r.hosts = append(r.hosts, k.hosts...)
+		r.hostDistinct = append(r.hostDistinct, k.hostDistinct...)
 	}
 	return r
 }
@@ -144,6 +149,10 @@ func (sc *scan) add(start, end int, label string) {
 
 // Scrub returns s with every secret it recognises replaced by a placeholder.
 func (r *Redactor) Scrub(s string) string {
+	return r.scrub(s, RecordIdentity{})
+}
+
+func (r *Redactor) scrub(s string, id RecordIdentity) string {
 	if s == "" {
 		return s
 	}
@@ -158,10 +167,16 @@ func (r *Redactor) Scrub(s string) string {
 	findURLCredentials(sc)
 	findWebhooks(sc)
 	findEmails(sc)
-	findPrivateIPs(sc)
+	findIPs(sc)
+	findNumbers(sc)
+	findIBANs(sc)
+	findInternalHosts(sc)
+	findLoginUsers(sc)
 	findHomePaths(sc)
+	findPaths(sc)
 	r.findIdentity(sc)
 	r.findEnvSecrets(sc)
+	id.find(sc.s, sc.lower, func(start, end int) { sc.add(start, end, "identity") })
 	if len(sc.spans) == 0 {
 		return s
 	}

@@ -54,7 +54,8 @@ func NewCompose(cfg ComposeConfig) pipeline.Stage[pipeline.Finding, pipeline.Rep
 // redact.Neutralize once more, so nothing in it can mention, cross-link,
 // fetch or hide: the only live markup is the two markers appended last.
 func Compose(f pipeline.Finding, cfg ComposeConfig) (title, body string) {
-	public := func(s string) string { return cfg.Scrubber.Publish(strings.TrimSpace(s), cfg.Keywords) }
+	ids := GroupIdentity(f.Group) // an agent may quote the records' own identity
+	public := func(s string) string { return cfg.Scrubber.Publish(strings.TrimSpace(s), ids, cfg.Keywords) }
 	a := f.Answer
 	title = ComposeTitle(public(composeOneLine(a.Title)))
 	var b strings.Builder

@@ -115,7 +115,9 @@ func BuildDossier(g pipeline.Group, s *redact.Redactor, maxBytes int) string {
 		fmt.Fprintf(&b, "- Log lines: %d to %d\n", g.FirstLine, g.LastLine)
 	}
 	b.WriteString("\nNormalized error:\n\n")
-	b.WriteString(redact.Fence(s.Scrub(g.Template)))
+	// The template is what the group's records share: none of their
+	// identities may show through it.
+	b.WriteString(redact.Fence(s.ScrubRecord(g.Template, GroupIdentity(g))))
 	b.WriteString("\n\nRecords (allow-listed fields, newest first):\n\n")
 	var records []string
 	used := 0
@@ -150,29 +152,57 @@ var dossierRecordKeys = func() []string {
 // one is scrubbed once.
 type recordWriter struct {
 	scrubber *redact.Redactor
-	scrubbed map[string]string
+	scrubbed map[[2]string]string // by identity key and value
+	id       redact.RecordIdentity
+	idKey    string
 	buf      bytes.Buffer
 	enc      *json.Encoder
 }
 
 func newRecordWriter(s *redact.Redactor) *recordWriter {
-	w := &recordWriter{scrubber: s, scrubbed: map[string]string{}}
+	w := &recordWriter{scrubber: s, scrubbed: map[[2]string]string{}}
 	w.enc = json.NewEncoder(&w.buf)
 	return w
 }
 
+// scrub masks v as the current record's text: its own identity included.
 func (w *recordWriter) scrub(v string) string {
-	out, ok := w.scrubbed[v]
+	k := [2]string{w.idKey, v}
+	out, ok := w.scrubbed[k]
 	if !ok {
-		out = w.scrubber.Scrub(v)
-		w.scrubbed[v] = out
+		out = w.scrubber.ScrubRecord(v, w.id)
+		w.scrubbed[k] = out
 	}
 	return out
+}
+
+// GroupIdentity is the union of the identities of a group's sampled records.
+func GroupIdentity(g pipeline.Group) redact.RecordIdentity {
+	var ids redact.RecordIdentity
+	for _, o := range g.Samples {
+		ids = ids.Union(RecordIdentity(o.Record))
+	}
+	return ids
+}
+
+// RecordIdentity is what a record's fields that the allow-list drops say
+// about whose it is (redact.RecordIdentity): masked where they reappear in
+// its error text.
+func RecordIdentity(r pipeline.Record) redact.RecordIdentity {
+	var id redact.RecordIdentity
+	for _, f := range r.Fields {
+		if v, ok := f.Value.(string); ok && f.Key != "error" && !slices.Contains(DossierFields, f.Key) {
+			id.Add(f.Key, v)
+		}
+	}
+	return id
 }
 
 // record renders one record's allow-listed fields and its scrubbed, capped
 // error text as a JSON line.
 func (w *recordWriter) record(r pipeline.Record) string {
+	w.id = RecordIdentity(r)
+	w.idKey = w.id.Key()
 	w.buf.Reset()
 	w.buf.WriteByte('{')
 	for _, k := range dossierRecordKeys {
@@ -194,7 +224,7 @@ func (w *recordWriter) record(r pipeline.Record) string {
 			if str, isStr := field.(string); isStr {
 				v = w.scrub(str)
 			} else {
-				v = w.scrubber.Value(field)
+				v = w.scrubber.Value(field, w.id)
 			}
 		}
 		if w.buf.Len() > 1 {

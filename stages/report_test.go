@@ -239,14 +239,15 @@ func TestDossierRecordReadsAsTheMapDid(t *testing.T) {
 			continue
 		}
 		r := pipeline.Record{Line: 42, Fields: fields}
+		id := RecordIdentity(r)
 		kept := map[string]any{}
 		for _, k := range DossierFields {
 			if v, ok := r.Fields.Lookup(k); ok {
-				kept[k] = testScrubber.Value(v) // objects and arrays as scrubbed text
+				kept[k] = testScrubber.Value(v, id) // objects and arrays as scrubbed text
 			}
 		}
 		if e := r.Str("error"); e != "" {
-			kept["error"] = testScrubber.Scrub(capRunes(e, MaxErrorChars))
+			kept["error"] = testScrubber.ScrubRecord(capRunes(e, MaxErrorChars), id)
 		}
 		kept["line"] = r.Line
 		want, err := json.Marshal(kept)

@@ -1,0 +1,240 @@
+package redact
+
+import (
+	"sort"
+	"strings"
+)
+
+// RecordIdentity holds what a record's dropped fields say about whose and
+// where it is (the work item's owner, repository and number, the tmux
+// target, the working directory and the user in it, the delivery id, the
+// actor, the branch). The allow-list keeps those fields out of a dossier;
+// ScrubRecord keeps them out of the record's own error text too, and Find
+// tells the fingerprinter which runs of a text are this record's identity
+// (volatile across records of one defect).
+//
+// A run is masked only where it stands as a whole token, and only if it is
+// worth masking: two characters or more, not a common word (main, docs,
+// home, src, ...), and, unless its field names a person or its position in
+// the value names an owner, repository or user, not a plain word at all
+// (it holds a digit, a separator or a capital inside). A number (the work
+// item's #7) is masked only where it stands as an issue or pull request
+// number: #7, issues/7, issue view 7.
+//
+// The zero value holds nothing and masks nothing.
+type RecordIdentity struct {
+	runs []idRun // lower-cased, longest first, no duplicates
+}
+
+type idRun struct {
+	text   string
+	number bool
+}
+
+// enumFields hold a value from a fixed set (harness, via, ...): never
+// identity, whatever a caller passes.
+var enumFields = map[string]bool{
+	"harness": true, "via": true, "level": true, "gh_event": true, "source": true, "event": true, "ts": true,
+	"will_retry": true, "attempts": true, "exit_code": true, "error": true,
+}
+
+// personFields name a person or an account: their value is identity even
+// when it reads as a word.
+var personFields = map[string]bool{
+	"actor": true, "user": true, "username": true, "login": true, "sender": true, "author": true,
+	"owner": true, "assignee": true, "committer": true, "requester": true,
+}
+
+// commonIdentityWords are values too common to mask on their own.
+var commonIdentityWords = map[string]bool{
+	"main": true, "master": true, "trunk": true, "develop": true, "dev": true, "development": true,
+	"staging": true, "stage": true, "prod": true, "production": true, "release": true, "test": true,
+	"tests": true, "testing": true, "feature": true, "features": true, "fix": true, "bugfix": true,
+	"hotfix": true, "chore": true, "docs": true, "doc": true, "home": true, "users": true, "user": true,
+	"root": true, "admin": true, "src": true, "source": true, "lib": true, "work": true, "workspace": true,
+	"tmp": true, "temp": true, "var": true, "opt": true, "srv": true, "app": true, "apps": true, "api": true,
+	"web": true, "www": true, "github": true, "gitlab": true, "bitbucket": true, "gh": true, "issue": true,
+	"issues": true, "pull": true, "pulls": true, "pr": true, "repo": true, "repos": true, "the": true,
+	"loop": true, "the-loop": true, "claude": true, "cursor": true, "agent": true, "worker": true,
+	"runner": true, "build": true, "ci": true, "cd": true, "default": true, "local": true, "origin": true,
+	"head": true, "refs": true, "heads": true, "tags": true, "tag": true, "null": true, "none": true,
+	"true": true, "false": true, "bot": true, "webhook": true, "cli": true, "data": true, "mnt": true,
+	"go": true, "code": true, "project": true, "projects": true, "git": true, "http": true, "https": true,
+}
+
+// Add takes one dropped field of a record. Values with spaces (free text)
+// and values of enum fields are ignored.
+func (id *RecordIdentity) Add(key, value string) {
+	value = strings.TrimSpace(value)
+	key = strings.ToLower(key)
+	if value == "" || len(value) > 256 || enumFields[key] || strings.ContainsAny(value, " \t\n\r") {
+		return
+	}
+	id.consider(value, personFields[key])
+	v := value
+	// provider:owner/repo#N (a work item) or a repository's owner/name:
+	// owner and name are identity even when they read as words.
+	provider := false
+	if c := strings.IndexByte(v, ':'); c > 0 && c < strings.IndexByte(v+"/", '/') && allLetters(v[:c]) {
+		v, provider = v[c+1:], true
+	}
+	repoField := provider || key == "work_item" || key == "repo" || key == "repository" || key == "full_name"
+	if slash := strings.IndexByte(v, '/'); repoField && slash > 0 && strings.Count(v, "/") == 1 {
+		repo, num, _ := strings.Cut(v, "#")
+		owner, name, _ := strings.Cut(repo, "/")
+		id.consider(repo, true)
+		id.consider(owner, true)
+		id.consider(name, true)
+		if num != "" && allDigits(num) {
+			id.runs = append(id.runs, idRun{text: num, number: true})
+		}
+	}
+	// A working directory: the user after /home/ or /Users/ is a person.
+	parts := strings.FieldsFunc(value, func(r rune) bool { return strings.ContainsRune(`/\:#@=,;?&`, r) })
+	for k, part := range parts {
+		person := k > 0 && (strings.EqualFold(parts[k-1], "home") || strings.EqualFold(parts[k-1], "users"))
+		id.consider(part, person)
+	}
+	id.normalize()
+}
+
+// consider adds a run if it is worth masking (see RecordIdentity).
+func (id *RecordIdentity) consider(run string, person bool) {
+	if len(run) < 2 {
+		return
+	}
+	lower := asciiLower(run)
+	if commonIdentityWords[lower] || allDigits(run) || !strings.ContainsAny(lower, "abcdefghijklmnopqrstuvwxyz") {
+		return
+	}
+	if !person && !distinctiveName(run) && !innerCapital(run) && !strings.ContainsAny(run, `/\:#@`) {
+		return
+	}
+	id.runs = append(id.runs, idRun{text: lower})
+}
+
+func innerCapital(v string) bool {
+	for i := 1; i < len(v); i++ {
+		if isUpper(v[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+func allDigits(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if !isDigit(v[i]) {
+			return false
+		}
+	}
+	return v != ""
+}
+
+func (id *RecordIdentity) normalize() {
+	sort.Slice(id.runs, func(i, j int) bool {
+		if len(id.runs[i].text) != len(id.runs[j].text) {
+			return len(id.runs[i].text) > len(id.runs[j].text)
+		}
+		return id.runs[i].text < id.runs[j].text
+	})
+	out := id.runs[:0]
+	for i, r := range id.runs {
+		if i == 0 || r != id.runs[i-1] {
+			out = append(out, r)
+		}
+	}
+	id.runs = out
+}
+
+// Union returns the identity of both: what a template shared by several
+// records must not show.
+func (id RecordIdentity) Union(o RecordIdentity) RecordIdentity {
+	if len(o.runs) == 0 {
+		return id
+	}
+	if len(id.runs) == 0 {
+		return o
+	}
+	u := RecordIdentity{runs: append(append(make([]idRun, 0, len(id.runs)+len(o.runs)), id.runs...), o.runs...)}
+	u.normalize()
+	return u
+}
+
+// Empty reports whether the identity masks nothing.
+func (id RecordIdentity) Empty() bool { return len(id.runs) == 0 }
+
+// Key is a string equal for equal identities (a cache key).
+func (id RecordIdentity) Key() string {
+	var b strings.Builder
+	for _, r := range id.runs {
+		if r.number {
+			b.WriteByte('#')
+		}
+		b.WriteString(r.text)
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+// Find returns the byte ranges [start, end) of text where the identity's
+// runs stand as whole tokens, sorted and not overlapping.
+func (id RecordIdentity) Find(text string) [][2]int {
+	if len(id.runs) == 0 || text == "" {
+		return nil
+	}
+	var spans []span
+	id.find(text, asciiLower(text), func(s, e int) { spans = append(spans, span{s, e, ""}) })
+	sort.Slice(spans, func(i, j int) bool { return spans[i].start < spans[j].start })
+	var out [][2]int
+	for _, sp := range spans {
+		if n := len(out); n > 0 && sp.start < out[n-1][1] {
+			out[n-1][1] = max(out[n-1][1], sp.end)
+			continue
+		}
+		out = append(out, [2]int{sp.start, sp.end})
+	}
+	return out
+}
+
+// issueNumberBefore are what precede an issue or pull request number.
+var issueNumberBefore = []string{"#", "issues/", "pull/", "pulls/", "issue ", "view ", "pr ", "number ", "number="}
+
+func (id RecordIdentity) find(s, lower string, add func(start, end int)) {
+	for _, r := range id.runs {
+		for off := 0; ; {
+			i := strings.Index(lower[off:], r.text)
+			if i < 0 {
+				break
+			}
+			p := off + i
+			e := p + len(r.text)
+			off = p + 1
+			if gluedNameBefore(s, p) || gluedNameAfter(s, e) {
+				continue
+			}
+			if r.number {
+				if e < len(s) && s[e] == '.' && e+1 < len(s) && isDigit(s[e+1]) {
+					continue
+				}
+				ok := false
+				for _, b := range issueNumberBefore {
+					if strings.HasSuffix(lower[:p], b) {
+						ok = true
+						break
+					}
+				}
+				if !ok {
+					continue
+				}
+			}
+			add(p, e)
+		}
+	}
+}
+
+// ScrubRecord is Scrub for one record's text: it also masks the record's
+// own identity (see RecordIdentity) where it reappears in the text.
+func (r *Redactor) ScrubRecord(text string, id RecordIdentity) string {
+	return r.scrub(text, id)
+}

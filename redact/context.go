@@ -102,7 +102,7 @@ func classifyKey(name string) (keyClass, string) {
 		return keyWeak, "key"
 	}
 	// Glued words: dbpassword, authtoken, sharedaccesskey, x_apikey.
-	for _, suffix := range [...]string{"password", "passwd", "secret", "token", "apikey"} {
+	for _, suffix := range [...]string{"password", "passwd", "passphrase", "passcode", "secret", "token", "apikey"} {
 		if strings.HasSuffix(last, suffix) && len(last) > len(suffix) {
 			return keyStrong, strongWords[suffix]
 		}
@@ -110,7 +110,43 @@ func classifyKey(name string) (keyClass, string) {
 	if strings.HasSuffix(last, "key") && keyModifiers[strings.TrimSuffix(last, "key")] {
 		return keyStrong, "token"
 	}
+	// storepass, dbpass, smtppass: glued "pass" is a password unless the
+	// word is one of the few English words that end so.
+	if strings.HasSuffix(last, "pass") && len(last) > 4 && !englishPass[last] {
+		return keyStrong, "password"
+	}
 	return keyNone, ""
+}
+
+var englishPass = map[string]bool{"bypass": true, "compass": true, "surpass": true, "trespass": true,
+	"overpass": true, "underpass": true, "multipass": true, "onepass": true, "twopass": true, "firstpass": true}
+
+// credentialShaped reports whether a value that follows a secret word in
+// prose or a loose syntax has the shape of a credential rather than of a
+// word: at least four characters holding a digit or a symbol (hunter2,
+// abc123, P@ss), or a number long enough to be a PIN. Letters alone
+// (expired, incorrect, TokenExpiredError) and words joined by - _ .
+// (db-credentials, not_set) are prose or identifiers.
+func credentialShaped(v string) bool {
+	if len(v) < 4 || trivialValue(v) {
+		return false
+	}
+	cc := countClasses(v)
+	if cc.digit == len(v) {
+		return len(v) >= 6
+	}
+	if cc.lower+cc.upper+cc.digit == 0 {
+		return false
+	}
+	if cc.digit > 0 {
+		return true
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; charClass(c) == 3 && c != '-' && c != '_' && c != '.' {
+			return true
+		}
+	}
+	return false
 }
 
 func keyChar(c byte) bool {
@@ -177,7 +213,23 @@ func keyValue(sc *scan, ks, ke int) {
 	if class == keyNone {
 		return
 	}
+	if class == keyWeak && flag == 0 {
+		// Two words in prose or INI: "api key", "access key", "secret key".
+		if w := wordBefore(s, ks); w != "" {
+			if c2, l2 := classifyKey(w + " " + s[ks:nameEnd]); c2 == keyStrong {
+				class, label = c2, l2
+			}
+		}
+	}
+	if flag > 0 && class == keyWeak && label == "password" {
+		class = keyStrong // --pass X: no tool passes a count as --pass
+	}
 	p := nameEnd
+	// <password>x</password>, Maven settings, any XML element.
+	if p == ke && ks > 0 && s[ks-1] == '<' && p < len(s) && s[p] == '>' {
+		xmlElementValue(sc, p+1, class, label)
+		return
+	}
 	quotedKey := false
 	// Closing quote of a JSON/YAML/Python key: "password": / \"password\": / 'pwd':
 	if ks > 0 && (s[ks-1] == '"' || s[ks-1] == '\'') && p < len(s) && s[p] == s[ks-1] {
@@ -189,6 +241,13 @@ func keyValue(sc *scan, ks, ke int) {
 	} else if p != ke {
 		return // "key." at the end of a sentence: no value follows
 	}
+	// The secret word is itself the value of a name field: NuGet's
+	// <add key="ClearTextPassword" value="x"/>, Kubernetes' env list
+	// {name: DB_PASSWORD, value: x}. The sibling value field is the secret.
+	if namesField(s, ks) {
+		siblingValue(sc, p, class, label)
+		return
+	}
 	sp := p
 	for p < len(s) && (s[p] == ' ' || s[p] == '\t') {
 		p++
@@ -196,7 +255,8 @@ func keyValue(sc *scan, ks, ke int) {
 	spaced := p > sp
 	sep := byte(' ')
 	switch {
-	case p < len(s) && s[p] == '=' && !(p+1 < len(s) && s[p+1] == '='):
+	case p < len(s) && s[p] == '=' && !(p+2 < len(s) && s[p+1] == '=' && s[p+2] <= ' '):
+		// "password == x" compares; "password==x" is a value starting with =.
 		sep = '='
 		p++
 		if p < len(s) && s[p] == '>' {
@@ -211,6 +271,9 @@ func keyValue(sc *scan, ks, ke int) {
 	case !spaced:
 		return
 	}
+	// Key:value with nothing between is a field of a Go or Python dump
+	// (map[password:x], {Password:x}), not prose.
+	tight := !spaced && sep == ':' && p < len(s) && s[p] != ' ' && s[p] != '\t'
 	if sep != ' ' {
 		for p < len(s) && (s[p] == ' ' || s[p] == '\t') {
 			p++
@@ -218,6 +281,9 @@ func keyValue(sc *scan, ks, ke int) {
 	}
 	if p >= len(s) || s[p] == '\n' || s[p] == '\r' {
 		return
+	}
+	if sep != ' ' {
+		p = skipOpeners(s, p)
 	}
 	switch class {
 	case keyAuthz:
@@ -232,6 +298,9 @@ func keyValue(sc *scan, ks, ke int) {
 		return
 	}
 	vs, ve, quoted := readValue(s, p)
+	if tight && !quoted {
+		vs, ve = p, dumpValueEnd(s, p)
+	}
 	if vs >= ve || isPlaceholderAt(s, vs) {
 		return
 	}
@@ -243,15 +312,17 @@ func keyValue(sc *scan, ks, ke int) {
 	if label == "password" && (v[0] == '/' || v[0] == '~') && !quoted && strings.HasSuffix(strings.ToLower(s[ks:nameEnd]), "pwd") {
 		return
 	}
-	if sep == ' ' && !quoted && (v == "is" || v == "was") && class != keyWeak {
-		// Prose: "DD_API_KEY is 91d2…". Only a value that looks like a
-		// credential is taken: "the token is expired" stays.
-		p := ve
-		for p < len(s) && (s[p] == ' ' || s[p] == '\t') {
-			p++
-		}
-		if p < len(s) && !isPlaceholderAt(s, p) {
-			if ws, we, _ := readValue(s, p); we-ws >= 16 && (looksSecret(s[ws:we]) || (we-ws >= 32 && hexRest(s[ws:we]))) {
+	if sep == ' ' && !quoted && (v == "is" || v == "was") {
+		// Prose: "the password is hunter2", "DD_API_KEY is 91d2…". Only a
+		// value shaped like a credential is taken: "the token is expired",
+		// "the password is incorrect" stay.
+		q := skipWords(s, ve, "set to", "now")
+		if q < len(s) && !isPlaceholderAt(s, q) {
+			ws, we, wq := readValue(s, q)
+			if !wq {
+				we = proseValueEnd(s, q)
+			}
+			if we > ws && looseValue(s[ws:we], wq, class, label) {
 				sc.add(ws, we, label)
 			}
 		}
@@ -259,29 +330,241 @@ func keyValue(sc *scan, ks, ke int) {
 	}
 	switch {
 	case sep == ' ':
-		// "--password x", "password x" in .netrc, or prose ("the key X").
-		// "invalid_auth request_id=..." is a word followed by another pair.
-		if strings.Contains(strings.TrimRight(v, "="), "=") {
+		// "--password x", "password x" in .netrc, or prose ("the key X",
+		// "with password hunter2"). "invalid_auth request_id=..." is a word
+		// followed by another pair.
+		netrc := class == keyStrong && label == "password" && netrcContext(sc.lower, ks)
+		if flag == 0 && !netrc && strings.Contains(strings.TrimRight(v, "="), "=") {
 			return
+		}
+		if (flag > 0 || netrc) && !quoted {
+			ve = proseValueEnd(s, vs) // an argument or a .netrc token runs to whitespace
+			v = s[vs:ve]
 		}
 		switch {
 		case flag > 0 && class == keyStrong && v[0] != '-':
-		case class == keyStrong && lineHasAny(sc.lower, ks, "machine ", "login "):
+		case netrc:
 		case looksSecret(v):
 		case quoted && class == keyStrong && ve < len(s) && s[ve] != '\n' && len(v) >= 6 && !strings.ContainsAny(v, " \t") && countClasses(v).other <= len(v)/2:
 			// "with password 'hunter2'": a quoted value right after the word.
+		case credentialShaped(v) && (class == keyStrong && label == "password" || afterPreposition(s, ks) && looseKey(class, label)):
+			// "passphrase hunter2", "login with pw abc123".
 		default:
 			return
 		}
 	case class == keyWeak:
-		if !looksSecret(v) {
+		if !looseValue(v, quoted, class, label) {
 			return
 		}
-	case sep == ':' && !quoted && !quotedKey && !atLineStart(s, ks) && !looksSecret(v):
+	case sep == ':' && !quoted && !quotedKey && !tight && !atLineStart(s, ks) && !looseValue(v, false, class, label):
 		// "error: invalid token: signature mismatch" is prose, not YAML.
 		return
 	}
 	sc.add(vs, ve, label)
+}
+
+// wordBefore returns the word separated by one space before ks, if any.
+func wordBefore(s string, ks int) string {
+	if ks < 2 || s[ks-1] != ' ' {
+		return ""
+	}
+	w := ks - 1
+	for w > 0 && isAlnum(s[w-1]) {
+		w--
+	}
+	return s[w : ks-1]
+}
+
+// dumpValueEnd ends an unquoted value of a Go %v dump: fields are split
+// by spaces and the structure closes with ] or }.
+func dumpValueEnd(s string, p int) int {
+	e := p
+	for e < len(s) && s[e] > ' ' && s[e] != ']' && s[e] != '}' {
+		e++
+	}
+	return e
+}
+
+// proseValueEnd ends a value in prose at whitespace, less the punctuation
+// that ends a sentence or a clause.
+func proseValueEnd(s string, p int) int {
+	e := p
+	for e < len(s) && s[e] > ' ' && s[e] != '<' {
+		e++
+	}
+	for e > p && strings.IndexByte(".,;:)]}\"'", s[e-1]) >= 0 {
+		e--
+	}
+	return e
+}
+
+// looseKey: keys whose value is taken in loose syntaxes (prose, Key:
+// mid-line) when it is shaped like a credential. Weak keys named key,
+// session or signature are too often cache keys and ids.
+func looseKey(class keyClass, label string) bool {
+	return class == keyStrong || label == "password" || label == "auth" || label == "credential"
+}
+
+// looseValue decides a value found in a loose syntax.
+func looseValue(v string, quoted bool, class keyClass, label string) bool {
+	if looseKey(class, label) {
+		return credentialShaped(v) || looksSecret(v) || (quoted && class == keyStrong && len(v) >= 4 && !trivialValue(v) && !strings.Contains(v, " "))
+	}
+	return looksSecret(v)
+}
+
+// skipOpeners steps over the container openers of a structure dump before
+// a value: [x] in Go maps, []string{"x"} in http.Header, [ in JSON arrays.
+func skipOpeners(s string, p int) int {
+	for _, o := range [...]string{"[]string{", "[]interface {}{", "[]any{", "["} {
+		if strings.HasPrefix(s[p:], o) {
+			return p + len(o)
+		}
+	}
+	return p
+}
+
+// skipWords skips spaces after i and, once, any of the given phrases.
+func skipWords(s string, i int, phrases ...string) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+		i++
+	}
+	for _, ph := range phrases {
+		if len(s)-i > len(ph) && strings.EqualFold(s[i:i+len(ph)], ph) && (s[i+len(ph)] == ' ' || s[i+len(ph)] == ':') {
+			i += len(ph) + 1
+			for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+				i++
+			}
+			break
+		}
+	}
+	return i
+}
+
+// afterPreposition reports whether the word before s[ks:] is with, using,
+// via or by: "connect with password X".
+func afterPreposition(s string, ks int) bool {
+	j := ks
+	for j > 0 && s[j-1] == ' ' {
+		j--
+	}
+	if j == ks {
+		return false
+	}
+	w := j
+	for w > 0 && isAlnum(s[w-1]) {
+		w--
+	}
+	switch strings.ToLower(s[w:j]) {
+	case "with", "using", "via", "by", "and":
+		return true
+	}
+	return false
+}
+
+// netrcContext reports whether the key at ks sits in .netrc text: a
+// "machine" or "default" entry shortly before, on this or earlier lines.
+func netrcContext(lower string, ks int) bool {
+	w := lower[max(0, ks-400):ks]
+	return strings.Contains(w, "machine ") || strings.Contains(w, "login ") || strings.HasPrefix(strings.TrimSpace(w), "default")
+}
+
+// namesField reports whether the key starting at ks is the value of a
+// "key" or "name" field: key="Password", "name": "DB_PASSWORD", name: X.
+func namesField(s string, ks int) bool {
+	j := ks
+	if j > 0 && (s[j-1] == '"' || s[j-1] == '\'') {
+		j--
+	}
+	for j > 0 && (s[j-1] == ' ' || s[j-1] == '\t') {
+		j--
+	}
+	if j == 0 || (s[j-1] != '=' && s[j-1] != ':') {
+		return false
+	}
+	j--
+	for j > 0 && (s[j-1] == ' ' || s[j-1] == '\t' || s[j-1] == '"' || s[j-1] == '\'') {
+		j--
+	}
+	w := j
+	for w > 0 && isAlnum(s[w-1]) {
+		w--
+	}
+	switch strings.ToLower(s[w:j]) {
+	case "key", "name", "param", "parameter", "variable", "field":
+		return true
+	}
+	return false
+}
+
+// siblingValue masks the value of the "value" field that follows a name
+// field naming a secret, within the same element, object or list item.
+func siblingValue(sc *scan, p int, class keyClass, label string) {
+	s, lower := sc.s, sc.lower
+	end := min(len(s), p+240)
+	if i := strings.IndexAny(s[p:end], "}>"); i >= 0 {
+		end = p + i
+	}
+	if i := strings.Index(s[p:end], "\n"); i >= 0 {
+		if j := strings.Index(s[p+i+1:end], "\n"); j >= 0 {
+			end = p + i + 1 + j
+		}
+	}
+	for off := p; off < end; {
+		i := strings.Index(lower[off:end], "value")
+		if i < 0 {
+			return
+		}
+		q := off + i + len("value")
+		off = q
+		if off-len("value") > 0 && isAlnum(s[off-len("value")-1]) {
+			continue
+		}
+		if q < end && (s[q] == '"' || s[q] == '\'') {
+			q++
+		}
+		for q < end && (s[q] == ' ' || s[q] == '\t') {
+			q++
+		}
+		if q >= end || (s[q] != '=' && s[q] != ':') {
+			continue
+		}
+		q++
+		for q < end && (s[q] == ' ' || s[q] == '\t') {
+			q++
+		}
+		vs, ve, quoted := readValue(s, q)
+		if ve > end && !quoted {
+			ve = end
+		}
+		if vs < ve && !isPlaceholderAt(s, vs) && !trivialValue(s[vs:ve]) && (class == keyStrong || looseValue(s[vs:ve], quoted, class, label)) {
+			sc.add(vs, ve, label)
+		}
+		return
+	}
+}
+
+// xmlElementValue masks the text of <password>…</password>, up to the
+// closing tag.
+func xmlElementValue(sc *scan, p int, class keyClass, label string) {
+	s := sc.s
+	e := p
+	for e < len(s) && s[e] != '<' && s[e] != '\n' {
+		e++
+	}
+	vs, ve := p, e
+	for vs < ve && s[vs] == ' ' {
+		vs++
+	}
+	for ve > vs && s[ve-1] == ' ' {
+		ve--
+	}
+	if vs >= ve || isPlaceholderAt(s, vs) || trivialValue(s[vs:ve]) {
+		return
+	}
+	if class == keyStrong || looseValue(s[vs:ve], true, class, label) {
+		sc.add(vs, ve, label)
+	}
 }
 
 // readValue returns the value starting at p: a quoted string's content or
@@ -440,7 +723,7 @@ func authorizationValue(sc *scan, p int) {
 		p = ws
 	}
 	e := p
-	for e < len(s) && s[e] > ' ' && s[e] != '"' && s[e] != '\'' && s[e] != ',' && s[e] != '\\' && s[e] != '<' {
+	for e < len(s) && s[e] > ' ' && s[e] != '"' && s[e] != '\'' && s[e] != ',' && s[e] != '\\' && s[e] != '<' && s[e] != ']' && s[e] != '}' {
 		e++
 	}
 	if e > p && !trivialValue(s[p:e]) {
@@ -513,57 +796,6 @@ func findBearer(sc *scan) {
 		v := s[p:e]
 		if len(v) >= 8 && !isPlaceholderAt(s, p) && (countClasses(v).digit > 0 || len(v) >= 20) && !trivialValue(v) {
 			sc.add(p, e, "token")
-		}
-	}
-}
-
-// findCLIPasswords masks passwords passed as short flags: mysql -pSECRET,
-// sshpass -p SECRET, docker login -p SECRET, and curl -u user:SECRET.
-func findCLIPasswords(sc *scan) {
-	s, lower := sc.s, sc.lower
-	for off := 0; ; {
-		i := strings.Index(s[off:], "-p")
-		if i < 0 {
-			break
-		}
-		p := off + i
-		off = p + 2
-		if p > 0 && s[p-1] != ' ' && s[p-1] != '\t' {
-			continue
-		}
-		if !lineHasAny(lower, p, "-u ", "--user", "mysql", "mariadb", "sshpass", " login", "twine") {
-			continue
-		}
-		v := p + 2
-		if v < len(s) && s[v] == ' ' {
-			v++
-		} else if v < len(s) && !(isAlnum(s[v]) || strings.IndexByte("!#%^*@+._~", s[v]) >= 0) {
-			continue // -p=... and --password are key=value territory
-		}
-		vs, ve := readArg(s, v)
-		if vs >= ve || s[vs] == '-' || isPlaceholderAt(s, vs) || trivialValue(s[vs:ve]) || allPortChars(s[vs:ve]) {
-			continue
-		}
-		sc.add(vs, ve, "password")
-	}
-	for _, flag := range [...]string{"-u ", "--user ", "--user=", "-U "} {
-		for off := 0; ; {
-			i := strings.Index(s[off:], flag)
-			if i < 0 {
-				break
-			}
-			p := off + i
-			off = p + len(flag)
-			if p > 0 && s[p-1] != ' ' && s[p-1] != '\t' {
-				continue
-			}
-			vs, ve := readArg(s, off)
-			v := s[vs:ve]
-			c := strings.IndexByte(v, ':')
-			if c <= 0 || c == len(v)-1 || allPortChars(v) || isPlaceholderAt(s, vs+c+1) {
-				continue
-			}
-			sc.add(vs+c+1, ve, "password")
 		}
 	}
 }

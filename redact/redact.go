@@ -63,7 +63,7 @@ func New(o Options) *Redactor {
 	seen := map[string]bool{}
 	for _, kv := range o.Env {
 		name, value, ok := strings.Cut(kv, "=")
-		if !ok || !sensitiveEnvName(name) || !maskableEnvValue(value) || seen[value] {
+		if !ok || !secretEnvName(name) || !maskableSecretEnvValue(value) || seen[value] {
 			continue
 		}
 		seen[value] = true
@@ -154,8 +154,10 @@ func (r *Redactor) Scrub(s string) string {
 	findAzureClientSecrets(sc)
 	findKeyValues(sc)
 	findBearer(sc)
+	findBasicCredentials(sc)
+	findPairedSecrets(sc)
 	findCLIPasswords(sc)
-	findURLCredentials(sc)
+	findURLSecrets(sc)
 	findWebhooks(sc)
 	findEmails(sc)
 	findPrivateIPs(sc)

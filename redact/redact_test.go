@@ -305,8 +305,8 @@ func TestSensitiveEnvName(t *testing.T) {
 		"TOKEN_TTL_SECONDS": false, "AUTH_MODE": false, "PWD": false, "OLDPWD": false,
 		"KEYBOARD": false, "MONKEY_PATCH": false, "SSH_AUTH_SOCK": false, "PATH": false, "HOME": false,
 	} {
-		if got := sensitiveEnvName(name); got != want {
-			t.Errorf("sensitiveEnvName(%q) = %v, want %v", name, got, want)
+		if got := secretEnvName(name); got != want {
+			t.Errorf("secretEnvName(%q) = %v, want %v", name, got, want)
 		}
 	}
 }

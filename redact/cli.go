@@ -1,0 +1,137 @@
+package redact
+
+import "strings"
+
+// Secrets on command lines. A tool's documented password flag takes the
+// password as its argument, glued (mysql -pX) or separate (sshpass -p X);
+// a user:password argument (curl -u, httpie -a) holds it after the colon;
+// a few tools take credentials positionally (mc alias set NAME URL KEY
+// SECRET). Short flags mean different things to different tools (-p is a
+// port to docker run and a parent to mkdir), so each short flag counts only
+// on a line that runs a tool documented to take a password with it. Long
+// flags (--password, --token, --api-key) are key=value territory and are
+// handled by findKeyValues.
+
+type passwordFlag struct {
+	flag  string
+	glued bool     // the password may follow the flag with no space
+	tools []string // words on the line that name a tool taking a password with this flag
+}
+
+var passwordFlags = []passwordFlag{
+	{"-p", true, []string{"mysql", "mariadb", "mysqldump", "mysqladmin", "mysqlsh", "mongo", "mongosh", "mongodump", "mongorestore", "mongoexport", "mongoimport"}},
+	{"-p", false, []string{"sshpass", " login", "twine", "-u "}},
+	{"-P", false, []string{"sqlcmd", "bcp", "isql", "osql"}},
+	{"-a", false, []string{"redis-cli", "keydb-cli", "valkey-cli"}},
+	{"-w", false, []string{"ldapsearch", "ldapmodify", "ldapadd", "ldapdelete", "ldapwhoami", "ldappasswd"}},
+	{"-k", false, []string{"openssl enc", "openssl aes", "openssl des"}},
+}
+
+// userPasswordFlags take user:password.
+var userPasswordFlags = []string{"-u ", "--user ", "--user=", "-U ", "--auth ", "--auth=", "-a ", "--proxy-user ", "--proxy-user=", "--basic-auth ", "--creds "}
+
+func findCLIPasswords(sc *scan) {
+	s, lower := sc.s, sc.lower
+	for _, pf := range passwordFlags {
+		for off := 0; ; {
+			i := strings.Index(s[off:], pf.flag)
+			if i < 0 {
+				break
+			}
+			p := off + i
+			off = p + len(pf.flag)
+			if p > 0 && s[p-1] != ' ' && s[p-1] != '\t' && s[p-1] != '"' {
+				continue
+			}
+			if !lineHasAny(lower, p, pf.tools...) {
+				continue
+			}
+			v := off
+			switch {
+			case v < len(s) && s[v] == ' ':
+				v++
+			case pf.glued && v < len(s) && s[v] > ' ' && s[v] != '=' && s[v] != '-':
+				// -pSECRET, -p'SECRET', -p"SECRET"
+			default:
+				continue // -p=... is key=value territory; -p alone prompts
+			}
+			vs, ve := readArg(s, v)
+			if vs >= ve || s[vs] == '-' || isPlaceholderAt(s, vs) || trivialValue(s[vs:ve]) || allPortChars(s[vs:ve]) {
+				continue
+			}
+			sc.add(vs, ve, "password")
+		}
+	}
+	for _, flag := range userPasswordFlags {
+		for off := 0; ; {
+			i := strings.Index(s[off:], flag)
+			if i < 0 {
+				break
+			}
+			p := off + i
+			off = p + len(flag)
+			if p > 0 && s[p-1] != ' ' && s[p-1] != '\t' && s[p-1] != '"' {
+				continue
+			}
+			vs, ve := readArg(s, off)
+			v := s[vs:ve]
+			c := strings.IndexByte(v, ':')
+			if c <= 0 || c == len(v)-1 || allPortChars(v) || isPlaceholderAt(s, vs+c+1) || strings.Contains(v, "://") {
+				continue
+			}
+			sc.add(vs+c+1, ve, "password")
+		}
+	}
+	findPositionalCredentials(sc)
+}
+
+// positionalCredentials are commands whose arguments at fixed positions
+// after the command words are an access key and its secret.
+var positionalCredentials = []struct {
+	command   string
+	positions []int // 0-based argument indexes after the command words
+}{
+	{"mc alias set ", []int{2, 3}},
+	{"mc config host add ", []int{2, 3}},
+	{"mcli alias set ", []int{2, 3}},
+}
+
+func findPositionalCredentials(sc *scan) {
+	s, lower := sc.s, sc.lower
+	if !strings.Contains(lower, "mc") {
+		return
+	}
+	for _, pc := range positionalCredentials {
+		for off := 0; ; {
+			i := strings.Index(lower[off:], pc.command)
+			if i < 0 {
+				break
+			}
+			p := off + i + len(pc.command)
+			off = p
+			for arg := 0; arg <= pc.positions[len(pc.positions)-1]; arg++ {
+				for p < len(s) && (s[p] == ' ' || s[p] == '\t') {
+					p++
+				}
+				if p >= len(s) || s[p] == '\n' {
+					break
+				}
+				vs, ve := readArg(s, p)
+				if ve < len(s) && (s[ve] == '"' || s[ve] == '\'') && vs > p {
+					p = ve + 1
+				} else {
+					p = ve
+				}
+				if vs < ve && s[vs] == '-' {
+					arg-- // a flag, not a positional argument
+					continue
+				}
+				for _, want := range pc.positions {
+					if arg == want && vs < ve && !isPlaceholderAt(s, vs) && !trivialValue(s[vs:ve]) {
+						sc.add(vs, ve, "token")
+					}
+				}
+			}
+		}
+	}
+}

@@ -28,7 +28,12 @@ var passwordFlags = []passwordFlag{
 }
 
 // userPasswordFlags take user:password.
-var userPasswordFlags = []string{"-u ", "--user ", "--user=", "-U ", "--auth ", "--auth=", "-a ", "--proxy-user ", "--proxy-user=", "--basic-auth ", "--creds "}
+var userPasswordFlags = []passwordFlag{
+	{"-u ", false, nil}, {"--user ", false, nil}, {"--user=", false, nil}, {"-U ", false, nil},
+	{"--auth ", false, nil}, {"--auth=", false, nil}, {"--proxy-user ", false, nil}, {"--proxy-user=", false, nil},
+	{"--basic-auth ", false, nil}, {"--creds ", false, nil},
+	{"-a ", false, []string{"http ", "https ", "httpie", "xh "}}, // httpie's -a; ls -a is not
+}
 
 func findCLIPasswords(sc *scan) {
 	s, lower := sc.s, sc.lower
@@ -62,15 +67,18 @@ func findCLIPasswords(sc *scan) {
 			sc.add(vs, ve, "password")
 		}
 	}
-	for _, flag := range userPasswordFlags {
+	for _, pf := range userPasswordFlags {
 		for off := 0; ; {
-			i := strings.Index(s[off:], flag)
+			i := strings.Index(s[off:], pf.flag)
 			if i < 0 {
 				break
 			}
 			p := off + i
-			off = p + len(flag)
+			off = p + len(pf.flag)
 			if p > 0 && s[p-1] != ' ' && s[p-1] != '\t' && s[p-1] != '"' {
+				continue
+			}
+			if pf.tools != nil && !lineHasAny(lower, p, pf.tools...) {
 				continue
 			}
 			vs, ve := readArg(s, off)

@@ -102,8 +102,8 @@ func classifyKey(name string) (keyClass, string) {
 		return keyWeak, "key"
 	}
 	// Glued words: dbpassword, authtoken, sharedaccesskey, x_apikey.
-	for _, suffix := range [...]string{"password", "passwd", "passphrase", "passcode", "secret", "token", "apikey"} {
-		if strings.HasSuffix(last, suffix) && len(last) > len(suffix) {
+	for _, suffix := range [...]string{"password", "passwd", "passphrase", "passcode", "secret", "token", "apikey", "pwd", "psw", "secretkey", "privatekey", "accesskey"} {
+		if strings.HasSuffix(last, suffix) && len(last) > len(suffix) && last != "oldpwd" {
 			return keyStrong, strongWords[suffix]
 		}
 	}
@@ -146,7 +146,21 @@ func credentialShaped(v string) bool {
 			return true
 		}
 	}
-	return false
+	return cc.other == 0 && cc.upper > 0 && cc.lower > 0 && len(v) >= 8 && !camelWords(v)
+}
+
+// camelWords reports whether letters-only v reads as words in camel case
+// (TokenExpiredError, invalidGrant): every capital starts a run of at
+// least two lower-case letters. Random letters (iydVjhyzwP) do not.
+func camelWords(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; 'A' <= c && c <= 'Z' {
+			if i+2 >= len(v) || !('a' <= v[i+1] && v[i+1] <= 'z' && 'a' <= v[i+2] && v[i+2] <= 'z') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func keyChar(c byte) bool {
@@ -262,7 +276,7 @@ func keyValue(sc *scan, ks, ke int) {
 		if p < len(s) && s[p] == '>' {
 			p++
 		}
-	case p < len(s) && s[p] == ':' && !(p+1 < len(s) && s[p+1] == ':'):
+	case p < len(s) && s[p] == ':' && (p+1 >= len(s) || s[p+1] != ':' || dumpField(s, ks, p)):
 		sep = ':'
 		p++
 		if p < len(s) && s[p] == '=' {
@@ -300,12 +314,16 @@ func keyValue(sc *scan, ks, ke int) {
 	vs, ve, quoted := readValue(s, p)
 	if tight && !quoted {
 		vs, ve = p, dumpValueEnd(s, p)
+	} else if !quoted && (sep == ' ' && flag > 0 || sep != ' ' && atLineStart(s, ks)) {
+		// A flag's argument, and the value of a line-oriented syntax (INI,
+		// env, YAML, a header), run to whitespace: , ; & are the password's.
+		ve = proseValueEnd(s, vs)
 	}
 	if vs >= ve || isPlaceholderAt(s, vs) {
 		return
 	}
 	v := s[vs:ve]
-	if trivialValue(v) || strings.HasPrefix(v, "-----BEGIN") {
+	if trivialValue(v) || strings.HasPrefix(v, "-----BEGIN") || (len(v) < 4 && countClasses(v).other == len(v)) {
 		return // a PEM block is masked by findPrivateKeys, keeping its armour
 	}
 	// pwd=/home/x is a working directory, not a password.
@@ -334,11 +352,12 @@ func keyValue(sc *scan, ks, ke int) {
 		// "with password hunter2"). "invalid_auth request_id=..." is a word
 		// followed by another pair.
 		netrc := class == keyStrong && label == "password" && netrcContext(sc.lower, ks)
-		if flag == 0 && !netrc && strings.Contains(strings.TrimRight(v, "="), "=") {
+		prep := afterPreposition(s, ks)
+		if flag == 0 && !netrc && !prep && strings.Contains(strings.TrimRight(v, "="), "=") {
 			return
 		}
-		if (flag > 0 || netrc) && !quoted {
-			ve = proseValueEnd(s, vs) // an argument or a .netrc token runs to whitespace
+		if (netrc || prep) && !quoted {
+			ve = proseValueEnd(s, vs) // a .netrc token or a word in prose runs to whitespace
 			v = s[vs:ve]
 		}
 		switch {
@@ -347,7 +366,7 @@ func keyValue(sc *scan, ks, ke int) {
 		case looksSecret(v):
 		case quoted && class == keyStrong && ve < len(s) && s[ve] != '\n' && len(v) >= 6 && !strings.ContainsAny(v, " \t") && countClasses(v).other <= len(v)/2:
 			// "with password 'hunter2'": a quoted value right after the word.
-		case credentialShaped(v) && (class == keyStrong && label == "password" || afterPreposition(s, ks) && looseKey(class, label)):
+		case credentialShaped(v) && (class == keyStrong && label == "password" || prep && looseKey(class, label)):
 			// "passphrase hunter2", "login with pw abc123".
 		default:
 			return
@@ -361,6 +380,23 @@ func keyValue(sc *scan, ks, ke int) {
 		return
 	}
 	sc.add(vs, ve, label)
+}
+
+// dumpField reports whether "Key::" at ks is a field of a Go dump whose
+// value starts with a colon (map[password::x]) rather than a scope
+// (Token::Invalid): the field opens the dump or follows a space, and the
+// value holds a symbol, which a scoped name does not.
+func dumpField(s string, ks, colon int) bool {
+	if ks == 0 || strings.IndexByte("[{ ", s[ks-1]) < 0 || colon+2 >= len(s) {
+		return false
+	}
+	v := s[colon+1 : dumpValueEnd(s, colon+1)]
+	for i := 1; i < len(v); i++ {
+		if c := v[i]; !(isAlnum(c) || c == '_') {
+			return c != ':' // a symbol: a password, not Scope::Name::Deeper
+		}
+	}
+	return false
 }
 
 // wordBefore returns the word separated by one space before ks, if any.
@@ -611,8 +647,10 @@ func valueRunEnd(s string, p int) int {
 	i := p
 	for i < len(s) {
 		c := s[i]
-		if c <= ' ' || c == '"' || c == '\'' || c == '`' || c == ',' || c == ';' || c == '&' ||
-			c == ')' || c == ']' || c == '}' || c == '<' || c == '>' || c == '\\' {
+		if c <= ' ' || c == '"' || c == '\'' || c == '`' || c == ')' || c == ']' || c == '}' || c == '<' || c == '>' || c == '\\' {
+			break
+		}
+		if (c == ',' || c == ';' || c == '&') && separatorAt(s, i) {
 			break
 		}
 		i++
@@ -622,6 +660,29 @@ func valueRunEnd(s string, p int) int {
 		i--
 	}
 	return i
+}
+
+// separatorAt reports whether the , ; or & at i separates fields rather
+// than belonging to a password: it does when another key follows it
+// (&page=2, ;Encrypt=true, , user: x) or the value ends there.
+func separatorAt(s string, i int) bool {
+	j := i + 1
+	if s[i] != '&' {
+		for j < len(s) && s[j] == ' ' {
+			j++
+		}
+	}
+	if j >= len(s) || s[j] <= ' ' || strings.IndexByte("\"'`)]}", s[j]) >= 0 {
+		return true
+	}
+	if !(isAlnum(s[j]) || s[j] == '_') || isDigit(s[j]) {
+		return false // keys start with a letter
+	}
+	k := j
+	for k < len(s) && (keyChar(s[k]) || (s[i] == ';' && s[k] == ' ')) {
+		k++
+	}
+	return k < len(s) && (s[k] == '=' || (s[i] == ',' && s[k] == ':' && k+1 < len(s) && s[k+1] == ' '))
 }
 
 func trivialValue(v string) bool {

@@ -76,7 +76,7 @@ var armourHeaders = []string{"Proc-Type:", "DEK-Info:", "Version:", "Comment:", 
 // lines — base64, armour headers, blank lines, real or escaped breaks or
 // the spaces a flattened tail has instead — and returns where the block
 // starts: lo when it reaches the text before, else the start of the
-// cut-off first line's base64 run. It returns end when fewer than 16
+// cut-off first line's base64 run. It returns end when fewer than 8
 // characters of key material precede end.
 func blockStartBefore(s string, lo, end int) int {
 	start, material := end, 0
@@ -123,7 +123,7 @@ func blockStartBefore(s string, lo, end int) int {
 		}
 		break
 	}
-	if material < 16 {
+	if material < 8 {
 		return end
 	}
 	return start

@@ -620,3 +620,30 @@ func TestGeneratedLookalikesSurvive(t *testing.T) {
 		}
 	}
 }
+
+// TestSecretWordsInOrdinaryText: sentences and code that use the secret
+// words without holding a secret come through unchanged.
+func TestSecretWordsInOrdinaryText(t *testing.T) {
+	for _, text := range []string{
+		"Error from server (NotFound): secret my-secret-2 not found",
+		"pq: password authentication failed for user app; retrying with password authentication",
+		"using key id 1234 from the keyring",
+		"auth: passed; pass: 3, fail: 0; pass:3",
+		"auth failed: token: signature invalid",
+		`if password == "" { return ErrNoPassword }`,
+		"def login(username, password):",
+		"docker login --password-stdin -u ci ghcr.io",
+		"ls -a foo:bar && tar -a -cf out.tar.gz src",
+		"docker run -u 1000:1000 -p 8080:80 app",
+		"password_hash: $2b$12$abcdefghijklmnopqrstuv",
+		"the password is incorrect; the secret is missing; the token was revoked",
+		"TokenExpiredError: jwt expired; Token::Invalid raised",
+		"key: value pairs are logged at debug level",
+		"{Name:worker Token:<nil> Retries:3}",
+		"session 42 ended; auth_mode=oidc credential_source=Environment",
+	} {
+		if out := testRedactor.Scrub(text); out != text {
+			t.Errorf("ordinary text changed:\n in: %s\nout: %s", text, out)
+		}
+	}
+}

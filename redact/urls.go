@@ -66,53 +66,78 @@ func userinfoEnd(s string, as, te int) int {
 	}
 	// Without '/' in the password: the last '@' before the first '/' that
 	// a host follows.
+	first, strength := -1, 0
 	for at := slash - 1; at > as; at-- {
-		if s[at] == '@' && hostFollows(s, at+1, te) {
-			return at
+		if s[at] == '@' {
+			if strength = hostFollows(s, at+1, te); strength > 0 {
+				first = at
+				break
+			}
 		}
+	}
+	if first >= 0 && strength == 2 {
+		return first
 	}
 	// A '/' in the password: user:pa/ss@host. Only a user:password start
-	// (not host:port) may reach past the first '/'.
+	// (not host:port) may reach past the first '/', and only to a host
+	// named with a dot, a port or an address; a bare name after the first
+	// '@' is weaker evidence than that.
 	c := strings.IndexByte(s[as:slash], ':')
-	if c <= 0 || slash >= te || allPortChars(s[as+c+1:slash]) || strings.ContainsAny(s[as:as+c], "@?#") {
-		return -1
+	if c <= 0 || slash >= te || (as+c+1 < slash && allPortChars(s[as+c+1:slash])) || strings.ContainsAny(s[as:as+c], "@?#") {
+		return first
 	}
 	for at := slash + 1; at < te; at++ {
-		if s[at] == '@' && hostFollows(s, at+1, te) {
-			return at
+		if s[at] == '@' {
+			if st := hostFollows(s, at+1, te); st == 2 || (st == 1 && first < 0) {
+				return at
+			}
 		}
 		if s[at] == '/' && at+1 < te && s[at+1] == '/' {
-			return -1
+			break
 		}
 	}
-	return -1
+	return first
 }
 
 // hostFollows reports whether s[i:te] starts with a host: a name or an
 // address, an optional :port, then the path, query, fragment or the end.
-func hostFollows(s string, i, te int) bool {
+// It returns 2 for a host with a dot, a port or brackets, 1 for a bare
+// name (db, cache), 0 for no host.
+func hostFollows(s string, i, te int) int {
 	j := i
+	strong := false
 	if j < te && s[j] == '[' { // [::1]
 		k := strings.IndexByte(s[j:te], ']')
 		if k < 0 {
-			return false
+			return 0
 		}
 		j += k + 1
+		strong = true
 	} else {
 		for j < te && (isAlnum(s[j]) || s[j] == '.' || s[j] == '-' || s[j] == '_') {
+			if s[j] == '.' && j > i && j+1 < te && isAlnum(s[j+1]) {
+				strong = true
+			}
 			j++
 		}
 		if j == i {
-			return false
+			return 0
 		}
 	}
-	if j < te && s[j] == ':' {
+	if j+1 < te && s[j] == ':' && isDigit(s[j+1]) {
+		strong = true
 		j++
 		for j < te && (isDigit(s[j]) || s[j] == ',') {
 			j++
 		}
 	}
-	return j == te || s[j] == '/' || s[j] == '?' || s[j] == '#' || s[j] == ')' || s[j] == ',' || s[j] == ';' || s[j] == '.' && j+1 == te
+	if !(j == te || s[j] == '/' || s[j] == '?' || s[j] == '#' || s[j] == ')' || s[j] == ',' || s[j] == ';' || s[j] == '.' && j+1 == te) {
+		return 0
+	}
+	if strong {
+		return 2
+	}
+	return 1
 }
 
 // oracleTools take user/password[@connect] as an argument.

@@ -107,8 +107,22 @@ func classifyKey(name string) (keyClass, string) {
 			return keyStrong, strongWords[suffix]
 		}
 	}
-	if strings.HasSuffix(last, "key") && keyModifiers[strings.TrimSuffix(last, "key")] {
-		return keyStrong, "token"
+	if pre, ok := strings.CutSuffix(last, "key"); ok && pre != "" {
+		// sharedaccesskey, dbsigningkey: a modifier glued before "key".
+		for m, on := range keyModifiers {
+			if on && len(m) >= 3 && strings.HasSuffix(pre, m) {
+				return keyStrong, "token"
+			}
+		}
+	}
+	if strings.HasSuffix(last, "credential") || strings.HasSuffix(last, "credentials") {
+		return keyWeak, "credential"
+	}
+	if strings.HasSuffix(last, "pw") && len(last) > 3 {
+		return keyStrong, "password" // smtppw, registrypw
+	}
+	if strings.HasSuffix(last, "auth") && len(last) > 4 {
+		return keyWeak, "auth" // dbauth, registryauth
 	}
 	// storepass, dbpass, smtppass: glued "pass" is a password unless the
 	// word is one of the few English words that end so.

@@ -75,7 +75,8 @@ func (g *sgen) password(forbid string) string {
 func (g *sgen) keyName(words ...string) string {
 	if len(words) == 0 {
 		words = []string{"password", "passwd", "pwd", "psw", "secret", "token", "api key", "auth token",
-			"access token", "private key", "passphrase", "client secret", "access key", "secret key", "api secret"}
+			"access token", "private key", "passphrase", "client secret", "access key", "secret key", "api secret",
+			"pass", "pw", "auth", "credential", "credentials", "refresh token", "session token", "signing key"}
 	}
 	w := strings.Fields(g.pick(words...))
 	if g.r.Intn(2) == 0 {

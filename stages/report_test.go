@@ -249,7 +249,7 @@ func TestDossierRecordReadsAsTheMapDid(t *testing.T) {
 			}
 		}
 		if e := r.Str("error"); e != "" {
-			kept["error"] = testScrubber.Scrub(capRunes(e, MaxErrorChars))
+			kept["error"] = capRunes(testScrubber.Scrub(e), MaxErrorChars)
 		}
 		kept["line"] = r.Line
 		want, err := json.Marshal(kept)

@@ -36,61 +36,68 @@ var userPasswordFlags = []passwordFlag{
 }
 
 func findCLIPasswords(sc *scan) {
-	s, lower := sc.s, sc.lower
-	for _, pf := range passwordFlags {
-		for off := 0; ; {
-			i := strings.Index(s[off:], pf.flag)
-			if i < 0 {
-				break
-			}
-			p := off + i
-			off = p + len(pf.flag)
-			if p > 0 && s[p-1] != ' ' && s[p-1] != '\t' && s[p-1] != '"' {
-				continue
-			}
-			if !lineHasAny(lower, p, pf.tools...) {
-				continue
-			}
-			v := off
-			switch {
-			case v < len(s) && s[v] == ' ':
-				v++
-			case pf.glued && v < len(s) && s[v] > ' ' && s[v] != '=' && s[v] != '-':
-				// -pSECRET, -p'SECRET', -p"SECRET"
-			default:
-				continue // -p=... is key=value territory; -p alone prompts
-			}
-			vs, ve := readArg(s, v)
-			if vs >= ve || s[vs] == '-' || isPlaceholderAt(s, vs) || trivialValue(s[vs:ve]) || allPortChars(s[vs:ve]) {
-				continue
-			}
-			sc.add(vs, ve, "password")
+	s := sc.s
+	// One pass over the flags: a '-' that starts an argument.
+	for off := 0; ; {
+		i := strings.IndexByte(s[off:], '-')
+		if i < 0 {
+			break
 		}
-	}
-	for _, pf := range userPasswordFlags {
-		for off := 0; ; {
-			i := strings.Index(s[off:], pf.flag)
-			if i < 0 {
-				break
+		p := off + i
+		off = p + 1
+		if p > 0 && s[p-1] != ' ' && s[p-1] != '\t' && s[p-1] != '"' {
+			continue
+		}
+		for k := range passwordFlags {
+			if strings.HasPrefix(s[p:], passwordFlags[k].flag) {
+				passwordFlagValue(sc, p, &passwordFlags[k])
 			}
-			p := off + i
-			off = p + len(pf.flag)
-			if p > 0 && s[p-1] != ' ' && s[p-1] != '\t' && s[p-1] != '"' {
-				continue
+		}
+		for k := range userPasswordFlags {
+			if strings.HasPrefix(s[p:], userPasswordFlags[k].flag) {
+				userPasswordValue(sc, p, &userPasswordFlags[k])
 			}
-			if pf.tools != nil && !lineHasAny(lower, p, pf.tools...) {
-				continue
-			}
-			vs, ve := readArg(s, off)
-			v := s[vs:ve]
-			c := strings.IndexByte(v, ':')
-			if c <= 0 || c == len(v)-1 || allPortChars(v) || isPlaceholderAt(s, vs+c+1) || strings.Contains(v, "://") {
-				continue
-			}
-			sc.add(vs+c+1, ve, "password")
 		}
 	}
 	findPositionalCredentials(sc)
+}
+
+// passwordFlagValue masks the argument of the password flag at p.
+func passwordFlagValue(sc *scan, p int, pf *passwordFlag) {
+	s := sc.s
+	if !lineHasAny(sc.lower, p, pf.tools...) {
+		return
+	}
+	v := p + len(pf.flag)
+	switch {
+	case v < len(s) && s[v] == ' ':
+		v++
+	case pf.glued && v < len(s) && s[v] > ' ' && s[v] != '=' && s[v] != '-':
+		// -pSECRET, -p'SECRET', -p"SECRET"
+	default:
+		return // -p=... is key=value territory; -p alone prompts
+	}
+	vs, ve := readArg(s, v)
+	if vs >= ve || s[vs] == '-' || isPlaceholderAt(s, vs) || trivialValue(s[vs:ve]) || allPortChars(s[vs:ve]) {
+		return
+	}
+	sc.add(vs, ve, "password")
+}
+
+// userPasswordValue masks the password of the user:password argument of
+// the flag at p.
+func userPasswordValue(sc *scan, p int, pf *passwordFlag) {
+	s := sc.s
+	if pf.tools != nil && !lineHasAny(sc.lower, p, pf.tools...) {
+		return
+	}
+	vs, ve := readArg(s, p+len(pf.flag))
+	v := s[vs:ve]
+	c := strings.IndexByte(v, ':')
+	if c <= 0 || c == len(v)-1 || allPortChars(v) || isPlaceholderAt(s, vs+c+1) || strings.Contains(v, "://") {
+		return
+	}
+	sc.add(vs+c+1, ve, "password")
 }
 
 // positionalCredentials are commands whose arguments at fixed positions

@@ -31,24 +31,28 @@ func findURLSecrets(sc *scan) {
 			off = at
 		}
 	}
-	for _, proto := range [...]string{"@tcp(", "@unix(", "@udp(", "@tcp6("} {
-		for off := 0; ; {
-			i := strings.Index(s[off:], proto)
-			if i < 0 {
-				break
-			}
-			at := off + i
-			off = at + len(proto)
-			us := at
-			for us > 0 && !urlTokenEnd(s[us-1]) {
-				us--
-			}
-			if us < at && !isPlaceholderAt(s, us) {
-				userinfo(sc, us, at)
-			}
+	for off := 0; ; {
+		i := strings.IndexByte(s[off:], '@')
+		if i < 0 {
+			break
+		}
+		at := off + i
+		off = at + 1
+		if !(strings.HasPrefix(s[at:], "@tcp(") || strings.HasPrefix(s[at:], "@unix(") || strings.HasPrefix(s[at:], "@udp(") || strings.HasPrefix(s[at:], "@tcp6(")) {
+			oracleConnect(sc, at)
+			continue
+		}
+		us := at
+		for us > 0 && !urlTokenEnd(s[us-1]) {
+			us--
+		}
+		if us < at && !isPlaceholderAt(s, us) {
+			userinfo(sc, us, at)
 		}
 	}
-	findOracleConnect(sc)
+	if strings.Contains(sc.lower, "sqlplus") {
+		findOracleLocalLogins(sc)
+	}
 }
 
 // urlTokenEnd ends a URL token: whitespace, quotes and the brackets that
@@ -141,53 +145,57 @@ func hostFollows(s string, i, te int) int {
 }
 
 // oracleTools take user/password[@connect] as an argument.
-var oracleTools = []string{"sqlplus", "sqlldr", "expdp", "impdp", "rman", "dgmgrl", "exp ", "imp ", "userid=", "connect "}
+var oracleTools = []string{"sqlplus", "sqlldr", "expdp", "impdp", "rman", "dgmgrl", "exp ", "imp ", "userid=", "connect ", "oracle"}
 
-// findOracleConnect masks the password of Oracle's user/password@service,
-// in JDBC thin URLs (jdbc:oracle:thin:user/pass@host:1521/svc) and as the
-// argument of Oracle's tools (sqlplus scott/tiger@orcl).
-func findOracleConnect(sc *scan) {
+// oracleConnect masks the password of Oracle's user/password@service that
+// ends at the '@' at, in JDBC thin URLs (jdbc:oracle:thin:user/pass@h:1521/s)
+// and as the argument of Oracle's tools (sqlplus scott/tiger@orcl).
+func oracleConnect(sc *scan, at int) {
+	s := sc.s
+	ts := at
+	for ts > 0 && !urlTokenEnd(s[ts-1]) {
+		ts--
+	}
+	if c := strings.LastIndex(s[ts:at], "thin:"); c >= 0 {
+		oracleUserPassword(sc, ts+c+len("thin:"), true)
+		return
+	}
+	if eq := strings.IndexByte(s[ts:at], '='); eq >= 0 {
+		ts += eq + 1 // userid=u/p@db
+	}
+	// Exactly one '/' between user and '@': image@sha256 and paths have more.
+	if sl := strings.IndexByte(s[ts:at], '/'); sl <= 0 || strings.IndexByte(s[ts+sl+1:at], '/') >= 0 || s[ts] == '-' {
+		return
+	}
+	if lineHasAny(sc.lower, at, oracleTools...) {
+		oracleUserPassword(sc, ts, true)
+	}
+}
+
+// findOracleLocalLogins masks sqlplus user/password without a connect
+// identifier: the first argument that is not a flag.
+func findOracleLocalLogins(sc *scan) {
 	s, lower := sc.s, sc.lower
 	for off := 0; ; {
-		i := strings.Index(lower[off:], "thin:")
+		i := strings.Index(lower[off:], "sqlplus ")
 		if i < 0 {
-			break
+			return
 		}
-		p := off + i + len("thin:")
+		p := off + i + len("sqlplus ")
 		off = p
-		oracleUserPassword(sc, p, true)
-	}
-	for _, tool := range oracleTools {
-		for off := 0; ; {
-			i := strings.Index(lower[off:], tool)
-			if i < 0 {
-				break
+		for {
+			for p < len(s) && (s[p] == ' ' || s[p] == '\t') {
+				p++
 			}
-			p := off + i + len(tool)
-			off = p
-			if tool[len(tool)-1] != ' ' && tool[len(tool)-1] != '=' {
-				if p < len(s) && s[p] != ' ' {
-					continue
-				}
-			}
-			// The first argument that is not a flag.
-			for {
-				for p < len(s) && (s[p] == ' ' || s[p] == '\t') {
+			if p < len(s) && s[p] == '-' {
+				for p < len(s) && s[p] > ' ' {
 					p++
 				}
-				if p < len(s) && s[p] == '-' {
-					for p < len(s) && s[p] > ' ' {
-						p++
-					}
-					continue
-				}
-				break
+				continue
 			}
-			if strings.HasPrefix(lower[p:], "target ") || strings.HasPrefix(lower[p:], "auxiliary ") {
-				p = strings.IndexByte(s[p:], ' ') + p + 1
-			}
-			oracleUserPassword(sc, p, false)
+			break
 		}
+		oracleUserPassword(sc, p, false)
 	}
 }
 

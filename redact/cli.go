@@ -16,23 +16,26 @@ type passwordFlag struct {
 	flag  string
 	glued bool     // the password may follow the flag with no space
 	tools []string // words on the line that name a tool taking a password with this flag
+	sep   byte     // for user-and-password flags: what splits them, ':' when 0
 }
 
 var passwordFlags = []passwordFlag{
-	{"-p", true, []string{"mysql", "mariadb", "mysqldump", "mysqladmin", "mysqlsh", "mongo", "mongosh", "mongodump", "mongorestore", "mongoexport", "mongoimport"}},
-	{"-p", false, []string{"sshpass", " login", "twine", "-u "}},
-	{"-P", false, []string{"sqlcmd", "bcp", "isql", "osql"}},
-	{"-a", false, []string{"redis-cli", "keydb-cli", "valkey-cli"}},
-	{"-w", false, []string{"ldapsearch", "ldapmodify", "ldapadd", "ldapdelete", "ldapwhoami", "ldappasswd"}},
-	{"-k", false, []string{"openssl enc", "openssl aes", "openssl des"}},
+	{"-p", true, []string{"mysql", "mariadb", "mysqldump", "mysqladmin", "mysqlsh", "mongo", "mongosh", "mongodump", "mongorestore", "mongoexport", "mongoimport"}, 0},
+	{"-p", false, []string{"sshpass", " login", "twine", "-u "}, 0},
+	{"-P", false, []string{"sqlcmd", "bcp", "isql", "osql"}, 0},
+	{"-a", false, []string{"redis-cli", "keydb-cli", "valkey-cli"}, 0},
+	{"-w", false, []string{"ldapsearch", "ldapmodify", "ldapadd", "ldapdelete", "ldapwhoami", "ldappasswd"}, 0},
+	{"-k", false, []string{"openssl enc", "openssl aes", "openssl des"}, 0},
 }
 
 // userPasswordFlags take user:password.
 var userPasswordFlags = []passwordFlag{
-	{"-u ", false, nil}, {"--user ", false, nil}, {"--user=", false, nil}, {"-U ", false, nil},
-	{"--auth ", false, nil}, {"--auth=", false, nil}, {"--proxy-user ", false, nil}, {"--proxy-user=", false, nil},
-	{"--basic-auth ", false, nil}, {"--creds ", false, nil},
-	{"-a ", false, []string{"http ", "https ", "httpie", "xh "}}, // httpie's -a; ls -a is not
+	{"-u ", false, nil, 0}, {"--user ", false, nil, 0}, {"--user=", false, nil, 0}, {"-U ", false, nil, 0},
+	{"--auth ", false, nil, 0}, {"--auth=", false, nil, 0}, {"--proxy-user ", false, nil, 0}, {"--proxy-user=", false, nil, 0},
+	{"--basic-auth ", false, nil, 0}, {"--creds ", false, nil, 0},
+	{"-a ", false, []string{"http ", "https ", "httpie", "xh "}, 0},                                 // httpie's -a; ls -a is not
+	{"-U ", false, []string{"smbclient", "rpcclient", "smbcacls", "smbget", "smbmap", "net "}, '%'}, // Samba's user%password
+	{"--user=", false, []string{"smbclient", "rpcclient", "smbcacls", "smbget", "net "}, '%'},
 }
 
 func findCLIPasswords(sc *scan) {
@@ -93,7 +96,11 @@ func userPasswordValue(sc *scan, p int, pf *passwordFlag) {
 	}
 	vs, ve := readArg(s, p+len(pf.flag))
 	v := s[vs:ve]
-	c := strings.IndexByte(v, ':')
+	sep := byte(':')
+	if pf.sep != 0 {
+		sep = pf.sep
+	}
+	c := strings.IndexByte(v, sep)
 	if c <= 0 || c == len(v)-1 || allPortChars(v) || isPlaceholderAt(s, vs+c+1) || strings.Contains(v, "://") {
 		return
 	}

@@ -263,6 +263,9 @@ func keyValue(sc *scan, ks, ke int) {
 	if ks > 0 && (s[ks-1] == '"' || s[ks-1] == '\'') && p < len(s) && s[p] == s[ks-1] {
 		p++
 		quotedKey = true
+	} else if ks > 0 && s[ks-1] == '[' && p < len(s) && s[p] == ']' && p+1 < len(s) && (s[p+1] == ' ' || s[p+1] == '=') {
+		p++ // [Password] = x: a bracketed key (SQL, PowerShell, INI-like)
+		quotedKey = true
 	} else if ks > 1 && s[ks-2] == '\\' && s[ks-1] == '"' && strings.HasPrefix(s[p:], `\"`) {
 		p += 2
 		quotedKey = true

@@ -227,6 +227,12 @@ func (g *sgen) keyContext() planted {
 		text = fmt.Sprintf("%s: %s=%s; Path=/; HttpOnly", g.pick("Cookie", "Set-Cookie", "< set-cookie"), g.pick("session", "sid", "JSESSIONID", "connect.sid", "auth"), pw)
 	case 18:
 		shape = "go-header-dump"
+		if g.r.Intn(3) == 0 {
+			shape = "bracketed key"
+			pw = g.password(" \t;'\"")
+			text = fmt.Sprintf("[%s] = %s;", k, pw)
+			break
+		}
 		pw = g.chars(alnum, 16+g.r.Intn(20))
 		text = g.pick(
 			fmt.Sprintf(`http.Header{"Accept":[]string{"*/*"}, "Authorization":[]string{"%s %s"}}`, g.pick("Bearer", "Basic", "token"), pw),
@@ -256,7 +262,7 @@ func (g *sgen) keyContext() planted {
 func (g *sgen) commandLine() planted {
 	var pw, text, shape string
 	noShell := " \t'\"`\\$;&|<>()"
-	switch g.r.Intn(13) {
+	switch g.r.Intn(14) {
 	case 0:
 		shape = "redis-cli"
 		pw = g.password(noShell)
@@ -314,6 +320,10 @@ func (g *sgen) commandLine() planted {
 		shape = "argv list"
 		pw = g.password(`"\`)
 		text = fmt.Sprintf(`exec: ["%s" "--password" "%s" "--host" "%s"]`, g.word(5), pw, g.word(5))
+	case 12:
+		shape = "smbclient user%password"
+		pw = g.password(noShell + "%")
+		text = fmt.Sprintf("smbclient //%s/share -U %s%%%s -c 'ls'", g.word(5), g.word(4), pw)
 	default:
 		shape = "sqlcmd -P"
 		pw = g.password(noShell)

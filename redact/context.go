@@ -149,7 +149,7 @@ func credentialShaped(v string) bool {
 	if cc.digit == len(v) {
 		return len(v) >= 6
 	}
-	if cc.lower+cc.upper+cc.digit == 0 {
+	if cc.lower+cc.upper+cc.digit == 0 || referenceLike(v) {
 		return false
 	}
 	if cc.digit > 0 {
@@ -161,6 +161,33 @@ func credentialShaped(v string) bool {
 		}
 	}
 	return cc.other == 0 && cc.upper > 0 && cc.lower > 0 && len(v) >= 8 && !camelWords(v)
+}
+
+// referenceLike reports whether v names something rather than being a
+// secret: a URL, a version (v1.2.3, 10.0.1), a file:line
+// (config.go:42), a namespaced name or path of lower-case words
+// (default/db-creds-2, vault/prod/db).
+func referenceLike(v string) bool {
+	if strings.Contains(v, "://") {
+		return true
+	}
+	w := strings.TrimPrefix(v, "v")
+	if w != "" && isDigit(w[0]) && strings.Trim(w, "0123456789.") == "" && strings.Contains(w, ".") {
+		return true
+	}
+	if c := strings.LastIndexByte(v, ':'); c > 0 && c < len(v)-1 && strings.Trim(v[c+1:], "0123456789") == "" && strings.Contains(v[:c], ".") {
+		file := v[:c]
+		return strings.Trim(strings.ToLower(file), "abcdefghijklmnopqrstuvwxyz0123456789._-/") == ""
+	}
+	if strings.Contains(v, "/") {
+		for _, seg := range strings.Split(v, "/") {
+			if seg == "" || !('a' <= seg[0] && seg[0] <= 'z') || strings.Trim(seg, "abcdefghijklmnopqrstuvwxyz0123456789-_.") != "" {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // camelWords reports whether letters-only v reads as words in camel case
@@ -477,8 +504,12 @@ func skipOpeners(s string, p int) int {
 	return p
 }
 
-// skipWords skips spaces after i and, once, any of the given phrases.
+// skipWords skips a colon and spaces after i and, once, any of the given
+// phrases: "is: x", "is set to x".
 func skipWords(s string, i int, phrases ...string) int {
+	if i < len(s) && s[i] == ':' {
+		i++
+	}
 	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
 		i++
 	}

@@ -11,7 +11,7 @@ import "strings"
 // KEYBOARD, COMPASS, ...), and less names whose last word says the value
 // describes the secret rather than being it (TOKEN_TTL_SECONDS, KEY_FILE).
 
-var envSecretStems = []string{"token", "secret", "key", "password", "passwd", "credential", "pass", "pat", "auth"}
+var envSecretStems = []string{"token", "secret", "key", "password", "passwd", "credential", "pass", "pat", "auth", "pwd", "psw"}
 
 // envAccidents are words that hold a stem without naming a secret.
 var envAccidents = []string{"path", "patch", "pattern", "dispatch", "compat", "spatial", "patient", "patron",

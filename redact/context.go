@@ -487,6 +487,9 @@ func looseKey(class keyClass, label string) bool {
 
 // looseValue decides a value found in a loose syntax.
 func looseValue(v string, quoted bool, class keyClass, label string) bool {
+	if referenceLike(v) {
+		return false
+	}
 	if looseKey(class, label) {
 		return credentialShaped(v) || looksSecret(v) || (quoted && class == keyStrong && len(v) >= 4 && !trivialValue(v) && !strings.Contains(v, " "))
 	}

@@ -241,7 +241,7 @@ func (g *sgen) keyContext() planted {
 	case 19:
 		shape = "prose-copula"
 		pw = g.password(" \t'\"`,.;")
-		text = fmt.Sprintf("%s %s %s %s", g.pick("the", "The", "my", "note: the"), g.pick("password", "passphrase", "secret", "token", "api key"), g.pick("is", "was", "is set to"), pw)
+		text = fmt.Sprintf("%s %s %s %s", g.pick("the", "The", "my", "note: the"), g.pick("password", "passphrase", "secret", "token", "api key"), g.pick("is", "was", "is set to", "is:"), pw)
 	case 20:
 		shape = "prose-preposition"
 		pw = g.password(" \t'\"`,.;")
@@ -652,6 +652,10 @@ func TestSecretWordsInOrdinaryText(t *testing.T) {
 		"key: value pairs are logged at debug level",
 		"{Name:worker Token:<nil> Retries:3}",
 		"session 42 ended; auth_mode=oidc credential_source=Environment",
+		"MountVolume.SetUp failed: secret: default/db-creds-2 not mounted",
+		"error: token: https://auth.example.com/oauth/token unreachable; password: config.go:42 not readable",
+		"error: token: v1.2.3 is too old",
+		"the token is valid for 3600 seconds; the secret is stored in vault/prod/db",
 	} {
 		if out := testRedactor.Scrub(text); out != text {
 			t.Errorf("ordinary text changed:\n in: %s\nout: %s", text, out)

@@ -18,6 +18,15 @@ var envAccidents = []string{"path", "patch", "pattern", "dispatch", "compat", "s
 	"keyboard", "keymap", "keyspace", "monkey", "turkey", "hockey", "donkey", "jockey", "whiskey", "hotkey",
 	"compass", "bypass", "passive", "passenger", "passthrough", "surpass", "trespass", "tokenizer", "author"}
 
+// envDescriptors are last words that describe a secret's handling, not
+// the secret (KEY_PREFIX, TOKEN_LIMIT, PASSWORD_POLICY), beside the
+// attributes harmlessLastWord lists.
+var envDescriptors = map[string]bool{
+	"prefix": true, "suffix": true, "label": true, "alg": true, "bits": true, "interval": true,
+	"days": true, "hours": true, "limit": true, "max": true, "min": true, "retries": true, "policy": true,
+	"rotation": true, "required": true,
+}
+
 // secretEnvName reports whether a variable's name marks its value as a
 // secret.
 func secretEnvName(name string) bool {
@@ -26,7 +35,7 @@ func secretEnvName(name string) bool {
 	if len(words) == 0 || (len(words) == 1 && (words[0] == "pwd" || words[0] == "oldpwd")) {
 		return false
 	}
-	if harmlessLastWord[words[len(words)-1]] {
+	if last := words[len(words)-1]; harmlessLastWord[last] || envDescriptors[last] {
 		return false
 	}
 	for _, w := range words {

@@ -662,3 +662,33 @@ func TestSecretWordsInOrdinaryText(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyBlockTails: the tail of a stream cut inside a key, as an agent's
+// stderr tail is (lines flattened to spaces, an ellipsis in front), masks
+// the key material back to the cut and keeps the text before it.
+func TestKeyBlockTails(t *testing.T) {
+	g := newSgen(44)
+	for i := 0; i < 50; i++ {
+		var lines []string
+		for j := 2 + g.r.Intn(4); j > 0; j-- {
+			lines = append(lines, g.chars(b64, 64))
+		}
+		lines = append(lines, g.chars(b64, 10)+"==")
+		kind := g.pick("RSA PRIVATE KEY", "OPENSSH PRIVATE KEY", "PGP PRIVATE KEY BLOCK")
+		sep := g.pick(" ", "\n", `\n`)
+		body := strings.Join(lines, sep)[g.r.Intn(40):]
+		prefix := g.pick("agent exited with exit status 1: …", "", "stderr: ")
+		text := prefix + body + sep + "-----END " + kind + "-----" + sep + "done"
+		out := testRedactor.Scrub(text)
+		for _, l := range lines {
+			for k := 0; k+8 <= len(l); k++ {
+				if strings.Contains(body, l[k:k+8]) && strings.Contains(out, l[k:k+8]) {
+					t.Fatalf("key material %q survives:\n in: %s\nout: %s", l[k:k+8], text, out)
+				}
+			}
+		}
+		if !strings.HasPrefix(out, prefix) || !strings.Contains(out, "-----END "+kind+"-----") {
+			t.Errorf("lost the text around the block:\n in: %s\nout: %s", text, out)
+		}
+	}
+}

@@ -68,7 +68,7 @@ func findCLIPasswords(sc *scan) {
 // passwordFlagValue masks the argument of the password flag at p.
 func passwordFlagValue(sc *scan, p int, pf *passwordFlag) {
 	s := sc.s
-	if !lineHasAny(sc.lower, p, pf.tools...) {
+	if !sc.lineHas(p, pf.tools) {
 		return
 	}
 	v := p + len(pf.flag)
@@ -91,7 +91,7 @@ func passwordFlagValue(sc *scan, p int, pf *passwordFlag) {
 // the flag at p.
 func userPasswordValue(sc *scan, p int, pf *passwordFlag) {
 	s := sc.s
-	if pf.tools != nil && !lineHasAny(sc.lower, p, pf.tools...) {
+	if pf.tools != nil && !sc.lineHas(p, pf.tools) {
 		return
 	}
 	vs, ve := readArg(s, p+len(pf.flag))

@@ -1,6 +1,9 @@
 package redact
 
-import "strings"
+import (
+	"sort"
+	"strings"
+)
 
 // Secrets by context: the value after a sensitive key in key=value, JSON,
 // YAML, INI, env, logfmt, CLI-flag and HTTP-header forms.
@@ -220,6 +223,12 @@ func findKeyValues(sc *scan) {
 	s, lower := sc.s, sc.lower
 	prevStart := -1
 	for p := 0; p < len(lower); p++ {
+		if p < sc.skipTo {
+			p = sc.skipTo
+			if p >= len(lower) {
+				return
+			}
+		}
 		kws := keywordsByFirstByte[lower[p]]
 		if kws == nil {
 			continue
@@ -770,21 +779,55 @@ func atLineStart(s string, i int) bool {
 	return true
 }
 
-func lineHasAny(lower string, i int, needles ...string) bool {
-	ls := strings.LastIndexByte(lower[:i], '\n') + 1
-	le := strings.IndexByte(lower[i:], '\n')
-	if le < 0 {
-		le = len(lower)
-	} else {
-		le += i
-	}
-	line := lower[ls:le]
-	for _, n := range needles {
-		if strings.Contains(line, n) {
-			return true
+// lineMemo remembers, per line and needle set, whether the line holds a
+// needle: a line of a million flags is searched once, not once per flag.
+type lineMemo struct {
+	breaks []int // positions of '\n', found on first use
+	found  map[lineQuery]bool
+}
+
+type lineQuery struct {
+	line    int
+	needles *string
+}
+
+// lineHas reports whether the line holding position i contains any of
+// needles (a package-level list, so its address names it).
+func (sc *scan) lineHas(i int, needles []string) bool {
+	m := &sc.lines
+	if m.found == nil {
+		m.found = map[lineQuery]bool{}
+		for off := 0; ; {
+			j := strings.IndexByte(sc.lower[off:], '\n')
+			if j < 0 {
+				break
+			}
+			m.breaks = append(m.breaks, off+j)
+			off += j + 1
 		}
 	}
-	return false
+	n := sort.SearchInts(m.breaks, i) // the line's number: breaks before i
+	q := lineQuery{n, &needles[0]}
+	if v, ok := m.found[q]; ok {
+		return v
+	}
+	ls, le := 0, len(sc.lower)
+	if n > 0 {
+		ls = m.breaks[n-1] + 1
+	}
+	if n < len(m.breaks) {
+		le = m.breaks[n]
+	}
+	line := sc.lower[ls:le]
+	v := false
+	for _, nd := range needles {
+		if strings.Contains(line, nd) {
+			v = true
+			break
+		}
+	}
+	m.found[q] = v
+	return v
 }
 
 var authSchemes = map[string]bool{
@@ -829,6 +872,7 @@ func authorizationValue(sc *scan, p int) {
 			if !isPlaceholderAt(s, p) {
 				sc.add(p, e, "token")
 			}
+			sc.skipTo = e
 			return
 		}
 	} else {
@@ -857,6 +901,7 @@ func cookieValue(sc *scan, p int) {
 	for end < len(s) && s[end] != '\n' && s[end] != '\r' && s[end] != '"' && s[end] != '\\' {
 		end++
 	}
+	sc.skipTo = end
 	for p < end {
 		for p < end && (s[p] == ' ' || s[p] == ';' || s[p] == '\t') {
 			p++

@@ -134,6 +134,10 @@ type scan struct {
 	s     string
 	lower string // ASCII-lower-cased s, byte-aligned with s
 	spans []span
+	lines lineMemo // answers "does this line name a tool?" once per line
+	// skipTo: the key-value scan resumes here; a header value masked to
+	// the end of its line has been read, keys inside it included.
+	skipTo int
 }
 
 func (sc *scan) add(start, end int, label string) {

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A generator of varied shapes for the secret classes (1, 2, 3, 4, 5, 7):
@@ -689,6 +690,31 @@ func TestKeyBlockTails(t *testing.T) {
 		}
 		if !strings.HasPrefix(out, prefix) || !strings.Contains(out, "-----END "+kind+"-----") {
 			t.Errorf("lost the text around the block:\n in: %s\nout: %s", text, out)
+		}
+	}
+}
+
+// TestScrubIsLinearOnRepeatedTriggers: a long line full of one rule's
+// trigger (a tool's flag, a header that masks to the end of its line)
+// costs time in proportion to its length: each line is searched for tool
+// names once, and a header read to its end is not read again per key.
+func TestScrubIsLinearOnRepeatedTriggers(t *testing.T) {
+	cost := func(s string) time.Duration {
+		best := time.Duration(1 << 62)
+		for i := 0; i < 3; i++ {
+			t0 := time.Now()
+			testRedactor.Scrub(s)
+			best = min(best, time.Since(t0))
+		}
+		return best
+	}
+	for _, unit := range []string{" mysql -p x", " redis-cli -a b", "Authorization: Digest ", "Cookie: a=b ", "sqlplus a/b@c "} {
+		small := strings.Repeat(unit, (64<<10)/len(unit))
+		large := strings.Repeat(unit, (512<<10)/len(unit))
+		cs, cl := cost(small), cost(large)
+		// Eight times the text: linear is 8x, quadratic 64x.
+		if cl > 24*cs && cl > 50*time.Millisecond {
+			t.Errorf("%q: 64 KiB took %v, 512 KiB took %v", unit, cs, cl)
 		}
 	}
 }

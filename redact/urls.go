@@ -167,7 +167,7 @@ func oracleConnect(sc *scan, at int) {
 	if sl := strings.IndexByte(s[ts:at], '/'); sl <= 0 || strings.IndexByte(s[ts+sl+1:at], '/') >= 0 || s[ts] == '-' {
 		return
 	}
-	if lineHasAny(sc.lower, at, oracleTools...) {
+	if sc.lineHas(at, oracleTools) {
 		oracleUserPassword(sc, ts, true)
 	}
 }

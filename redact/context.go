@@ -425,7 +425,10 @@ func keyValue(sc *scan, ks, ke int) {
 			return
 		}
 	case class == keyWeak:
-		if !looseValue(v, quoted, class, label) {
+		// In a URL query, key=, sig=, auth= name the credential the URL
+		// carries (?key=AIza..., &sig=...): any credential-shaped value.
+		inQuery := sep == '=' && ks > 0 && (s[ks-1] == '?' || s[ks-1] == '&')
+		if !looseValue(v, quoted, class, label) && !(inQuery && len(v) >= 8 && credentialShaped(v)) {
 			return
 		}
 	case sep == ':' && !quoted && !quotedKey && !tight && !atLineStart(s, ks) && !looseValue(v, false, class, label):

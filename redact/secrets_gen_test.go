@@ -368,8 +368,8 @@ func (g *sgen) urlCredential() planted {
 		text = fmt.Sprintf("fatal: unable to access 'https://%s:%s@github.com/%s/%s.git/': The requested URL returned error: 403", g.pick("x-access-token", "oauth2", g.word(5)), pw, g.word(5), g.word(6))
 	case 7:
 		shape = "query parameter"
-		pw = g.chars(alnum+"-_", 16+g.r.Intn(24))
-		text = fmt.Sprintf("GET https://%s/v1/%s?%s=%s&page=%d", host, g.word(5), g.pick("access_token", "api_key", "token", "key", "sig", "secret", "apikey", "auth"), pw, g.r.Intn(9))
+		pw = g.word(3) + g.chars("0123456789", 1) + g.chars(alnum+"-_%", 4+g.r.Intn(36))
+		text = fmt.Sprintf("GET https://%s/v1/%s?%s=%s&page=%d", host, g.word(5), g.pick("access_token", "api_key", "token", "key", "sig", "secret", "apikey", "auth", "X-Amz-Signature", "signature"), pw, g.r.Intn(9))
 	default:
 		shape = "go mysql dsn"
 		pw = g.password(" \t'\"`\\<>@")
@@ -652,6 +652,7 @@ func TestSecretWordsInOrdinaryText(t *testing.T) {
 		"TokenExpiredError: jwt expired; Token::Invalid raised",
 		"key: value pairs are logged at debug level",
 		"{Name:worker Token:<nil> Retries:3}",
+		"GET /v1/items?key=user-preferences&sort=asc&session=active",
 		"session 42 ended; auth_mode=oidc credential_source=Environment",
 		"MountVolume.SetUp failed: secret: default/db-creds-2 not mounted",
 		"error: token: https://auth.example.com/oauth/token unreachable; password: config.go:42 not readable",

@@ -308,6 +308,22 @@ func keyValue(sc *scan, ks, ke int) {
 	} else if p != ke {
 		return // "key." at the end of a sentence: no value follows
 	}
+	if quotedKey {
+		if q, ok := indexOrCall(s, ks, p); ok {
+			if q < 0 {
+				return
+			}
+			if s[q] == '=' {
+				p = q // ENV["API_KEY"] = x: the pair's = follows
+			} else {
+				vs, ve, quoted := readValue(s, q) // define('DB_PASSWORD', 'x')
+				if quoted && vs < ve && !isPlaceholderAt(s, vs) && !trivialValue(s[vs:ve]) && (class == keyStrong || looseValue(s[vs:ve], true, class, label)) {
+					sc.add(vs, ve, label)
+				}
+				return
+			}
+		}
+	}
 	// The secret word is itself the value of a name field: NuGet's
 	// <add key="ClearTextPassword" value="x"/>, Kubernetes' env list
 	// {name: DB_PASSWORD, value: x}. The sibling value field is the secret.
@@ -453,6 +469,49 @@ func dumpField(s string, ks, colon int) bool {
 		}
 	}
 	return false
+}
+
+// indexOrCall recognises a quoted secret name used as an index or as a
+// call's first argument: ENV["API_KEY"] = x, headers['X-Api-Key'] = x,
+// define('DB_PASSWORD', 'x'), os.Setenv("API_TOKEN", "x"). It returns the
+// position of the '=' or of the value's opening quote, or -1 when the form
+// matched but no value follows; ok is false for any other form. A list of
+// names (["password", "token"]) is neither: its names follow [ or ,.
+func indexOrCall(s string, ks, p int) (int, bool) {
+	o := ks - 1 // the key's opening quote
+	if o > 0 && s[o-1] == '\\' {
+		o--
+	}
+	b := o
+	for b > 0 && s[b-1] == ' ' {
+		b--
+	}
+	if b == 0 {
+		return 0, false
+	}
+	skip := func(q int) int {
+		for q < len(s) && (s[q] == ' ' || s[q] == '\t') {
+			q++
+		}
+		return q
+	}
+	switch {
+	case s[b-1] == '[' && p < len(s) && s[p] == ']':
+		q := skip(p + 1)
+		if q < len(s) && s[q] == '=' && !(q+1 < len(s) && s[q+1] == '=') {
+			return q, true
+		}
+		return -1, true
+	case s[b-1] == '(':
+		q := skip(p)
+		if q < len(s) && s[q] == ',' {
+			if q = skip(q + 1); q < len(s) && (s[q] == '"' || s[q] == '\'' || s[q] == '`') {
+				return q, true
+			}
+		}
+		return -1, true
+	}
+	return 0, false
 }
 
 // wordBefore returns the word separated by one space before ks, if any.

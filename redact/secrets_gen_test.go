@@ -263,7 +263,7 @@ func (g *sgen) keyContext() planted {
 func (g *sgen) commandLine() planted {
 	var pw, text, shape string
 	noShell := " \t'\"`\\$;&|<>()"
-	switch g.r.Intn(14) {
+	switch g.r.Intn(15) {
 	case 0:
 		shape = "redis-cli"
 		pw = g.password(noShell)
@@ -317,6 +317,14 @@ func (g *sgen) commandLine() planted {
 			fmt.Sprintf("keytool -importkeystore -srckeystore a.p12 -storepass %s -keypass %s", pw, pw),
 			fmt.Sprintf("openssl pkcs12 -in cert.p12 -passin pass:%s -nodes", pw),
 		)
+	case 13:
+		shape = "call or index"
+		pw = g.password(`"\`)
+		text = g.pick(
+			fmt.Sprintf(`define('%s', '%s');`, strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(g.keyName())), strings.ReplaceAll(pw, "'", `\'`)),
+			fmt.Sprintf(`os.Setenv("%s", "%s")`, strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(g.keyName())), pw),
+			fmt.Sprintf(`ENV["%s"] = "%s"`, g.keyName(), pw),
+		)
 	case 11:
 		shape = "argv list"
 		pw = g.password(`"\`)
@@ -337,7 +345,7 @@ func (g *sgen) commandLine() planted {
 func (g *sgen) urlCredential() planted {
 	var pw, text, shape string
 	host := g.word(5) + "." + g.pick("internal", "example.com", "svc.cluster.local", "corp")
-	switch g.r.Intn(9) {
+	switch g.r.Intn(10) {
 	case 0, 1:
 		shape = "url raw specials"
 		pw = g.password(" \t'\"`\\<>")
@@ -370,6 +378,10 @@ func (g *sgen) urlCredential() planted {
 		shape = "query parameter"
 		pw = g.word(3) + g.chars("0123456789", 1) + g.chars(alnum+"-_%", 4+g.r.Intn(36))
 		text = fmt.Sprintf("GET https://%s/v1/%s?%s=%s&page=%d", host, g.word(5), g.pick("access_token", "api_key", "token", "key", "sig", "secret", "apikey", "auth", "X-Amz-Signature", "signature"), pw, g.r.Intn(9))
+	case 8:
+		shape = "pgpass"
+		pw = g.password(" \t\n:\\")
+		text = fmt.Sprintf("%s:%s:%s:%s:%s", host, g.pick("5432", "*", "6432"), g.pick(g.word(5), "*"), g.word(5), pw)
 	default:
 		shape = "go mysql dsn"
 		pw = g.password(" \t'\"`\\<>@")
@@ -653,6 +665,8 @@ func TestSecretWordsInOrdinaryText(t *testing.T) {
 		"key: value pairs are logged at debug level",
 		"{Name:worker Token:<nil> Retries:3}",
 		"GET /v1/items?key=user-preferences&sort=asc&session=active",
+		"fe80:0:0:0:1\n12:30:45:678:abc\nmain.go:12:5:x:y z",
+		`sensitive_fields=["password", "email"]; os.Getenv("API_TOKEN")`,
 		"session 42 ended; auth_mode=oidc credential_source=Environment",
 		"MountVolume.SetUp failed: secret: default/db-creds-2 not mounted",
 		"error: token: https://auth.example.com/oauth/token unreachable; password: config.go:42 not readable",

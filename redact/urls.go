@@ -53,6 +53,7 @@ func findURLSecrets(sc *scan) {
 	if strings.Contains(sc.lower, "sqlplus") {
 		findOracleLocalLogins(sc)
 	}
+	findPgpass(sc)
 }
 
 // urlTokenEnd ends a URL token: whitespace, quotes and the brackets that
@@ -226,5 +227,32 @@ func oracleUserPassword(sc *scan, p int, needAt bool) {
 	}
 	if pe > 0 && !isPlaceholderAt(s, ps) && !trivialValue(s[ps:ps+pe]) {
 		sc.add(ps, ps+pe, "password")
+	}
+}
+
+// findPgpass masks the password of .pgpass lines,
+// host:port:database:user:password — a line of exactly five fields with
+// no spaces, a port (or *) second and a user name with a letter fourth.
+func findPgpass(sc *scan) {
+	s := sc.s
+	for ls := 0; ls < len(s); {
+		le := strings.IndexByte(s[ls:], '\n')
+		if le < 0 {
+			le = len(s)
+		} else {
+			le += ls
+		}
+		line := strings.TrimRight(s[ls:le], "\r")
+		if strings.Count(line, ":") == 4 && !strings.ContainsAny(line, " \t") {
+			f := strings.Split(line, ":")
+			portOK := f[1] == "*" || (f[1] != "" && strings.Trim(f[1], "0123456789") == "")
+			if portOK && f[0] != "" && f[2] != "" && f[4] != "" && strings.IndexFunc(f[3], func(r rune) bool { return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' }) >= 0 && strings.IndexFunc(f[0], func(r rune) bool { return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || r == '*' }) >= 0 {
+				ps := ls + len(line) - len(f[4])
+				if !isPlaceholderAt(s, ps) && !trivialValue(f[4]) {
+					sc.add(ps, ls+len(line), "password")
+				}
+			}
+		}
+		ls = le + 1
 	}
 }

@@ -1,6 +1,9 @@
 package redact
 
-import "strings"
+import (
+	"sort"
+	"strings"
+)
 
 // Secrets by context: the value after a sensitive key in key=value, JSON,
 // YAML, INI, env, logfmt, CLI-flag and HTTP-header forms.
@@ -102,15 +105,106 @@ func classifyKey(name string) (keyClass, string) {
 		return keyWeak, "key"
 	}
 	// Glued words: dbpassword, authtoken, sharedaccesskey, x_apikey.
-	for _, suffix := range [...]string{"password", "passwd", "secret", "token", "apikey"} {
-		if strings.HasSuffix(last, suffix) && len(last) > len(suffix) {
+	for _, suffix := range [...]string{"password", "passwd", "passphrase", "passcode", "secret", "token", "apikey", "pwd", "psw", "secretkey", "privatekey", "accesskey"} {
+		if strings.HasSuffix(last, suffix) && len(last) > len(suffix) && last != "oldpwd" {
 			return keyStrong, strongWords[suffix]
 		}
 	}
-	if strings.HasSuffix(last, "key") && keyModifiers[strings.TrimSuffix(last, "key")] {
-		return keyStrong, "token"
+	if pre, ok := strings.CutSuffix(last, "key"); ok && pre != "" {
+		// sharedaccesskey, dbsigningkey: a modifier glued before "key".
+		for m, on := range keyModifiers {
+			if on && len(m) >= 3 && strings.HasSuffix(pre, m) {
+				return keyStrong, "token"
+			}
+		}
+	}
+	if strings.HasSuffix(last, "credential") || strings.HasSuffix(last, "credentials") {
+		return keyWeak, "credential"
+	}
+	if strings.HasSuffix(last, "pw") && len(last) > 3 {
+		return keyStrong, "password" // smtppw, registrypw
+	}
+	if strings.HasSuffix(last, "auth") && len(last) > 4 {
+		return keyWeak, "auth" // dbauth, registryauth
+	}
+	// storepass, dbpass, smtppass: glued "pass" is a password unless the
+	// word is one of the few English words that end so.
+	if strings.HasSuffix(last, "pass") && len(last) > 4 && !englishPass[last] {
+		return keyStrong, "password"
 	}
 	return keyNone, ""
+}
+
+var englishPass = map[string]bool{"bypass": true, "compass": true, "surpass": true, "trespass": true,
+	"overpass": true, "underpass": true, "multipass": true, "onepass": true, "twopass": true, "firstpass": true}
+
+// credentialShaped reports whether a value that follows a secret word in
+// prose or a loose syntax has the shape of a credential rather than of a
+// word: at least four characters holding a digit or a symbol (hunter2,
+// abc123, P@ss), or a number long enough to be a PIN. Letters alone
+// (expired, incorrect, TokenExpiredError) and words joined by - _ .
+// (db-credentials, not_set) are prose or identifiers.
+func credentialShaped(v string) bool {
+	if len(v) < 4 || trivialValue(v) {
+		return false
+	}
+	cc := countClasses(v)
+	if cc.digit == len(v) {
+		return len(v) >= 6
+	}
+	if cc.lower+cc.upper+cc.digit == 0 || referenceLike(v) {
+		return false
+	}
+	if cc.digit > 0 {
+		return true
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; charClass(c) == 3 && c != '-' && c != '_' && c != '.' {
+			return true
+		}
+	}
+	return cc.other == 0 && cc.upper > 0 && cc.lower > 0 && len(v) >= 8 && !camelWords(v)
+}
+
+// referenceLike reports whether v names something rather than being a
+// secret: a URL, a version (v1.2.3, 10.0.1), a file:line
+// (config.go:42), a namespaced name or path of lower-case words
+// (default/db-creds-2, vault/prod/db).
+func referenceLike(v string) bool {
+	if strings.Contains(v, "://") {
+		return true
+	}
+	w := strings.TrimPrefix(v, "v")
+	if w != "" && isDigit(w[0]) && strings.Trim(w, "0123456789.") == "" && strings.Contains(w, ".") {
+		return true
+	}
+	if c := strings.LastIndexByte(v, ':'); c > 0 && c < len(v)-1 && strings.Trim(v[c+1:], "0123456789") == "" && strings.Contains(v[:c], ".") {
+		file := v[:c]
+		return strings.Trim(strings.ToLower(file), "abcdefghijklmnopqrstuvwxyz0123456789._-/") == ""
+	}
+	if strings.Contains(v, "/") {
+		for _, seg := range strings.Split(v, "/") {
+			if seg == "" || !('a' <= seg[0] && seg[0] <= 'z') || strings.Trim(seg, "abcdefghijklmnopqrstuvwxyz0123456789-_.") != "" {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// camelWords reports whether letters-only v reads as words in camel case
+// (TokenExpiredError, invalidGrant): every capital starts a run of at
+// least two lower-case letters. Random letters (iydVjhyzwP) do not.
+func camelWords(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; 'A' <= c && c <= 'Z' {
+			if i+2 >= len(v) || !('a' <= v[i+1] && v[i+1] <= 'z' && 'a' <= v[i+2] && v[i+2] <= 'z') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func keyChar(c byte) bool {
@@ -129,6 +223,12 @@ func findKeyValues(sc *scan) {
 	s, lower := sc.s, sc.lower
 	prevStart := -1
 	for p := 0; p < len(lower); p++ {
+		if p < sc.skipTo {
+			p = sc.skipTo
+			if p >= len(lower) {
+				return
+			}
+		}
 		kws := keywordsByFirstByte[lower[p]]
 		if kws == nil {
 			continue
@@ -177,17 +277,59 @@ func keyValue(sc *scan, ks, ke int) {
 	if class == keyNone {
 		return
 	}
+	if class == keyWeak && flag == 0 {
+		// Two words in prose or INI: "api key", "access key", "secret key".
+		if w := wordBefore(s, ks); w != "" {
+			if c2, l2 := classifyKey(w + " " + s[ks:nameEnd]); c2 == keyStrong {
+				class, label = c2, l2
+			}
+		}
+	}
+	if flag > 0 && class == keyWeak && label == "password" {
+		class = keyStrong // --pass X: no tool passes a count as --pass
+	}
 	p := nameEnd
+	// <password>x</password>, Maven settings, any XML element.
+	if p == ke && ks > 0 && s[ks-1] == '<' && p < len(s) && s[p] == '>' {
+		xmlElementValue(sc, p+1, class, label)
+		return
+	}
 	quotedKey := false
 	// Closing quote of a JSON/YAML/Python key: "password": / \"password\": / 'pwd':
 	if ks > 0 && (s[ks-1] == '"' || s[ks-1] == '\'') && p < len(s) && s[p] == s[ks-1] {
 		p++
+		quotedKey = true
+	} else if ks > 0 && s[ks-1] == '[' && p < len(s) && s[p] == ']' && p+1 < len(s) && (s[p+1] == ' ' || s[p+1] == '=') {
+		p++ // [Password] = x: a bracketed key (SQL, PowerShell, INI-like)
 		quotedKey = true
 	} else if ks > 1 && s[ks-2] == '\\' && s[ks-1] == '"' && strings.HasPrefix(s[p:], `\"`) {
 		p += 2
 		quotedKey = true
 	} else if p != ke {
 		return // "key." at the end of a sentence: no value follows
+	}
+	if quotedKey {
+		if q, ok := indexOrCall(s, ks, p); ok {
+			if q < 0 {
+				return
+			}
+			if s[q] == '=' {
+				p = q // ENV["API_KEY"] = x: the pair's = follows
+			} else {
+				vs, ve, quoted := readValue(s, q) // define('DB_PASSWORD', 'x')
+				if quoted && vs < ve && !isPlaceholderAt(s, vs) && !trivialValue(s[vs:ve]) && (class == keyStrong || looseValue(s[vs:ve], true, class, label)) {
+					sc.add(vs, ve, label)
+				}
+				return
+			}
+		}
+	}
+	// The secret word is itself the value of a name field: NuGet's
+	// <add key="ClearTextPassword" value="x"/>, Kubernetes' env list
+	// {name: DB_PASSWORD, value: x}. The sibling value field is the secret.
+	if namesField(s, ks) {
+		siblingValue(sc, p, class, label)
+		return
 	}
 	sp := p
 	for p < len(s) && (s[p] == ' ' || s[p] == '\t') {
@@ -196,13 +338,14 @@ func keyValue(sc *scan, ks, ke int) {
 	spaced := p > sp
 	sep := byte(' ')
 	switch {
-	case p < len(s) && s[p] == '=' && !(p+1 < len(s) && s[p+1] == '='):
+	case p < len(s) && s[p] == '=' && !(p+2 < len(s) && s[p+1] == '=' && s[p+2] <= ' '):
+		// "password == x" compares; "password==x" is a value starting with =.
 		sep = '='
 		p++
 		if p < len(s) && s[p] == '>' {
 			p++
 		}
-	case p < len(s) && s[p] == ':' && !(p+1 < len(s) && s[p+1] == ':'):
+	case p < len(s) && s[p] == ':' && (p+1 >= len(s) || s[p+1] != ':' || dumpField(s, ks, p)):
 		sep = ':'
 		p++
 		if p < len(s) && s[p] == '=' {
@@ -211,6 +354,9 @@ func keyValue(sc *scan, ks, ke int) {
 	case !spaced:
 		return
 	}
+	// Key:value with nothing between is a field of a Go or Python dump
+	// (map[password:x], {Password:x}), not prose.
+	tight := !spaced && sep == ':' && p < len(s) && s[p] != ' ' && s[p] != '\t'
 	if sep != ' ' {
 		for p < len(s) && (s[p] == ' ' || s[p] == '\t') {
 			p++
@@ -218,6 +364,9 @@ func keyValue(sc *scan, ks, ke int) {
 	}
 	if p >= len(s) || s[p] == '\n' || s[p] == '\r' {
 		return
+	}
+	if sep != ' ' {
+		p = skipOpeners(s, p)
 	}
 	switch class {
 	case keyAuthz:
@@ -232,26 +381,35 @@ func keyValue(sc *scan, ks, ke int) {
 		return
 	}
 	vs, ve, quoted := readValue(s, p)
+	if tight && !quoted {
+		vs, ve = p, dumpValueEnd(s, p)
+	} else if !quoted && (sep == ' ' && flag > 0 || sep != ' ' && atLineStart(s, ks)) {
+		// A flag's argument, and the value of a line-oriented syntax (INI,
+		// env, YAML, a header), run to whitespace: , ; & are the password's.
+		ve = proseValueEnd(s, vs)
+	}
 	if vs >= ve || isPlaceholderAt(s, vs) {
 		return
 	}
 	v := s[vs:ve]
-	if trivialValue(v) || strings.HasPrefix(v, "-----BEGIN") {
+	if trivialValue(v) || strings.HasPrefix(v, "-----BEGIN") || (len(v) < 4 && countClasses(v).other == len(v)) {
 		return // a PEM block is masked by findPrivateKeys, keeping its armour
 	}
 	// pwd=/home/x is a working directory, not a password.
 	if label == "password" && (v[0] == '/' || v[0] == '~') && !quoted && strings.HasSuffix(strings.ToLower(s[ks:nameEnd]), "pwd") {
 		return
 	}
-	if sep == ' ' && !quoted && (v == "is" || v == "was") && class != keyWeak {
-		// Prose: "DD_API_KEY is 91d2…". Only a value that looks like a
-		// credential is taken: "the token is expired" stays.
-		p := ve
-		for p < len(s) && (s[p] == ' ' || s[p] == '\t') {
-			p++
-		}
-		if p < len(s) && !isPlaceholderAt(s, p) {
-			if ws, we, _ := readValue(s, p); we-ws >= 16 && (looksSecret(s[ws:we]) || (we-ws >= 32 && hexRest(s[ws:we]))) {
+	if sep == ' ' && !quoted && (v == "is" || v == "was") {
+		// Prose: "the password is hunter2", "DD_API_KEY is 91d2…". Only a
+		// value shaped like a credential is taken: "the token is expired",
+		// "the password is incorrect" stay.
+		q := skipWords(s, ve, "set to", "now")
+		if q < len(s) && !isPlaceholderAt(s, q) {
+			ws, we, wq := readValue(s, q)
+			if !wq {
+				we = proseValueEnd(s, q)
+			}
+			if we > ws && looseValue(s[ws:we], wq, class, label) {
 				sc.add(ws, we, label)
 			}
 		}
@@ -259,29 +417,312 @@ func keyValue(sc *scan, ks, ke int) {
 	}
 	switch {
 	case sep == ' ':
-		// "--password x", "password x" in .netrc, or prose ("the key X").
-		// "invalid_auth request_id=..." is a word followed by another pair.
-		if strings.Contains(strings.TrimRight(v, "="), "=") {
+		// "--password x", "password x" in .netrc, or prose ("the key X",
+		// "with password hunter2"). "invalid_auth request_id=..." is a word
+		// followed by another pair.
+		netrc := class == keyStrong && label == "password" && netrcContext(sc.lower, ks)
+		prep := afterPreposition(s, ks)
+		if flag == 0 && !netrc && !prep && strings.Contains(strings.TrimRight(v, "="), "=") {
 			return
+		}
+		if (netrc || prep) && !quoted {
+			ve = proseValueEnd(s, vs) // a .netrc token or a word in prose runs to whitespace
+			v = s[vs:ve]
 		}
 		switch {
 		case flag > 0 && class == keyStrong && v[0] != '-':
-		case class == keyStrong && lineHasAny(sc.lower, ks, "machine ", "login "):
+		case netrc:
 		case looksSecret(v):
 		case quoted && class == keyStrong && ve < len(s) && s[ve] != '\n' && len(v) >= 6 && !strings.ContainsAny(v, " \t") && countClasses(v).other <= len(v)/2:
 			// "with password 'hunter2'": a quoted value right after the word.
+		case credentialShaped(v) && (class == keyStrong && label == "password" || prep && looseKey(class, label)):
+			// "passphrase hunter2", "login with pw abc123".
 		default:
 			return
 		}
 	case class == keyWeak:
-		if !looksSecret(v) {
+		// In a URL query, key=, sig=, auth= name the credential the URL
+		// carries (?key=AIza..., &sig=...): any credential-shaped value.
+		inQuery := sep == '=' && ks > 0 && (s[ks-1] == '?' || s[ks-1] == '&')
+		if !looseValue(v, quoted, class, label) && !(inQuery && len(v) >= 8 && credentialShaped(v)) {
 			return
 		}
-	case sep == ':' && !quoted && !quotedKey && !atLineStart(s, ks) && !looksSecret(v):
+	case sep == ':' && !quoted && !quotedKey && !tight && !atLineStart(s, ks) && !looseValue(v, false, class, label):
 		// "error: invalid token: signature mismatch" is prose, not YAML.
 		return
 	}
 	sc.add(vs, ve, label)
+}
+
+// dumpField reports whether "Key::" at ks is a field of a Go dump whose
+// value starts with a colon (map[password::x]) rather than a scope
+// (Token::Invalid): the field opens the dump or follows a space, and the
+// value holds a symbol, which a scoped name does not.
+func dumpField(s string, ks, colon int) bool {
+	if ks == 0 || strings.IndexByte("[{ ", s[ks-1]) < 0 || colon+2 >= len(s) {
+		return false
+	}
+	v := s[colon+1 : dumpValueEnd(s, colon+1)]
+	for i := 1; i < len(v); i++ {
+		if c := v[i]; !(isAlnum(c) || c == '_') {
+			return c != ':' // a symbol: a password, not Scope::Name::Deeper
+		}
+	}
+	return false
+}
+
+// indexOrCall recognises a quoted secret name used as an index or as a
+// call's first argument: ENV["API_KEY"] = x, headers['X-Api-Key'] = x,
+// define('DB_PASSWORD', 'x'), os.Setenv("API_TOKEN", "x"). It returns the
+// position of the '=' or of the value's opening quote, or -1 when the form
+// matched but no value follows; ok is false for any other form. A list of
+// names (["password", "token"]) is neither: its names follow [ or ,.
+func indexOrCall(s string, ks, p int) (int, bool) {
+	o := ks - 1 // the key's opening quote
+	if o > 0 && s[o-1] == '\\' {
+		o--
+	}
+	b := o
+	for b > 0 && s[b-1] == ' ' {
+		b--
+	}
+	if b == 0 {
+		return 0, false
+	}
+	skip := func(q int) int {
+		for q < len(s) && (s[q] == ' ' || s[q] == '\t') {
+			q++
+		}
+		return q
+	}
+	switch {
+	case s[b-1] == '[' && p < len(s) && s[p] == ']':
+		q := skip(p + 1)
+		if q < len(s) && s[q] == '=' && !(q+1 < len(s) && s[q+1] == '=') {
+			return q, true
+		}
+		return -1, true
+	case s[b-1] == '(':
+		q := skip(p)
+		if q < len(s) && s[q] == ',' {
+			if q = skip(q + 1); q < len(s) && (s[q] == '"' || s[q] == '\'' || s[q] == '`') {
+				return q, true
+			}
+		}
+		return -1, true
+	}
+	return 0, false
+}
+
+// wordBefore returns the word separated by one space before ks, if any.
+func wordBefore(s string, ks int) string {
+	if ks < 2 || s[ks-1] != ' ' {
+		return ""
+	}
+	w := ks - 1
+	for w > 0 && isAlnum(s[w-1]) {
+		w--
+	}
+	return s[w : ks-1]
+}
+
+// dumpValueEnd ends an unquoted value of a Go %v dump: fields are split
+// by spaces and the structure closes with ] or }.
+func dumpValueEnd(s string, p int) int {
+	e := p
+	for e < len(s) && s[e] > ' ' && s[e] != ']' && s[e] != '}' {
+		e++
+	}
+	return e
+}
+
+// proseValueEnd ends a value in prose at whitespace, less the punctuation
+// that ends a sentence or a clause.
+func proseValueEnd(s string, p int) int {
+	e := p
+	for e < len(s) && s[e] > ' ' && s[e] != '<' {
+		e++
+	}
+	for e > p && strings.IndexByte(".,;:)]}\"'", s[e-1]) >= 0 {
+		e--
+	}
+	return e
+}
+
+// looseKey: keys whose value is taken in loose syntaxes (prose, Key:
+// mid-line) when it is shaped like a credential. Weak keys named key,
+// session or signature are too often cache keys and ids.
+func looseKey(class keyClass, label string) bool {
+	return class == keyStrong || label == "password" || label == "auth" || label == "credential"
+}
+
+// looseValue decides a value found in a loose syntax.
+func looseValue(v string, quoted bool, class keyClass, label string) bool {
+	if referenceLike(v) {
+		return false
+	}
+	if looseKey(class, label) {
+		return credentialShaped(v) || looksSecret(v) || (quoted && class == keyStrong && len(v) >= 4 && !trivialValue(v) && !strings.Contains(v, " "))
+	}
+	return looksSecret(v)
+}
+
+// skipOpeners steps over the container openers of a structure dump before
+// a value: [x] in Go maps, []string{"x"} in http.Header, [ in JSON arrays.
+func skipOpeners(s string, p int) int {
+	for _, o := range [...]string{"[]string{", "[]interface {}{", "[]any{", "["} {
+		if strings.HasPrefix(s[p:], o) {
+			return p + len(o)
+		}
+	}
+	return p
+}
+
+// skipWords skips a colon and spaces after i and, once, any of the given
+// phrases: "is: x", "is set to x".
+func skipWords(s string, i int, phrases ...string) int {
+	if i < len(s) && s[i] == ':' {
+		i++
+	}
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+		i++
+	}
+	for _, ph := range phrases {
+		if len(s)-i > len(ph) && strings.EqualFold(s[i:i+len(ph)], ph) && (s[i+len(ph)] == ' ' || s[i+len(ph)] == ':') {
+			i += len(ph) + 1
+			for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+				i++
+			}
+			break
+		}
+	}
+	return i
+}
+
+// afterPreposition reports whether the word before s[ks:] is with, using,
+// via or by: "connect with password X".
+func afterPreposition(s string, ks int) bool {
+	j := ks
+	for j > 0 && s[j-1] == ' ' {
+		j--
+	}
+	if j == ks {
+		return false
+	}
+	w := j
+	for w > 0 && isAlnum(s[w-1]) {
+		w--
+	}
+	switch strings.ToLower(s[w:j]) {
+	case "with", "using", "via", "by", "and":
+		return true
+	}
+	return false
+}
+
+// netrcContext reports whether the key at ks sits in .netrc text: a
+// "machine" or "default" entry shortly before, on this or earlier lines.
+func netrcContext(lower string, ks int) bool {
+	w := lower[max(0, ks-400):ks]
+	return strings.Contains(w, "machine ") || strings.Contains(w, "login ") || strings.HasPrefix(strings.TrimSpace(w), "default")
+}
+
+// namesField reports whether the key starting at ks is the value of a
+// "key" or "name" field: key="Password", "name": "DB_PASSWORD", name: X.
+func namesField(s string, ks int) bool {
+	j := ks
+	if j > 0 && (s[j-1] == '"' || s[j-1] == '\'') {
+		j--
+	}
+	for j > 0 && (s[j-1] == ' ' || s[j-1] == '\t') {
+		j--
+	}
+	if j == 0 || (s[j-1] != '=' && s[j-1] != ':') {
+		return false
+	}
+	j--
+	for j > 0 && (s[j-1] == ' ' || s[j-1] == '\t' || s[j-1] == '"' || s[j-1] == '\'') {
+		j--
+	}
+	w := j
+	for w > 0 && isAlnum(s[w-1]) {
+		w--
+	}
+	switch strings.ToLower(s[w:j]) {
+	case "key", "name", "param", "parameter", "variable", "field":
+		return true
+	}
+	return false
+}
+
+// siblingValue masks the value of the "value" field that follows a name
+// field naming a secret, within the same element, object or list item.
+func siblingValue(sc *scan, p int, class keyClass, label string) {
+	s, lower := sc.s, sc.lower
+	end := min(len(s), p+240)
+	if i := strings.IndexAny(s[p:end], "}>"); i >= 0 {
+		end = p + i
+	}
+	if i := strings.Index(s[p:end], "\n"); i >= 0 {
+		if j := strings.Index(s[p+i+1:end], "\n"); j >= 0 {
+			end = p + i + 1 + j
+		}
+	}
+	for off := p; off < end; {
+		i := strings.Index(lower[off:end], "value")
+		if i < 0 {
+			return
+		}
+		q := off + i + len("value")
+		off = q
+		if off-len("value") > 0 && isAlnum(s[off-len("value")-1]) {
+			continue
+		}
+		if q < end && (s[q] == '"' || s[q] == '\'') {
+			q++
+		}
+		for q < end && (s[q] == ' ' || s[q] == '\t') {
+			q++
+		}
+		if q >= end || (s[q] != '=' && s[q] != ':') {
+			continue
+		}
+		q++
+		for q < end && (s[q] == ' ' || s[q] == '\t') {
+			q++
+		}
+		vs, ve, quoted := readValue(s, q)
+		if ve > end && !quoted {
+			ve = end
+		}
+		if vs < ve && !isPlaceholderAt(s, vs) && !trivialValue(s[vs:ve]) && (class == keyStrong || looseValue(s[vs:ve], quoted, class, label)) {
+			sc.add(vs, ve, label)
+		}
+		return
+	}
+}
+
+// xmlElementValue masks the text of <password>…</password>, up to the
+// closing tag.
+func xmlElementValue(sc *scan, p int, class keyClass, label string) {
+	s := sc.s
+	e := p
+	for e < len(s) && s[e] != '<' && s[e] != '\n' {
+		e++
+	}
+	vs, ve := p, e
+	for vs < ve && s[vs] == ' ' {
+		vs++
+	}
+	for ve > vs && s[ve-1] == ' ' {
+		ve--
+	}
+	if vs >= ve || isPlaceholderAt(s, vs) || trivialValue(s[vs:ve]) {
+		return
+	}
+	if class == keyStrong || looseValue(s[vs:ve], true, class, label) {
+		sc.add(vs, ve, label)
+	}
 }
 
 // readValue returns the value starting at p: a quoted string's content or
@@ -328,8 +769,10 @@ func valueRunEnd(s string, p int) int {
 	i := p
 	for i < len(s) {
 		c := s[i]
-		if c <= ' ' || c == '"' || c == '\'' || c == '`' || c == ',' || c == ';' || c == '&' ||
-			c == ')' || c == ']' || c == '}' || c == '<' || c == '>' || c == '\\' {
+		if c <= ' ' || c == '"' || c == '\'' || c == '`' || c == ')' || c == ']' || c == '}' || c == '<' || c == '>' || c == '\\' {
+			break
+		}
+		if (c == ',' || c == ';' || c == '&') && separatorAt(s, i) {
 			break
 		}
 		i++
@@ -339,6 +782,29 @@ func valueRunEnd(s string, p int) int {
 		i--
 	}
 	return i
+}
+
+// separatorAt reports whether the , ; or & at i separates fields rather
+// than belonging to a password: it does when another key follows it
+// (&page=2, ;Encrypt=true, , user: x) or the value ends there.
+func separatorAt(s string, i int) bool {
+	j := i + 1
+	if s[i] != '&' {
+		for j < len(s) && s[j] == ' ' {
+			j++
+		}
+	}
+	if j >= len(s) || s[j] <= ' ' || strings.IndexByte("\"'`)]}", s[j]) >= 0 {
+		return true
+	}
+	if !(isAlnum(s[j]) || s[j] == '_') || isDigit(s[j]) {
+		return false // keys start with a letter
+	}
+	k := j
+	for k < len(s) && (keyChar(s[k]) || (s[i] == ';' && s[k] == ' ')) {
+		k++
+	}
+	return k < len(s) && (s[k] == '=' || (s[i] == ',' && s[k] == ':' && k+1 < len(s) && s[k+1] == ' '))
 }
 
 func trivialValue(v string) bool {
@@ -375,21 +841,55 @@ func atLineStart(s string, i int) bool {
 	return true
 }
 
-func lineHasAny(lower string, i int, needles ...string) bool {
-	ls := strings.LastIndexByte(lower[:i], '\n') + 1
-	le := strings.IndexByte(lower[i:], '\n')
-	if le < 0 {
-		le = len(lower)
-	} else {
-		le += i
-	}
-	line := lower[ls:le]
-	for _, n := range needles {
-		if strings.Contains(line, n) {
-			return true
+// lineMemo remembers, per line and needle set, whether the line holds a
+// needle: a line of a million flags is searched once, not once per flag.
+type lineMemo struct {
+	breaks []int // positions of '\n', found on first use
+	found  map[lineQuery]bool
+}
+
+type lineQuery struct {
+	line    int
+	needles *string
+}
+
+// lineHas reports whether the line holding position i contains any of
+// needles (a package-level list, so its address names it).
+func (sc *scan) lineHas(i int, needles []string) bool {
+	m := &sc.lines
+	if m.found == nil {
+		m.found = map[lineQuery]bool{}
+		for off := 0; ; {
+			j := strings.IndexByte(sc.lower[off:], '\n')
+			if j < 0 {
+				break
+			}
+			m.breaks = append(m.breaks, off+j)
+			off += j + 1
 		}
 	}
-	return false
+	n := sort.SearchInts(m.breaks, i) // the line's number: breaks before i
+	q := lineQuery{n, &needles[0]}
+	if v, ok := m.found[q]; ok {
+		return v
+	}
+	ls, le := 0, len(sc.lower)
+	if n > 0 {
+		ls = m.breaks[n-1] + 1
+	}
+	if n < len(m.breaks) {
+		le = m.breaks[n]
+	}
+	line := sc.lower[ls:le]
+	v := false
+	for _, nd := range needles {
+		if strings.Contains(line, nd) {
+			v = true
+			break
+		}
+	}
+	m.found[q] = v
+	return v
 }
 
 var authSchemes = map[string]bool{
@@ -434,13 +934,14 @@ func authorizationValue(sc *scan, p int) {
 			if !isPlaceholderAt(s, p) {
 				sc.add(p, e, "token")
 			}
+			sc.skipTo = e
 			return
 		}
 	} else {
 		p = ws
 	}
 	e := p
-	for e < len(s) && s[e] > ' ' && s[e] != '"' && s[e] != '\'' && s[e] != ',' && s[e] != '\\' && s[e] != '<' {
+	for e < len(s) && s[e] > ' ' && s[e] != '"' && s[e] != '\'' && s[e] != ',' && s[e] != '\\' && s[e] != '<' && s[e] != ']' && s[e] != '}' {
 		e++
 	}
 	if e > p && !trivialValue(s[p:e]) {
@@ -462,6 +963,7 @@ func cookieValue(sc *scan, p int) {
 	for end < len(s) && s[end] != '\n' && s[end] != '\r' && s[end] != '"' && s[end] != '\\' {
 		end++
 	}
+	sc.skipTo = end
 	for p < end {
 		for p < end && (s[p] == ' ' || s[p] == ';' || s[p] == '\t') {
 			p++
@@ -513,57 +1015,6 @@ func findBearer(sc *scan) {
 		v := s[p:e]
 		if len(v) >= 8 && !isPlaceholderAt(s, p) && (countClasses(v).digit > 0 || len(v) >= 20) && !trivialValue(v) {
 			sc.add(p, e, "token")
-		}
-	}
-}
-
-// findCLIPasswords masks passwords passed as short flags: mysql -pSECRET,
-// sshpass -p SECRET, docker login -p SECRET, and curl -u user:SECRET.
-func findCLIPasswords(sc *scan) {
-	s, lower := sc.s, sc.lower
-	for off := 0; ; {
-		i := strings.Index(s[off:], "-p")
-		if i < 0 {
-			break
-		}
-		p := off + i
-		off = p + 2
-		if p > 0 && s[p-1] != ' ' && s[p-1] != '\t' {
-			continue
-		}
-		if !lineHasAny(lower, p, "-u ", "--user", "mysql", "mariadb", "sshpass", " login", "twine") {
-			continue
-		}
-		v := p + 2
-		if v < len(s) && s[v] == ' ' {
-			v++
-		} else if v < len(s) && !(isAlnum(s[v]) || strings.IndexByte("!#%^*@+._~", s[v]) >= 0) {
-			continue // -p=... and --password are key=value territory
-		}
-		vs, ve := readArg(s, v)
-		if vs >= ve || s[vs] == '-' || isPlaceholderAt(s, vs) || trivialValue(s[vs:ve]) || allPortChars(s[vs:ve]) {
-			continue
-		}
-		sc.add(vs, ve, "password")
-	}
-	for _, flag := range [...]string{"-u ", "--user ", "--user=", "-U "} {
-		for off := 0; ; {
-			i := strings.Index(s[off:], flag)
-			if i < 0 {
-				break
-			}
-			p := off + i
-			off = p + len(flag)
-			if p > 0 && s[p-1] != ' ' && s[p-1] != '\t' {
-				continue
-			}
-			vs, ve := readArg(s, off)
-			v := s[vs:ve]
-			c := strings.IndexByte(v, ':')
-			if c <= 0 || c == len(v)-1 || allPortChars(v) || isPlaceholderAt(s, vs+c+1) {
-				continue
-			}
-			sc.add(vs+c+1, ve, "password")
 		}
 	}
 }

@@ -133,6 +133,17 @@ func scrubSeeds() []string {
 		"<redacted:token>", "<redacted", "password=<redacted:password>x", "Cookie: a=b; c=" + g.rnd(alnum, 20),
 		"-p -u x:y", "key:" + g.rnd(alnum, 20), "\\\"password\\\": \\\"x\\\"", "eyJ.eyJ.", "SG..",
 		"alice buildbox-7 /home/alice", "envtok_9Zq3XbLm7Tr2Wp4Kd8Ny", "fd00::1 fdfd:fdfd::",
+		// The secret classes' shapes, so the fuzzer starts from each rule.
+		"<password>p&amp;ss1</password>", `<add key="ClearTextPassword" value="x7!k" />`,
+		"- name: DB_PASSWORD\n  value: hunter2", "map[Authorization:[Basic dXNlcjpwYXNz] pwd::a/b]",
+		`http.Header{"Authorization":[]string{"Bearer abc"}}`, "{Host:h Password:;x,y Timeout:3s}",
+		"the password is hunter2.", "login with passphrase a=b&c", "token: abc,def, user: x",
+		"mysql -p'pa ss' db", "redis-cli -a x9 --pass y8", "curl -u a:b:c", "http -a u:p x", "mc alias set s http://h K S",
+		"keytool -storepass abc1 -keypass", "psql \"password=a;b\"", "postgres://u:p#a@ss/w@h.example:5432/d",
+		"redis://:@h", "x://a@b@c@", "jdbc:oracle:thin:u/p@h:1521/s", "sqlplus u/p", "machine h\nlogin u\npassword p",
+		"AKIA" + g.rnd(upperNum, 16) + ":" + g.rnd(b64, 40), "AC" + g.rnd(hexLower, 32) + " " + g.rnd(hexLower, 32),
+		"Basic dXNlcjpwYXNz", "sig=ab%2Bcd%3D", "-----END RSA PRIVATE KEY-----", "QUJD\nREVG\n-----END PRIVATE KEY-----x",
+		"-----BEGIN PGP PRIVATE KEY BLOCK-----\nVersion: 1\n\nQUJD", "-----BEGIN EC PRIVATE KEY----------END EC PRIVATE KEY-----",
 	}
 }
 

@@ -5,45 +5,6 @@ import (
 	"strings"
 )
 
-// findURLCredentials masks the password in scheme://user:password@host and
-// in Go MySQL DSNs (user:password@tcp(host)/db), and a user part that is
-// itself a token (https://ghs_xxx@github.com).
-func findURLCredentials(sc *scan) {
-	s := sc.s
-	for off := 0; ; {
-		i := strings.Index(s[off:], "://")
-		if i < 0 {
-			break
-		}
-		as := off + i + 3
-		off = as
-		ae := as
-		for ae < len(s) && !authorityEnd(s[ae]) {
-			ae++
-		}
-		at := strings.LastIndexByte(s[as:ae], '@')
-		if at <= 0 {
-			continue
-		}
-		userinfo(sc, as, as+at)
-	}
-	for _, proto := range [...]string{"@tcp(", "@unix(", "@udp(", "@tcp6("} {
-		for off := 0; ; {
-			i := strings.Index(s[off:], proto)
-			if i < 0 {
-				break
-			}
-			at := off + i
-			off = at + len(proto)
-			us := at
-			for us > 0 && !authorityEnd(s[us-1]) && s[us-1] != '=' {
-				us--
-			}
-			userinfo(sc, us, at)
-		}
-	}
-}
-
 // userinfo masks the secret part of s[start:end], a URL's user[:password].
 func userinfo(sc *scan, start, end int) {
 	s := sc.s
@@ -642,29 +603,6 @@ func envLabel(name string) string {
 	return b.String()
 }
 
-// sensitiveEnvName reports whether a variable's name marks its value as a
-// secret: a word of it is (or ends with) TOKEN, SECRET, KEY, PASSWORD,
-// PASSWD, CREDENTIAL(S) or AUTH, and its last word is not a harmless
-// attribute such as TTL, TYPE, MODE, FILE or PATH.
-func sensitiveEnvName(name string) bool {
-	var buf [8]string
-	words := splitWords(name, buf[:0])
-	if len(words) == 0 || (len(words) == 1 && (words[0] == "pwd" || words[0] == "oldpwd")) {
-		return false
-	}
-	if harmlessLastWord[words[len(words)-1]] {
-		return false
-	}
-	for _, w := range words {
-		for _, stem := range [...]string{"token", "secret", "key", "password", "passwd", "credential", "credentials", "auth", "pwd", "apikey"} {
-			if w == stem || (strings.HasSuffix(w, stem) && len(w) > len(stem) && (stem != "key" || keyModifiers[strings.TrimSuffix(w, stem)])) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 var harmlessLastWord = map[string]bool{
 	"ttl": true, "seconds": true, "secs": true, "minutes": true, "timeout": true, "type": true,
 	"mode": true, "source": true, "name": true, "file": true, "path": true, "dir": true,
@@ -674,25 +612,4 @@ var harmlessLastWord = map[string]bool{
 	"version": true, "algorithm": true, "expiry": true, "expires": true, "format": true,
 	"host": true, "port": true, "location": true, "backend": true, "helper": true, "store": true,
 	"strategy": true, "plugin": true, "url": false, "user": true, "username": true,
-}
-
-// maskableEnvValue rejects values too common to mask everywhere: short
-// strings, numbers, booleans, plain words and file paths.
-func maskableEnvValue(v string) bool {
-	if len(v) < 6 || trivialValue(v) || strings.ContainsAny(v, "\n") {
-		return false
-	}
-	if v[0] == '/' || v[0] == '~' || strings.HasPrefix(v, "./") || (len(v) > 2 && v[1] == ':' && v[2] == '\\') {
-		return false
-	}
-	cc := countClasses(v)
-	if cc.digit == len(v) {
-		return false
-	}
-	// A lower-case word (TOKEN_TYPE=bearer, AUTH_PROVIDER=github) is not
-	// worth masking in every sentence.
-	if cc.lower == len(v) && len(v) < 12 {
-		return false
-	}
-	return true
 }

@@ -64,7 +64,7 @@ func New(o Options) *Redactor {
 	seen := map[string]bool{}
 	for _, kv := range o.Env {
 		name, value, ok := strings.Cut(kv, "=")
-		if !ok || !sensitiveEnvName(name) || !maskableEnvValue(value) || seen[value] {
+		if !ok || !secretEnvName(name) || !maskableSecretEnvValue(value) || seen[value] {
 			continue
 		}
 		seen[value] = true
@@ -139,6 +139,10 @@ type scan struct {
 	s     string
 	lower string // ASCII-lower-cased s, byte-aligned with s
 	spans []span
+	lines lineMemo // answers "does this line name a tool?" once per line
+	// skipTo: the key-value scan resumes here; a header value masked to
+	// the end of its line has been read, keys inside it included.
+	skipTo int
 }
 
 func (sc *scan) add(start, end int, label string) {
@@ -163,8 +167,10 @@ func (r *Redactor) scrub(s string, id RecordIdentity) string {
 	findAzureClientSecrets(sc)
 	findKeyValues(sc)
 	findBearer(sc)
+	findBasicCredentials(sc)
+	findPairedSecrets(sc)
 	findCLIPasswords(sc)
-	findURLCredentials(sc)
+	findURLSecrets(sc)
 	findWebhooks(sc)
 	findEmails(sc)
 	findIPs(sc)

@@ -304,9 +304,11 @@ func TestSensitiveEnvName(t *testing.T) {
 		"GOOGLE_APPLICATION_CREDENTIALS": true, "APIKEY": true, "OPENAI_API_KEY": true,
 		"TOKEN_TTL_SECONDS": false, "AUTH_MODE": false, "PWD": false, "OLDPWD": false,
 		"KEYBOARD": false, "MONKEY_PATCH": false, "SSH_AUTH_SOCK": false, "PATH": false, "HOME": false,
+		"GITLAB_PAT": true, "DEPLOY_PASS": true, "DBPASS": true, "MYSQL_PWD": true, "VAULT_CREDENTIAL": true,
+		"GOPATH": false, "CLASSPATH": false, "TOKENIZERS_PARALLELISM": false, "GIT_AUTHOR_EMAIL": false, "KEY_FILE": false, "KEY_PREFIX": false,
 	} {
-		if got := sensitiveEnvName(name); got != want {
-			t.Errorf("sensitiveEnvName(%q) = %v, want %v", name, got, want)
+		if got := secretEnvName(name); got != want {
+			t.Errorf("secretEnvName(%q) = %v, want %v", name, got, want)
 		}
 	}
 }

@@ -398,48 +398,6 @@ func findAzureClientSecrets(sc *scan) {
 	}
 }
 
-// findPrivateKeys masks the body of PEM and OpenSSH private key blocks,
-// with real or escaped (\n inside JSON) line breaks, also when the END line
-// was cut off. The BEGIN/END lines stay so a reader knows what it was.
-func findPrivateKeys(sc *scan) {
-	s := sc.s
-	for off := 0; ; {
-		i := strings.Index(s[off:], "-----BEGIN ")
-		if i < 0 {
-			return
-		}
-		hs := off + i
-		he := strings.Index(s[hs+11:], "-----")
-		if he < 0 || he > 60 {
-			off = hs + 11
-			continue
-		}
-		header := s[hs+11 : hs+11+he]
-		bodyStart := hs + 11 + he + 5
-		off = bodyStart
-		if !strings.Contains(header, "PRIVATE KEY") || !pemLabel(header) {
-			continue
-		}
-		// Without an END line (a cut-off dump) stop where the key material
-		// stops.
-		var bodyEnd int
-		if j := strings.Index(s[bodyStart:], "-----END "); j >= 0 {
-			bodyEnd = bodyStart + j
-		} else {
-			first, _ := skipLineBreak(s, bodyStart)
-			for first < len(s) && (s[first] == ' ' || s[first] == '\t') {
-				first++
-			}
-			bodyEnd = base64BlockEnd(s, first)
-		}
-		bs, be := trimBlock(s, bodyStart, bodyEnd)
-		if bs < be && !isPlaceholderAt(s, bs) {
-			sc.add(bs, be, "private-key")
-		}
-		off = bodyEnd
-	}
-}
-
 // pemLabel reports whether a BEGIN line's label is well formed: capitals,
 // digits and spaces ("RSA PRIVATE KEY", "OPENSSH PRIVATE KEY").
 func pemLabel(h string) bool {

@@ -22,6 +22,8 @@ const (
 	agentStdoutCap = 1 << 20
 	// agentStderrTail is how much of stderr's end is kept for failure reasons.
 	agentStderrTail = 4 << 10
+	// agentStderrQuoted is how many characters of it a failure reason quotes.
+	agentStderrQuoted = 500
 	// agentWaitDelay bounds the wait for stdout/stderr to close after the
 	// process is killed, in case something outside the group holds them.
 	agentWaitDelay = 2 * time.Second
@@ -72,7 +74,7 @@ func agentRunProcess(ctx context.Context, cfg AgentConfig, d pipeline.Dossier) (
 		}
 	}
 
-	res := agentExec(ctx, cfg.Timeout, workDir, argv, agentEnv(os.Environ(), cfg.Env))
+	res := agentExec(ctx, cfg.Timeout, workDir, argv, agentEnv(os.Environ(), cfg.Env), cfg.Scrub)
 	if err := ctx.Err(); err != nil {
 		// The scan is being stopped: no finding, the group is retried later.
 		return pipeline.Finding{}, err
@@ -141,7 +143,11 @@ type agentExecResult struct {
 // agentExec runs argv (no shell) in dir in its own process group and kills
 // the whole group on timeout, cancellation or runaway output, so the
 // agent's children die with it.
-func agentExec(ctx context.Context, timeout time.Duration, dir string, argv, env []string) agentExecResult {
+//
+// scrub (nil for none) cleans the stderr tail before it is cut to the few
+// hundred characters a failure reason quotes: a cut must never stop a rule
+// from seeing the context (a key name, a BEGIN line) it needs.
+func agentExec(ctx context.Context, timeout time.Duration, dir string, argv, env []string, scrub func(string) string) agentExecResult {
 	// The agent's directory must be the fresh one we made: an empty or
 	// relative Dir would start it where we run, beside the event log.
 	if fi, err := os.Lstat(dir); err != nil || !filepath.IsAbs(dir) || !fi.IsDir() {
@@ -202,7 +208,7 @@ func agentExec(ctx context.Context, timeout time.Duration, dir string, argv, env
 	}
 	var exitErr *exec.ExitError
 	if errors.As(err, &exitErr) {
-		return agentExecResult{failure: fmt.Sprintf("agent exited with %s%s", exitErr.ProcessState, agentStderrSuffix(stderr))}
+		return agentExecResult{failure: fmt.Sprintf("agent exited with %s%s", exitErr.ProcessState, agentStderrSuffix(stderr, scrub))}
 	}
 	if errors.Is(err, exec.ErrWaitDelay) {
 		// Exit status 0, but a leftover child kept the output open; the
@@ -212,11 +218,19 @@ func agentExec(ctx context.Context, timeout time.Duration, dir string, argv, env
 	return agentExecResult{failure: fmt.Sprintf("agent could not run %q: %v", argv[0], err)}
 }
 
-// agentStderrSuffix renders the end of stderr for a failure reason.
-func agentStderrSuffix(stderr *agentTailBuffer) string {
-	tail := strings.TrimSpace(stderr.excerpt(500))
+// agentStderrSuffix renders the end of stderr for a failure reason: the
+// whole kept tail scrubbed, then its last agentStderrQuoted characters.
+func agentStderrSuffix(stderr *agentTailBuffer, scrub func(string) string) string {
+	tail := stderr.excerpt(agentStderrTail)
+	if scrub != nil {
+		tail = scrub(tail)
+	}
+	tail = strings.TrimSpace(tail)
 	if tail == "" {
 		return " (no stderr)"
+	}
+	if cut := agentTailCut([]byte(tail), agentStderrQuoted); cut > 0 {
+		tail = "…" + tail[cut:]
 	}
 	return ": " + tail
 }

@@ -116,3 +116,24 @@ func TestAgentTailExcerptKeepsOrdinaryStderr(t *testing.T) {
 		t.Errorf("excerpt lost the text after a closed block: %q", got)
 	}
 }
+
+// The failure reason quotes the last few hundred characters of stderr, cut
+// after scrubbing: wherever the cut falls, a secret whose key stood before
+// it is still masked.
+func TestAgentStderrIsScrubbedBeforeItIsCut(t *testing.T) {
+	secret := "Hunter2-" + strings.Repeat("q", 12)
+	for pad := 0; pad < 40; pad++ {
+		b := &agentTailBuffer{limit: agentStderrTail}
+		// The cut lands around "password=": before the fix, the quoted
+		// excerpt started with the bare value, and nothing named it.
+		tailLen := agentStderrQuoted - len(secret) + pad - 20
+		b.Write([]byte(strings.Repeat("noise ", 200) + "\nconnect failed: db password=" + secret + " " + strings.Repeat("y", max(tailLen, 0)) + "\n"))
+		got := agentStderrSuffix(b, testScrubber.Scrub)
+		if strings.Contains(got, secret[:8]) {
+			t.Fatalf("pad %d: the cut stopped the scrubber: %q", pad, got)
+		}
+		if n := len([]rune(got)); n > agentStderrQuoted+8 {
+			t.Fatalf("pad %d: quoted %d characters", pad, n)
+		}
+	}
+}

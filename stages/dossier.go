@@ -215,7 +215,7 @@ func (w *recordWriter) record(r pipeline.Record) string {
 			if e == "" {
 				continue
 			}
-			v = w.scrub(capRunes(e, MaxErrorChars))
+			v = capRunes(w.scrub(e), MaxErrorChars) // cut after scrubbing: a cut must not stop a rule
 		default:
 			field, ok := r.Fields.Lookup(k)
 			if !ok {

@@ -247,7 +247,7 @@ func TestDossierRecordReadsAsTheMapDid(t *testing.T) {
 			}
 		}
 		if e := r.Str("error"); e != "" {
-			kept["error"] = testScrubber.ScrubRecord(capRunes(e, MaxErrorChars), id)
+			kept["error"] = capRunes(testScrubber.ScrubRecord(e, id), MaxErrorChars)
 		}
 		kept["line"] = r.Line
 		want, err := json.Marshal(kept)

@@ -232,3 +232,27 @@ func BenchmarkScrub(b *testing.B) {
 		testRedactor.Scrub(text)
 	}
 }
+
+// BenchmarkScrubShapes times texts shaped unlike benchText, side by side:
+// a speed won on one shape must not be lost on another.
+func BenchmarkScrubShapes(b *testing.B) {
+	g := newGen()
+	var trace, jsonLog, prose, dense strings.Builder
+	for i := 0; i < 60; i++ {
+		fmt.Fprintf(&trace, "  File \"/srv/app/src/svc/handlers/h%d.py\", line %d, in handle\n    return self.client.get(url, timeout=%d)\n", i, i*11, i%30)
+		fmt.Fprintf(&trace, "\tat com.acme.billing.Invoice$Builder.build(Invoice.java:%d)\n", 100+i)
+		fmt.Fprintf(&jsonLog, `{"ts":"2026-11-%02dT10:00:%02d.123Z","level":"error","msg":"request failed","status":%d,"path":"/v1/orders/%d","trace_id":"%s"}`+"\n", i%28+1, i%60, 500+i%4, i, g.rnd(hexLower, 32))
+		fmt.Fprintf(&prose, "The worker for queue %d timed out after %ds while the upstream was slow; retrying with backoff since the error looked transient. ", i, i%90)
+		fmt.Fprintf(&dense, "mysql -u app -p%s -h db%d redis-cli -a %s curl -u u:%s https://x%d.example.com/?token=%s ", g.rnd(alnum, 10), i, g.rnd(alnum, 12), g.rnd(alnum, 8), i, g.rnd(alnum, 20))
+	}
+	for _, c := range []struct{ name, text string }{
+		{"traces", trace.String()}, {"json-log", jsonLog.String()}, {"prose", prose.String()}, {"dense-secrets", dense.String()},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(c.text)))
+			for b.Loop() {
+				testRedactor.Scrub(c.text)
+			}
+		})
+	}
+}

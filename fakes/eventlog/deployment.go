@@ -390,20 +390,7 @@ func (g *deployGen) begin(t time.Time, event, level string) *jsonLine {
 
 func (g *deployGen) failure(t time.Time, d *Defect, id *identity, attempts int, retry bool) {
 	l := g.begin(t, d.Event, "error")
-	l.str("source", d.Source)
-	if d.GhEvent != "" {
-		l.str("gh_event", d.GhEvent)
-	}
-	if d.Harness != "" {
-		l.str("harness", d.Harness)
-		l.str("harness_version", id.harnessVer)
-	}
-	l.str("via", d.Via)
-	l.int("attempts", attempts)
-	l.bool("will_retry", retry)
-	if d.ExitCode != 0 {
-		l.int("exit_code", d.ExitCode)
-	}
+	l.defectFields(d, attempts, retry, id.harnessVer)
 	g.sc = scene{now: t, issue: id.issue, dep: id}
 	g.scratch = g.rd.render(g.scratch[:0], d.tmpl)
 	l.bytes("error", g.scratch)

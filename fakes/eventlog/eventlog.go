@@ -301,19 +301,7 @@ func (g *generator) writeFailure(i, remaining int) {
 func (g *generator) writeFailureLine(i int, d *Defect, attempts int, willRetry bool) {
 	l := &g.line
 	l.begin(g.now, d.Event, d.Level)
-	l.str("source", d.Source)
-	if d.GhEvent != "" {
-		l.str("gh_event", d.GhEvent)
-	}
-	if d.Harness != "" {
-		l.str("harness", d.Harness)
-	}
-	l.str("via", d.Via)
-	l.int("attempts", attempts)
-	l.bool("will_retry", willRetry)
-	if d.ExitCode != 0 {
-		l.int("exit_code", d.ExitCode)
-	}
+	l.defectFields(d, attempts, willRetry, "")
 	if d.tmpl != "" {
 		g.scratch = g.rd.render(g.scratch[:0], d.tmpl)
 		l.bytes("error", g.scratch)
@@ -382,4 +370,25 @@ func (g *generator) appendCwd() {
 	l.b = append(l.b, "/work/"...)
 	l.b = append(l.b, repoNames[g.sc.repo]...)
 	l.closeStr()
+}
+
+// defectFields writes the enum fields every failure record of d carries,
+// in the-loop's order; harnessVersion is written after the harness when set.
+func (l *jsonLine) defectFields(d *Defect, attempts int, willRetry bool, harnessVersion string) {
+	l.str("source", d.Source)
+	if d.GhEvent != "" {
+		l.str("gh_event", d.GhEvent)
+	}
+	if d.Harness != "" {
+		l.str("harness", d.Harness)
+		if harnessVersion != "" {
+			l.str("harness_version", harnessVersion)
+		}
+	}
+	l.str("via", d.Via)
+	l.int("attempts", attempts)
+	l.bool("will_retry", willRetry)
+	if d.ExitCode != 0 {
+		l.int("exit_code", d.ExitCode)
+	}
 }

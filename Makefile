@@ -38,6 +38,7 @@ fuzz:
 	$(GO) test ./fingerprint -run '^$$' -fuzz '^FuzzVolatileSubstitution$$' -fuzztime 30s
 	$(GO) test ./redact -run '^$$' -fuzz '^FuzzScrub$$' -fuzztime 30s
 	$(GO) test ./redact -run '^$$' -fuzz '^FuzzNeutralize$$' -fuzztime 30s
+	$(GO) test ./redact -run '^$$' -fuzz '^FuzzPublish$$' -fuzztime 30s
 	$(GO) test ./redact -run '^$$' -fuzz '^FuzzDefang$$' -fuzztime 15s
 	$(GO) test ./redact -run '^$$' -fuzz '^FuzzFence$$' -fuzztime 15s
 	$(GO) test ./redact -run '^$$' -fuzz '^FuzzScrubRecord$$' -fuzztime 30s

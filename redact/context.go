@@ -422,7 +422,10 @@ func keyValue(sc *scan, ks, ke int) {
 		// followed by another pair.
 		netrc := class == keyStrong && label == "password" && netrcContext(sc.lower, ks)
 		prep := afterPreposition(s, ks)
-		if flag == 0 && !netrc && !prep && strings.Contains(strings.TrimRight(v, "="), "=") {
+		// A pair whose value an earlier pass masked ("x=<redacted:…>")
+		// is the same pair: judged as before masking (idempotence).
+		pairBeforeMask := strings.HasSuffix(v, "=") && isPlaceholderAt(s, ve)
+		if flag == 0 && !netrc && !prep && (strings.Contains(strings.TrimRight(v, "="), "=") || pairBeforeMask) {
 			return
 		}
 		if (netrc || prep) && !quoted {

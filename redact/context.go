@@ -391,6 +391,14 @@ func keyValue(sc *scan, ks, ke int) {
 	if vs >= ve || isPlaceholderAt(s, vs) {
 		return
 	}
+	if !quoted {
+		// sig=Xq%2FbR…%3D: percent-encoded base64 is a binary credential
+		// in any syntax. Being URL-encoded, it ends at a raw & or ;.
+		if e := encodedBase64End(s, vs); e > vs {
+			sc.add(vs, e, label)
+			return
+		}
+	}
 	v := s[vs:ve]
 	if trivialValue(v) || strings.HasPrefix(v, "-----BEGIN") || (len(v) < 4 && countClasses(v).other == len(v)) {
 		return // a PEM block is masked by findPrivateKeys, keeping its armour
@@ -452,6 +460,63 @@ func keyValue(sc *scan, ks, ke int) {
 		return
 	}
 	sc.add(vs, ve, label)
+}
+
+// encodedBase64End returns the end of the percent-encoded base64 value at
+// p (a SAS signature, an HMAC in a query string), or p if there is none.
+// The value's only escapes are of base64's own symbols (%2B %2F %3D, any
+// case), and decoded it is at least 16 characters of base64 with letters
+// and digits: + or = padding mark base64 by themselves, but / alone may
+// be a path (Photos%2F2024%2FSummer), so then a segment must mix letters
+// and digits as random bytes do, not read as a word or a number.
+func encodedBase64End(s string, p int) int {
+	e, n, plus, pad, slash := p, 0, false, false, false
+	var dec []byte
+	for e < len(s) {
+		c := s[e]
+		if c == '%' {
+			if e+2 >= len(s) || !isHex(s[e+1]) || !isHex(s[e+2]) {
+				return p
+			}
+			switch strings.ToUpper(s[e+1 : e+3]) {
+			case "2B":
+				c, plus = '+', true
+			case "2F":
+				c, slash = '/', true
+			case "3D":
+				c, pad = '=', true
+			default:
+				return p // another escape: encoded text, not base64
+			}
+			e += 3
+		} else if isAlnum(c) || c == '+' || c == '/' || c == '=' {
+			e++
+		} else {
+			break
+		}
+		if n > 0 && dec[n-1] == '=' && c != '=' {
+			return p // = is base64's padding: only at the end
+		}
+		dec = append(dec, c)
+		n++
+	}
+	if n < 16 || !(plus || pad || slash) {
+		return p
+	}
+	v := strings.TrimRight(string(dec), "=")
+	cc := countClasses(v)
+	if cc.digit == 0 || cc.lower+cc.upper == 0 {
+		return p
+	}
+	if !plus && !pad {
+		for _, seg := range strings.Split(v, "/") {
+			if c := countClasses(seg); len(seg) >= 8 && c.digit > 0 && c.lower+c.upper > 0 && classTransitions(seg) >= 3 {
+				return e
+			}
+		}
+		return p
+	}
+	return e
 }
 
 // dumpField reports whether "Key::" at ks is a field of a Go dump whose

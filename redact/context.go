@@ -423,6 +423,9 @@ func keyValue(sc *scan, ks, ke int) {
 		}
 		return
 	}
+	if class == keyWeak && namesSecret(v) {
+		return // key="ClearTextPassword": the attribute names the secret
+	}
 	switch {
 	case sep == ' ':
 		// "--password x", "password x" in .netrc, or prose ("the key X",
@@ -460,6 +463,35 @@ func keyValue(sc *scan, ks, ke int) {
 		return
 	}
 	sc.add(vs, ve, label)
+}
+
+// namesSecret reports whether v is itself the name of a secret rather
+// than one: an identifier of two or more words (camelCase, _ - . joined)
+// whose last word is a secret word, as ClearTextPassword, DB_PASSWORD,
+// apiKey, X-Api-Key. Random text does not split into such words: each is
+// letters, with at most trailing digits (oauth2).
+func namesSecret(v string) bool {
+	if len(v) > 64 {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if !keyChar(v[i]) {
+			return false
+		}
+	}
+	var buf [8]string
+	words := splitWords(v, buf[:0])
+	if len(words) < 2 {
+		return false
+	}
+	for _, w := range words {
+		d := len(strings.TrimRight(w, "0123456789"))
+		if d == 0 || strings.Trim(w[:d], "abcdefghijklmnopqrstuvwxyz") != "" {
+			return false
+		}
+	}
+	c, _ := classifyKey(v)
+	return c != keyNone
 }
 
 // encodedBase64End returns the end of the percent-encoded base64 value at

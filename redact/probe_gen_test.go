@@ -79,3 +79,48 @@ func TestEncodedLookalikesSurvive(t *testing.T) {
 		}
 	}
 }
+
+// A value that is itself a secret's name (ClearTextPassword, DB_PASSWORD,
+// apiKey) names the secret, it is not one: it is kept, while the value
+// beside it is masked.
+func TestGeneratedSecretNamesAsValues(t *testing.T) {
+	g := newSgen(133)
+	for i := 0; i < genCases; i++ {
+		var k string
+		for {
+			k = g.keyName()
+			var buf [8]string
+			if len(splitWords(k, buf[:0])) >= 2 {
+				break
+			}
+		}
+		k = g.pick(k, "ClearText"+strings.ToUpper(k[:1])+k[1:])
+		pw := g.password(` '"<>&\`)
+		var text string
+		switch g.r.Intn(6) {
+		case 0:
+			text = fmt.Sprintf(`<add key="%s" value="%s" />`, k, pw)
+		case 1:
+			text = fmt.Sprintf(`{"key": "%s", "value": "%s"}`, k, pw)
+		case 2:
+			text = fmt.Sprintf("env:\n  - key: %s\n    value: %s", k, pw)
+		case 3:
+			text = fmt.Sprintf("valueFrom:\n  secretKeyRef:\n    name: %s\n    key: %s", g.word(6), k)
+			pw = ""
+		case 4:
+			text = fmt.Sprintf(`lookup key=%s in %s: not found`, k, g.pick("vault", "ssm", "the keyring"))
+			pw = ""
+		default:
+			text = fmt.Sprintf(`missing setting: key "%s" has no value`, k)
+			pw = ""
+		}
+		text = g.wrap(text)
+		out := testRedactor.Scrub(text)
+		if !strings.Contains(out, k) {
+			t.Errorf("the secret's name %q was masked\n in: %s\nout: %s", k, text, out)
+		}
+		if w := leaked(text, out, pw); w != "" {
+			t.Errorf("the value beside %q survives: %q\n in: %s\nout: %s", k, w, text, out)
+		}
+	}
+}

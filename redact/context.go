@@ -417,7 +417,7 @@ func keyValue(sc *scan, ks, ke int) {
 			if !wq {
 				we = proseValueEnd(s, q)
 			}
-			if we > ws && looseValue(s[ws:we], wq, class, label) {
+			if we > ws && (looseValue(s[ws:we], wq, class, label) || !wq && proseKey(s, ks, nameEnd) && proseSecretWord(s[ws:we])) {
 				sc.add(ws, we, label)
 			}
 		}
@@ -431,12 +431,13 @@ func keyValue(sc *scan, ks, ke int) {
 		// "--password x", "password x" in .netrc, or prose ("the key X",
 		// "with password hunter2"). "invalid_auth request_id=..." is a word
 		// followed by another pair.
-		netrc := class == keyStrong && label == "password" && netrcContext(sc.lower, ks)
+		// "login with password X" is prose: .netrc has no prepositions.
 		prep := afterPreposition(s, ks)
+		netrc := !prep && class == keyStrong && label == "password" && netrcContext(sc.lower, ks)
 		if flag == 0 && !netrc && !prep && strings.Contains(strings.TrimRight(v, "="), "=") {
 			return
 		}
-		if (netrc || prep) && !quoted {
+		if (netrc || prep || proseKey(s, ks, nameEnd)) && !quoted {
 			ve = proseValueEnd(s, vs) // a .netrc token or a word in prose runs to whitespace
 			v = s[vs:ve]
 		}
@@ -448,6 +449,8 @@ func keyValue(sc *scan, ks, ke int) {
 			// "with password 'hunter2'": a quoted value right after the word.
 		case credentialShaped(v) && (class == keyStrong && label == "password" || prep && looseKey(class, label)):
 			// "passphrase hunter2", "login with pw abc123".
+		case !quoted && proseKey(s, ks, nameEnd) && (prep && proseSecretWord(v) || dicewareShape(v)):
+			// "with password sunshine", "passphrase correct-horse-battery".
 		default:
 			return
 		}
@@ -464,6 +467,103 @@ func keyValue(sc *scan, ks, ke int) {
 	}
 	sc.add(vs, ve, label)
 }
+
+// proseKey reports whether the key s[ks:ke] is a password word standing
+// as a word in prose: password, passwd, passphrase, pwd, passcode (any
+// case), not part of a path (/etc/passwd) or of an identifier.
+func proseKey(s string, ks, ke int) bool {
+	switch strings.ToLower(s[ks:ke]) {
+	case "password", "passwd", "passphrase", "pwd", "passcode":
+	default:
+		return false
+	}
+	return ks == 0 || strings.IndexByte(" \t\n(\"'`", s[ks-1]) >= 0
+}
+
+// proseSecretWord decides the one token after a password word in a prose
+// form ("the password is X", "with password X"): it is the password unless
+// it describes the password's state or kind, which English marks by a
+// closed list of function and state words (incorrect, too, not, reset,
+// prompt) and by derivational suffixes (required, authentication,
+// readable). Letters alone are enough: human passwords are words. A
+// compound's head is its last part (auto-generated, correct-horse-battery).
+func proseSecretWord(w string) bool {
+	if len(w) < 4 || len(w) > 64 {
+		return false
+	}
+	for i := 0; i < len(w); i++ {
+		if c := w[i] | 0x20; !('a' <= c && c <= 'z') && !(w[i] == '-' && i > 0 && i < len(w)-1 && w[i-1] != '-') {
+			return false
+		}
+	}
+	w = strings.ToLower(w[strings.LastIndexByte(w, '-')+1:])
+	if passwordStateWords[w] || trivialValues[w] {
+		return false
+	}
+	for _, x := range []string{w, strings.TrimSuffix(w, "s")} {
+		if passwordStateWords[x] || derivedWord(x) {
+			return false
+		}
+	}
+	return true
+}
+
+// dicewareShape: three or more letter words joined by '-', a passphrase
+// even without a copula (passphrase correct-horse-battery), where "password
+// policy" is a noun compound.
+func dicewareShape(w string) bool {
+	return strings.Count(w, "-") >= 2 && proseSecretWord(w)
+}
+
+// derivedWord reports whether w carries an English derivational or
+// inflectional suffix after a stem of three letters or more: -ed, -ing,
+// -ly (not -fly: dragonfly is a noun), -tion, -sion, -ment, -ness, -able,
+// -ible, -ive, -ous, -ful, -less, -ity.
+func derivedWord(w string) bool {
+	for _, suf := range [...]string{"ed", "ing", "ly", "tion", "sion", "ment", "ness", "able", "ible", "ive", "ous", "ful", "less", "ity"} {
+		if len(w) >= len(suf)+3 && strings.HasSuffix(w, suf) {
+			return suf != "ly" || w[len(w)-3] != 'f'
+		}
+	}
+	return false
+}
+
+// passwordStateWords are the words that, after "the password is" or "with
+// password", describe the password rather than being it: function words,
+// states that carry no suffix (incorrect, wrong, reset) and kinds (prompt,
+// auth, policy). Forms with a suffix are found by derivedWord.
+var passwordStateWords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`
+		a an the this that these those it its my your our their his her me you we they them us him
+		mine yours ours theirs here there what which who whose where when why how
+		is are was were be been being am has have had do does did will would can could shall should
+		may might must not never also still only just now then already always again yet even ever
+		too very quite much many more most less least some any all both each either neither every
+		no none nothing one two three first last next same different similar identical other another
+		and or but nor so if as than because though although unless whether while
+		in on at of for from to by via with without into onto within inside outside over under
+		above below after before during per like about against between through until since upon
+		out off up down across along around behind beyond near
+		correct incorrect right wrong valid invalid bad good fine ok okay weak strong short long
+		shorter longer weaker stronger simpler better worse older newer new old due stale current
+		default temporary permanent random plain plaintext clear cleartext secure insecure safe unsafe
+		empty blank null nil missing unknown known present absent mandatory compulsory optional
+		set unset reset used sent given shown known written taken chosen stolen hidden broken kept
+		lost left read found made put cut going gone done seen forgotten gotten rewritten
+		overwritten frozen spoken driven proven fallen shaken mistaken
+		auth authn prompt login logon signin signon grant flow hash salt field file input entry
+		length policy manager mode type form dialog box change expiry strength rule check store vault
+		keyring keychain database db table column history hint reuse attempt retry request challenge
+		screen page option config env variable var argument arg parameter param flag value string
+		text key token secret credential credentials user username account method scheme provider
+		backend helper plugin module handler case minimum maximum min max limit count error failure
+		mismatch match stdin stdout stderr pair combo combination reminder lock protect cache
+		character characters char chars digit letter symbol number`) {
+		m[w] = true
+	}
+	return m
+}()
 
 // namesSecret reports whether v is itself the name of a secret rather
 // than one: an identifier of two or more words (camelCase, _ - . joined)

@@ -124,3 +124,107 @@ func TestGeneratedSecretNamesAsValues(t *testing.T) {
 		}
 	}
 }
+
+// humanPassword returns a letters-only password as people choose them: a
+// common word, made-up syllables, either capitalised, or a diceware
+// passphrase of two to four words joined by '-'.
+func (g *sgen) humanPassword(minParts int) string {
+	common := []string{"sunshine", "dragonfly", "monkey", "princess", "football", "shadow", "whatever",
+		"letmein", "qwerty", "trustno", "iloveyou", "starwars", "butterfly", "cheese", "batman", "hunter",
+		"summer", "winter", "mustang", "tigger", "ginger", "pepper", "ranger", "buster", "jellybean", "firefly"}
+	word := func() string {
+		w := g.pick(g.pick(common...), g.word(4+g.r.Intn(6)))
+		if g.r.Intn(4) == 0 {
+			w = strings.ToUpper(w[:1]) + w[1:]
+		}
+		return w
+	}
+	n := minParts
+	if n <= 1 && g.r.Intn(3) > 0 {
+		return word()
+	}
+	n = max(n, 2) + g.r.Intn(3)
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = strings.ToLower(word())
+	}
+	return strings.Join(parts, "-")
+}
+
+// After a password word in a prose form, one token is the password, also
+// when it is only letters: "the password is sunshine", "with password
+// dragonfly", "passphrase correct-horse-battery".
+func TestGeneratedProsePasswords(t *testing.T) {
+	g := newSgen(134)
+	for i := 0; i < genCases; i++ {
+		key := g.pick("password", "Password", "passwd", "passphrase", "pwd", "passcode", "PASSWORD")
+		var pw, text string
+		switch g.r.Intn(3) {
+		case 0:
+			pw = g.humanPassword(1)
+			text = fmt.Sprintf("%s %s %s %s", g.pick("the", "The", "my", "your", "note: the", "the new", "its", "admin"), key, g.pick("is", "was", "is set to", "is now", "is:", "was set to"), pw)
+		case 1:
+			pw = g.humanPassword(1)
+			text = fmt.Sprintf("%s %s %s %s", g.pick("login", "connecting", "retrying", "ssh "+g.word(5)+"@db", "user "+g.word(5)+" and", "mounted"), g.pick("with", "using", "via", "by"), key, pw)
+		default:
+			pw = g.humanPassword(3)
+			text = fmt.Sprintf("%s%s %s", g.pick("", "set ", "new ", "generated "), g.pick("passphrase", "password", "Passphrase"), pw)
+		}
+		text += g.pick("", ".", ",  retrying", " (attempt 2)", "; giving up", "\n"+g.logLine())
+		checkPlanted(t, testRedactor, planted{"1", "prose-letters", g.wrap(text), pw})
+	}
+}
+
+// Sentences about a password keep their words: the token after the
+// password word describes its state or kind (a function word, a state, a
+// word with a derivational suffix), and a bare "password X" is a noun
+// compound. The words are drawn beyond the rule's own list.
+func TestGeneratedProseAboutPasswordsSurvives(t *testing.T) {
+	g := newSgen(135)
+	states := []string{"incorrect", "wrong", "reset", "required", "too short", "not set", "empty", "invalid",
+		"expired", "rotated", "accepted", "rejected", "synchronized", "encrypted", "hashed", "stored in vault",
+		"case-sensitive", "auto-generated", "write-only", "missing", "different", "unchanged", "forgotten",
+		"a required field", "at least 12 characters", "also used for sudo", "correct", "shown once",
+		"longer than 72 bytes", "the same as the username", "being rotated", "unavailable", "irreversible",
+		"dangerous to log", "useless now", "harmful", "weak", "stale", "incorrectly encoded", "currently locked"}
+	kinds := []string{"authentication", "auth", "prompt", "login", "grant", "hashing", "requirements",
+		"expiration", "confirmation", "validation", "rotation", "field", "policy", "manager", "reset",
+		"fields", "attempts", "settings", "from stdin", "and username", "or key", "protection"}
+	for i := 0; i < genCases; i++ {
+		key := g.pick("password", "Password", "passphrase", "passwd", "pwd")
+		var text string
+		switch g.r.Intn(4) {
+		case 0:
+			text = fmt.Sprintf("%s %s %s %s", g.pick("the", "The", "your", "error: the", "if the"), key, g.pick("is", "was", "is now"), g.pick(states...))
+		case 1:
+			text = fmt.Sprintf("%s %s %s %s", g.pick("retrying", "login", "connect", "signing in", "failed"), g.pick("with", "using", "via", "by"), key, g.pick(kinds...))
+		case 2:
+			text = fmt.Sprintf("%s %s %s", g.pick("the", "reading", "FATAL:", "new"), key, g.pick(kinds...)+g.pick("", " failed", " is enabled", " changed"))
+		default:
+			text = fmt.Sprintf("%s %s %s", key, g.pick("is", "was"), g.pick(states...))
+		}
+		text += g.pick("", ".", " for user id 42", "; retry in 5s")
+		if out := testRedactor.Scrub(text); out != text {
+			t.Errorf("prose about a password changed:\n in: %s\nout: %s", text, out)
+		}
+	}
+}
+
+// The probes themselves, both ways.
+func TestProsePasswordProbes(t *testing.T) {
+	for _, text := range []string{"with password sunshine", "the passphrase is correct-horse-battery",
+		"passphrase correct-horse-battery", "my password was dragonfly"} {
+		if out := testRedactor.Scrub(text); !strings.Contains(out, "<redacted:password>") {
+			t.Errorf("letters-only password kept: %q", out)
+		}
+	}
+	for _, text := range []string{"the password is incorrect", "the password was reset", "password is required",
+		"the password is too short", "password authentication failed", "retrying with password authentication",
+		"login with password auth", "with password prompt", "the passphrase is wrong", "the password is not set",
+		"the password has expired", "password is empty", "password was changed", "reading password from stdin",
+		"--password-stdin", "password policy", "password manager", "the token is expired", "/etc/passwd is corrupt"} {
+		if out := testRedactor.Scrub(text); out != text {
+			t.Errorf("ordinary text changed: %q -> %q", text, out)
+		}
+	}
+}

@@ -434,7 +434,9 @@ func keyValue(sc *scan, ks, ke int) {
 		// "login with password X" is prose: .netrc has no prepositions.
 		prep := afterPreposition(s, ks)
 		netrc := !prep && class == keyStrong && label == "password" && netrcContext(sc.lower, ks)
-		if flag == 0 && !netrc && !prep && strings.Contains(strings.TrimRight(v, "="), "=") {
+		// A pair after the word is its own key=value; "k=<redacted:…>" is
+		// one too, masked already (so a second pass changes nothing).
+		if flag == 0 && !netrc && !prep && (strings.Contains(strings.TrimRight(v, "="), "=") || v[len(v)-1] == '=' && isPlaceholderAt(s, ve)) {
 			return
 		}
 		if (netrc || prep || proseKey(s, ks, nameEnd)) && !quoted {

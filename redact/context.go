@@ -391,6 +391,14 @@ func keyValue(sc *scan, ks, ke int) {
 	if vs >= ve || isPlaceholderAt(s, vs) {
 		return
 	}
+	if !quoted {
+		// sig=Xq%2FbR…%3D: percent-encoded base64 is a binary credential
+		// in any syntax. Being URL-encoded, it ends at a raw & or ;.
+		if e := encodedBase64End(s, vs); e > vs {
+			sc.add(vs, e, label)
+			return
+		}
+	}
 	v := s[vs:ve]
 	if trivialValue(v) || strings.HasPrefix(v, "-----BEGIN") || (len(v) < 4 && countClasses(v).other == len(v)) {
 		return // a PEM block is masked by findPrivateKeys, keeping its armour
@@ -409,26 +417,29 @@ func keyValue(sc *scan, ks, ke int) {
 			if !wq {
 				we = proseValueEnd(s, q)
 			}
-			if we > ws && looseValue(s[ws:we], wq, class, label) {
+			if we > ws && (looseValue(s[ws:we], wq, class, label) || !wq && proseKey(s, ks, nameEnd) && proseSecretWord(s[ws:we])) {
 				sc.add(ws, we, label)
 			}
 		}
 		return
+	}
+	if class == keyWeak && namesSecret(v) {
+		return // key="ClearTextPassword": the attribute names the secret
 	}
 	switch {
 	case sep == ' ':
 		// "--password x", "password x" in .netrc, or prose ("the key X",
 		// "with password hunter2"). "invalid_auth request_id=..." is a word
 		// followed by another pair.
-		netrc := class == keyStrong && label == "password" && netrcContext(sc.lower, ks)
+		// "login with password X" is prose: .netrc has no prepositions.
 		prep := afterPreposition(s, ks)
-		// A pair whose value an earlier pass masked ("x=<redacted:…>")
-		// is the same pair: judged as before masking (idempotence).
-		pairBeforeMask := strings.HasSuffix(v, "=") && isPlaceholderAt(s, ve)
-		if flag == 0 && !netrc && !prep && (strings.Contains(strings.TrimRight(v, "="), "=") || pairBeforeMask) {
+		netrc := !prep && class == keyStrong && label == "password" && netrcContext(sc.lower, ks)
+		// A pair after the word is its own key=value; "k=<redacted:…>" is
+		// one too, masked already (so a second pass changes nothing).
+		if flag == 0 && !netrc && !prep && (strings.Contains(strings.TrimRight(v, "="), "=") || v[len(v)-1] == '=' && isPlaceholderAt(s, ve)) {
 			return
 		}
-		if (netrc || prep) && !quoted {
+		if (netrc || prep || proseKey(s, ks, nameEnd)) && !quoted {
 			ve = proseValueEnd(s, vs) // a .netrc token or a word in prose runs to whitespace
 			v = s[vs:ve]
 		}
@@ -440,6 +451,8 @@ func keyValue(sc *scan, ks, ke int) {
 			// "with password 'hunter2'": a quoted value right after the word.
 		case credentialShaped(v) && (class == keyStrong && label == "password" || prep && looseKey(class, label)):
 			// "passphrase hunter2", "login with pw abc123".
+		case !quoted && proseKey(s, ks, nameEnd) && (prep && proseSecretWord(v) || dicewareShape(v)):
+			// "with password sunshine", "passphrase correct-horse-battery".
 		default:
 			return
 		}
@@ -455,6 +468,189 @@ func keyValue(sc *scan, ks, ke int) {
 		return
 	}
 	sc.add(vs, ve, label)
+}
+
+// proseKey reports whether the key s[ks:ke] is a password word standing
+// as a word in prose: password, passwd, passphrase, pwd, passcode (any
+// case), not part of a path (/etc/passwd) or of an identifier.
+func proseKey(s string, ks, ke int) bool {
+	switch strings.ToLower(s[ks:ke]) {
+	case "password", "passwd", "passphrase", "pwd", "passcode":
+	default:
+		return false
+	}
+	return ks == 0 || strings.IndexByte(" \t\n(\"'`", s[ks-1]) >= 0
+}
+
+// proseSecretWord decides the one token after a password word in a prose
+// form ("the password is X", "with password X"): it is the password unless
+// it describes the password's state or kind, which English marks by a
+// closed list of function and state words (incorrect, too, not, reset,
+// prompt) and by derivational suffixes (required, authentication,
+// readable). Letters alone are enough: human passwords are words. A
+// compound's head is its last part (auto-generated, correct-horse-battery).
+func proseSecretWord(w string) bool {
+	if len(w) < 4 || len(w) > 64 {
+		return false
+	}
+	for i := 0; i < len(w); i++ {
+		if c := w[i] | 0x20; !('a' <= c && c <= 'z') && !(w[i] == '-' && i > 0 && i < len(w)-1 && w[i-1] != '-') {
+			return false
+		}
+	}
+	w = strings.ToLower(w[strings.LastIndexByte(w, '-')+1:])
+	if passwordStateWords[w] || trivialValues[w] {
+		return false
+	}
+	for _, x := range []string{w, strings.TrimSuffix(w, "s")} {
+		if passwordStateWords[x] || derivedWord(x) {
+			return false
+		}
+	}
+	return true
+}
+
+// dicewareShape: three or more letter words joined by '-', a passphrase
+// even without a copula (passphrase correct-horse-battery), where "password
+// policy" is a noun compound.
+func dicewareShape(w string) bool {
+	return strings.Count(w, "-") >= 2 && proseSecretWord(w)
+}
+
+// derivedWord reports whether w carries an English derivational or
+// inflectional suffix after a stem of three letters or more: -ed, -ing,
+// -ly (not -fly: dragonfly is a noun), -tion, -sion, -ment, -ness, -able,
+// -ible, -ive, -ous, -ful, -less, -ity.
+func derivedWord(w string) bool {
+	for _, suf := range [...]string{"ed", "ing", "ly", "tion", "sion", "ment", "ness", "able", "ible", "ive", "ous", "ful", "less", "ity"} {
+		if len(w) >= len(suf)+3 && strings.HasSuffix(w, suf) {
+			return suf != "ly" || w[len(w)-3] != 'f'
+		}
+	}
+	return false
+}
+
+// passwordStateWords are the words that, after "the password is" or "with
+// password", describe the password rather than being it: function words,
+// states that carry no suffix (incorrect, wrong, reset) and kinds (prompt,
+// auth, policy). Forms with a suffix are found by derivedWord.
+var passwordStateWords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`
+		a an the this that these those it its my your our their his her me you we they them us him
+		mine yours ours theirs here there what which who whose where when why how
+		is are was were be been being am has have had do does did will would can could shall should
+		may might must not never also still only just now then already always again yet even ever
+		too very quite much many more most less least some any all both each either neither every
+		no none nothing one two three first last next same different similar identical other another
+		and or but nor so if as than because though although unless whether while
+		in on at of for from to by via with without into onto within inside outside over under
+		above below after before during per like about against between through until since upon
+		out off up down across along around behind beyond near
+		correct incorrect right wrong valid invalid bad good fine ok okay weak strong short long
+		shorter longer weaker stronger simpler better worse older newer new old due stale current
+		default temporary permanent random plain plaintext clear cleartext secure insecure safe unsafe
+		empty blank null nil missing unknown known present absent mandatory compulsory optional
+		set unset reset used sent given shown known written taken chosen stolen hidden broken kept
+		lost left read found made put cut going gone done seen forgotten gotten rewritten
+		overwritten frozen spoken driven proven fallen shaken mistaken
+		auth authn prompt login logon signin signon grant flow hash salt field file input entry
+		length policy manager mode type form dialog box change expiry strength rule check store vault
+		keyring keychain database db table column history hint reuse attempt retry request challenge
+		screen page option config env variable var argument arg parameter param flag value string
+		text key token secret credential credentials user username account method scheme provider
+		backend helper plugin module handler case minimum maximum min max limit count error failure
+		mismatch match stdin stdout stderr pair combo combination reminder lock protect cache
+		character characters char chars digit letter symbol number`) {
+		m[w] = true
+	}
+	return m
+}()
+
+// namesSecret reports whether v is itself the name of a secret rather
+// than one: an identifier of two or more words (camelCase, _ - . joined)
+// whose last word is a secret word, as ClearTextPassword, DB_PASSWORD,
+// apiKey, X-Api-Key. Random text does not split into such words: each is
+// letters, with at most trailing digits (oauth2).
+func namesSecret(v string) bool {
+	if len(v) > 64 {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if !keyChar(v[i]) {
+			return false
+		}
+	}
+	var buf [8]string
+	words := splitWords(v, buf[:0])
+	if len(words) < 2 {
+		return false
+	}
+	for _, w := range words {
+		d := len(strings.TrimRight(w, "0123456789"))
+		if d == 0 || strings.Trim(w[:d], "abcdefghijklmnopqrstuvwxyz") != "" {
+			return false
+		}
+	}
+	c, _ := classifyKey(v)
+	return c != keyNone
+}
+
+// encodedBase64End returns the end of the percent-encoded base64 value at
+// p (a SAS signature, an HMAC in a query string), or p if there is none.
+// The value's only escapes are of base64's own symbols (%2B %2F %3D, any
+// case), and decoded it is at least 16 characters of base64 with letters
+// and digits: + or = padding mark base64 by themselves, but / alone may
+// be a path (Photos%2F2024%2FSummer), so then a segment must mix letters
+// and digits as random bytes do, not read as a word or a number.
+func encodedBase64End(s string, p int) int {
+	e, n, plus, pad, slash := p, 0, false, false, false
+	var dec []byte
+	for e < len(s) {
+		c := s[e]
+		if c == '%' {
+			if e+2 >= len(s) || !isHex(s[e+1]) || !isHex(s[e+2]) {
+				return p
+			}
+			switch strings.ToUpper(s[e+1 : e+3]) {
+			case "2B":
+				c, plus = '+', true
+			case "2F":
+				c, slash = '/', true
+			case "3D":
+				c, pad = '=', true
+			default:
+				return p // another escape: encoded text, not base64
+			}
+			e += 3
+		} else if isAlnum(c) || c == '+' || c == '/' || c == '=' {
+			e++
+		} else {
+			break
+		}
+		if n > 0 && dec[n-1] == '=' && c != '=' {
+			return p // = is base64's padding: only at the end
+		}
+		dec = append(dec, c)
+		n++
+	}
+	if n < 16 || !(plus || pad || slash) {
+		return p
+	}
+	v := strings.TrimRight(string(dec), "=")
+	cc := countClasses(v)
+	if cc.digit == 0 || cc.lower+cc.upper == 0 {
+		return p
+	}
+	if !plus && !pad {
+		for _, seg := range strings.Split(v, "/") {
+			if c := countClasses(seg); len(seg) >= 8 && c.digit > 0 && c.lower+c.upper > 0 && classTransitions(seg) >= 3 {
+				return e
+			}
+		}
+		return p
+	}
+	return e
 }
 
 // dumpField reports whether "Key::" at ks is a field of a Go dump whose

@@ -4,8 +4,9 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -162,7 +163,7 @@ func TestOpenIssuesPerDefectOnADeploymentShapedLog(t *testing.T) {
 					t.Fatalf("issue #%d names no fingerprint of the log", is.Number)
 				}
 				if len(ids) > 1 {
-					merged = append(merged, fmt.Sprint(sortedSet(ids)))
+					merged = append(merged, fmt.Sprint(slices.Sorted(maps.Keys(ids))))
 				}
 				for id := range ids {
 					filed[id]++
@@ -181,13 +182,4 @@ func TestOpenIssuesPerDefectOnADeploymentShapedLog(t *testing.T) {
 			}
 		})
 	}
-}
-
-func sortedSet(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -3,8 +3,9 @@ package test
 import (
 	"bufio"
 	"encoding/json"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 
@@ -85,7 +86,7 @@ func TestNoRealDefectIsSettledOnAGeneratedLog(t *testing.T) {
 		}
 	}
 	all := map[string]int{}
-	for _, id := range sortedKeys(kind) {
+	for _, id := range slices.Sorted(maps.Keys(kind)) {
 		all[kind[id]]++
 	}
 	t.Logf("defects in the log by kind: %v", all)
@@ -104,13 +105,4 @@ func splitLines(s string) []string {
 		out = append(out, sc.Text())
 	}
 	return out
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -74,7 +75,7 @@ func agentRunProcess(ctx context.Context, cfg AgentConfig, d pipeline.Dossier) (
 		}
 	}
 
-	res := agentExec(ctx, cfg.Timeout, workDir, argv, agentEnv(os.Environ(), cfg.Env), cfg.Scrub)
+	res := agentExec(ctx, cfg.Timeout, workDir, argv, agentEnv(os.Environ(), append(slices.Clone(agentHarnessEnv[cfg.Harness]), cfg.Env...)), cfg.Scrub)
 	if err := ctx.Err(); err != nil {
 		// The scan is being stopped: no finding, the group is retried later.
 		return pipeline.Finding{}, err

@@ -18,6 +18,16 @@ import (
 // a pipe, not a terminal, so there is nothing for it to describe.
 var agentBaseEnv = map[string]bool{"PATH": true, "HOME": true, "LANG": true, "TZ": true, "TMPDIR": true}
 
+// agentHarnessEnv are the credentials a known CLI reads for its own model
+// provider: passed to that harness without being listed, so a deployment
+// that upgrades keeps a working agent (an agent that cannot authenticate
+// fails for every dossier). They reach only the CLI they belong to; an
+// operator's command harness gets only what agentEnv lists.
+var agentHarnessEnv = map[string][]string{
+	AgentHarnessClaude: {"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "CLAUDE_CODE_OAUTH_TOKEN"},
+	AgentHarnessCursor: {"CURSOR_API_KEY"},
+}
+
 // agentNeverEnv are never passed, even when listed: the GitHub tokens this
 // tool files issues with (a prompt-injected agent must not find one to act
 // with) and PWD/OLDPWD (the directory we were started in, beside the raw,

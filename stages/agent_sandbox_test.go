@@ -99,8 +99,9 @@ func TestAgentProcessSeesNoSecretAndOnlyReadOnlyTools(t *testing.T) {
 					}
 				}
 			}
-			if env["CURSOR_API_KEY"] != "" {
-				t.Error("an unlisted API key reached the agent")
+			// A CLI's own credentials reach that CLI, unlisted, and no other.
+			if got, want := env["CURSOR_API_KEY"] != "", harness == "cursor"; got != want {
+				t.Errorf("CURSOR_API_KEY reached the %s agent: %v, want %v", harness, got, want)
 			}
 			if env["ANTHROPIC_API_KEY"] != "sk-ant-api03-listed-key" {
 				t.Errorf("the listed ANTHROPIC_API_KEY did not reach the agent: %q", rec.Env)
@@ -147,6 +148,22 @@ func TestAgentCursorConfigDeniesShellWritesAndWeb(t *testing.T) {
 	for _, want := range []string{"Shell(*)", "Write(**)", "WebFetch(*)"} {
 		if !slices.Contains(cfg.Permissions.Deny, want) {
 			t.Errorf("cursor deny list %q lacks %s", cfg.Permissions.Deny, want)
+		}
+	}
+}
+
+// An upgrade that adds no agentEnv keeps claude's and cursor's own
+// credentials flowing to them: an agent that cannot authenticate fails for
+// every dossier, which is the setup's fault, never the defects'.
+func TestHarnessCredentialsNeedNoListing(t *testing.T) {
+	parent := []string{"PATH=/bin", "ANTHROPIC_API_KEY=a", "CLAUDE_CODE_OAUTH_TOKEN=b", "CURSOR_API_KEY=c", "OPENAI_API_KEY=d", "AWS_SECRET_ACCESS_KEY=e"}
+	for harness, want := range map[string][]string{
+		AgentHarnessClaude:  {"PATH=/bin", "ANTHROPIC_API_KEY=a", "CLAUDE_CODE_OAUTH_TOKEN=b"},
+		AgentHarnessCursor:  {"PATH=/bin", "CURSOR_API_KEY=c"},
+		AgentHarnessCommand: {"PATH=/bin"},
+	} {
+		if got := agentEnv(parent, agentHarnessEnv[harness]); !slices.Equal(got, want) {
+			t.Errorf("%s: env %q, want %q", harness, got, want)
 		}
 	}
 }

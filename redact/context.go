@@ -868,15 +868,11 @@ func siblingValue(sc *scan, p int, class keyClass, label string) {
 		}
 	}
 	for off := p; off < end; {
-		i := strings.Index(lower[off:end], "value")
-		if i < 0 {
+		q := nextWordEnd(lower, off, end, "value")
+		if q < 0 {
 			return
 		}
-		q := off + i + len("value")
 		off = q
-		if off-len("value") > 0 && isAlnum(s[off-len("value")-1]) {
-			continue
-		}
 		if q < end && (s[q] == '"' || s[q] == '\'') {
 			q++
 		}

@@ -103,15 +103,11 @@ func basicCredential(v string) bool {
 func findBasicCredentials(sc *scan) {
 	s, lower := sc.s, sc.lower
 	for off := 0; ; {
-		i := strings.Index(lower[off:], "basic ")
-		if i < 0 {
+		p := nextWordEnd(lower, off, len(lower), "basic ")
+		if p < 0 {
 			return
 		}
-		p := off + i + len("basic ")
 		off = p
-		if p-len("basic ") > 0 && isAlnum(s[p-len("basic ")-1]) {
-			continue
-		}
 		for p < len(s) && s[p] == ' ' {
 			p++
 		}

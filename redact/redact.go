@@ -347,3 +347,20 @@ func placeholderEndsAt(s string, i int) bool {
 	j += max(0, i-MaxPlaceholderLen)
 	return placeholderEnd(s, j) == i
 }
+
+// nextWordEnd returns the end of the next occurrence of word (lower case)
+// in lower[off:end] that does not continue a word before it, or -1.
+func nextWordEnd(lower string, off, end int, word string) int {
+	for off < end {
+		i := strings.Index(lower[off:end], word)
+		if i < 0 {
+			return -1
+		}
+		start := off + i
+		off = start + len(word)
+		if start == 0 || !isAlnum(lower[start-1]) {
+			return off
+		}
+	}
+	return -1
+}

@@ -263,8 +263,9 @@ func (c *Config) validate(file string) error {
 	if strings.TrimSpace(c.Label) == "" {
 		return bad("selfDiagnosis.label", "must not be empty")
 	}
-	// The label must never arm the-loop: it may not hold a control keyword.
-	if redact.Defang(c.Label, c.Keywords) != c.Label {
+	// The label must never arm the-loop: it may not hold a control keyword
+	// (compared normalised, as Defang reads it: a no-break space is a space).
+	if label := redact.Normalize(c.Label); redact.Defang(label, c.Keywords) != label {
 		return bad("selfDiagnosis.label", fmt.Sprintf("%q holds a the-loop control keyword", c.Label))
 	}
 	if c.MaxDiagnosesPerScan < 0 {

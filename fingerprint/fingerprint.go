@@ -2,11 +2,17 @@
 // defect, one fingerprint. It is pure (no I/O) and fast enough to run on
 // every record of a busy log.
 //
-// A fingerprint is versioned ("v2:" + 16 hex digits of
-// sha1("v2\n" + event + "\n" + template)). Older versions of the same input
-// are returned as aliases, so state written by an older release — including
-// the-loop's own self-diagnosis.json, whose fingerprints are Legacy's —
-// keeps matching after an upgrade.
+// A fingerprint is versioned ("v3:" + 16 hex digits of
+// sha1("v3\n" + event + "\n" + template)). Older versions of the same input
+// are returned as aliases — v2 (the previous normalizer, on the raw error
+// text) and the-loop's own v1 (Legacy) — so state written by an older
+// release, or by the-loop's self-diagnosis.json, keeps matching after an
+// upgrade and no defect already filed is filed again.
+//
+// v3 differs from v2 in two ways: the record's own identity (runs of the
+// error text equal to values of its other fields, Input.Identity) is masked
+// before normalizing, and the normalizer knows more of what varies across
+// environments and library versions (NormalizeV3).
 //
 // The template is built by a single-pass tokenizer (no regexps), word by
 // word, on general principles rather than per-system patterns:
@@ -72,13 +78,21 @@ import (
 )
 
 // Version prefixes every current fingerprint.
-const Version = "v2"
+const Version = "v3"
+
+// versionV2 is the previous version, still computed as an alias.
+const versionV2 = "v2"
 
 // Input is one failure record.
 type Input struct {
 	Event  string // the record's "event" field, e.g. "dispatch.failed"
 	Error  string // the record's "error" text ("" when absent); may be multi-line
 	Fields Fields // the whole decoded record (enum fields for the no-error fallback); may be nil
+	// Identity are byte ranges [start, end) of Error, sorted and not
+	// overlapping, that repeat the record's own identity (its work item,
+	// branch, actor, host...): volatile across occurrences of one defect, so
+	// v3 masks them before normalizing. Ranges out of bounds are ignored.
+	Identity [][2]int
 }
 
 // Fields are a decoded record's fields by key: nil for an absent key. The
@@ -101,9 +115,9 @@ func (in Input) field(key string) any {
 
 // Result is a record's defect identity.
 type Result struct {
-	Fingerprint string   // current version, e.g. "v2:0123456789abcdef"
+	Fingerprint string   // current version, e.g. "v3:0123456789abcdef"
 	Template    string   // masked text a human can read
-	Aliases     []string // older versions' fingerprints for the same input, incl. Legacy
+	Aliases     []string // older versions' fingerprints for the same input: Legacy, then v2
 }
 
 // enumFields name a record without error text. They are allow-listed
@@ -115,13 +129,44 @@ func Compute(in Input) Result { return defaultFingerprinter.Compute(in) }
 
 var defaultFingerprinter = &Fingerprinter{}
 
-// Template returns the human-readable masked text for a record: the
-// normalized error, or, when there is none, the allow-listed enum fields.
+// Template returns the human-readable masked text for a record (v3): the
+// normalized error with the record's identity masked, or, when there is no
+// error text, the allow-listed enum fields.
 func Template(in Input) string {
+	if strings.TrimSpace(in.Error) != "" {
+		return NormalizeV3(MaskIdentity(in.Error, in.Identity))
+	}
+	return fieldsTemplate(in)
+}
+
+// templateV2 is the v2 template: the v2 normalizer on the raw error text.
+func templateV2(in Input) string {
 	if strings.TrimSpace(in.Error) != "" {
 		return Normalize(in.Error)
 	}
 	return fieldsTemplate(in)
+}
+
+// MaskIdentity replaces each range of text with Mask. Ranges that are out
+// of order, overlapping or out of bounds are skipped, so a caller's mistake
+// can only mask less.
+func MaskIdentity(text string, ranges [][2]int) string {
+	if len(ranges) == 0 {
+		return text
+	}
+	var b strings.Builder
+	b.Grow(len(text))
+	at := 0
+	for _, r := range ranges {
+		if r[0] < at || r[1] <= r[0] || r[1] > len(text) {
+			continue
+		}
+		b.WriteString(text[at:r[0]])
+		b.WriteString(Mask)
+		at = r[1]
+	}
+	b.WriteString(text[at:])
+	return b.String()
 }
 
 // fieldsTemplate renders the allow-listed enum fields as "k=v k=v", sorted
@@ -165,8 +210,9 @@ func enumValue(v any) string {
 	}
 }
 
-// v2Fingerprint hashes the event and template. The event is part of the
-// identity: the same text under two events is two defects.
-func v2Fingerprint(event, template string) string {
-	return Version + ":" + sha16(Version+"\n"+event+"\n"+template)
+// versionedFingerprint hashes the event and template under a version. The
+// event is part of the identity: the same text under two events is two
+// defects.
+func versionedFingerprint(version, event, template string) string {
+	return version + ":" + sha16(version+"\n"+event+"\n"+template)
 }

@@ -1359,3 +1359,9 @@ var monthsAndDays = map[string]bool{
 // isMonthOrDay: part of a written-out timestamp. Only masked next to a
 // masked number, so the word "may" survives in prose.
 func isMonthOrDay(lower string) bool { return monthsAndDays[lower] }
+
+// NormalizeV3 is the v3 template normalizer: Normalize, plus what varies
+// across environments and library versions (see the package comment).
+func NormalizeV3(errorText string) string {
+	return Normalize(errorText)
+}

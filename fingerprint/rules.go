@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,30 +50,41 @@ type Fingerprinter struct {
 
 // templateMemo remembers the templates of recent error texts: a log repeats
 // many of its errors word for word, and normalizing a traceback is the
-// costliest step of a fingerprint; and the default fingerprint of an event
-// and template: a defect's occurrences share both, so its SHA-1 is taken
-// once. Keys are the records' own strings.
+// costliest step of a fingerprint; and the fingerprint of a version, event
+// and template: a defect's occurrences share them, so its SHA-1 is taken
+// once. Keys are the records' own strings (v3's: after masking identity).
 type templateMemo struct {
-	templates boundedMemo[string]
-	fps       boundedMemo[[2]string]
+	templates   boundedMemo[string]
+	templatesV2 boundedMemo[string]
+	fps         boundedMemo[[3]string]
 }
 
 func newTemplateMemo() *templateMemo {
-	return &templateMemo{templates: boundedMemo[string]{m: map[string]string{}}, fps: boundedMemo[[2]string]{m: map[[2]string]string{}}}
+	return &templateMemo{templates: boundedMemo[string]{m: map[string]string{}},
+		templatesV2: boundedMemo[string]{m: map[string]string{}},
+		fps:         boundedMemo[[3]string]{m: map[[3]string]string{}}}
 }
 
 func (t *templateMemo) template(in Input) string {
 	if t == nil || strings.TrimSpace(in.Error) == "" {
 		return Template(in) // from the fields: not keyed by the error text
 	}
-	return t.templates.get(in.Error, func() string { return Template(in) })
+	masked := MaskIdentity(in.Error, in.Identity)
+	return t.templates.get(masked, func() string { return NormalizeV3(masked) })
 }
 
-func (t *templateMemo) fingerprint(event, template string) string {
-	if t == nil {
-		return v2Fingerprint(event, template)
+func (t *templateMemo) templateV2(in Input) string {
+	if t == nil || strings.TrimSpace(in.Error) == "" {
+		return templateV2(in)
 	}
-	return t.fps.get([2]string{event, template}, func() string { return v2Fingerprint(event, template) })
+	return t.templatesV2.get(in.Error, func() string { return Normalize(in.Error) })
+}
+
+func (t *templateMemo) fingerprint(version, event, template string) string {
+	if t == nil {
+		return versionedFingerprint(version, event, template)
+	}
+	return t.fps.get([3]string{version, event, template}, func() string { return versionedFingerprint(version, event, template) })
 }
 
 // memoSize bounds each memo: it is emptied when full.
@@ -244,35 +256,60 @@ func (f *Fingerprinter) WithoutAliases() *Fingerprinter {
 }
 
 // Compute fingerprints a record: the first matching rule decides, else the
-// default v2 fingerprint of the event and template. Aliases hold the legacy
-// fingerprint (unless WithoutAliases).
+// default v3 fingerprint of the event and template. Aliases hold what the
+// older versions give the same record, Legacy (the-loop's v1) and then v2 (unless
+// WithoutAliases); an alias equal to the fingerprint is left out.
 func (f *Fingerprinter) Compute(in Input) Result {
 	template := f.templates.template(in)
-	def := f.templates.fingerprint(in.Event, template)
+	def := f.templates.fingerprint(Version, in.Event, template)
 	res := Result{Fingerprint: def, Template: template}
+	var templateV2, defV2 string
 	if !f.noAliases {
-		res.Aliases = []string{Legacy(in.Event, in.Error)}
+		templateV2 = f.templates.templateV2(in)
+		defV2 = f.templates.fingerprint(versionV2, in.Event, templateV2)
 	}
+	var sub []string
+	var rule *compiledRule
 	for i := range f.rules {
-		r := &f.rules[i]
-		sub, ok := r.matches(in)
-		if !ok {
-			continue
+		var ok bool
+		if sub, ok = f.rules[i].matches(in); ok {
+			rule = &f.rules[i]
+			break
 		}
-		if r.fixed != "" {
-			res.Fingerprint = Version + ":" + sha16(Version+"\nfixed\n"+r.fixed)
-			return res
+	}
+	var v2 string
+	switch {
+	case rule == nil:
+		v2 = defV2
+	case rule.fixed != "":
+		// A fixed name is the operator's: it keeps its v2 form, so no rule's
+		// defect is filed again after an upgrade.
+		res.Fingerprint = versionV2 + ":" + sha16(versionV2+"\nfixed\n"+rule.fixed)
+	default:
+		res.Fingerprint = rule.groupFingerprint(Version, in, template, def, sub)
+		if !f.noAliases {
+			v2 = rule.groupFingerprint(versionV2, in, templateV2, defV2, sub)
 		}
-		var key strings.Builder
-		key.WriteString(Version + "\ngroup")
-		for _, c := range r.group {
-			key.WriteByte(0)
-			key.WriteString(r.componentValue(c, in, template, def, sub))
+	}
+	if !f.noAliases {
+		for _, a := range []string{Legacy(in.Event, in.Error), v2} {
+			if a != "" && a != res.Fingerprint && !slices.Contains(res.Aliases, a) {
+				res.Aliases = append(res.Aliases, a)
+			}
 		}
-		res.Fingerprint = Version + ":" + sha16(key.String())
-		return res
 	}
 	return res
+}
+
+// groupFingerprint joins a group rule's components under a version.
+func (r *compiledRule) groupFingerprint(version string, in Input, template, def string, sub []string) string {
+	var key strings.Builder
+	key.WriteString(version + "\ngroup")
+	for _, c := range r.group {
+		key.WriteByte(0)
+		key.WriteString(r.componentValue(c, in, template, def, sub))
+	}
+	return version + ":" + sha16(key.String())
 }
 
 func (r *compiledRule) componentValue(c component, in Input, template, def string, sub []string) string {

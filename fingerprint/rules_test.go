@@ -18,7 +18,7 @@ func TestTemplateMemoIsTransparentAndBounded(t *testing.T) {
 		if want := Template(in); first.Template != want || again.Template != want || first.Fingerprint != again.Fingerprint {
 			t.Fatalf("%q: templates %q, %q; want %q", in.Error, first.Template, again.Template, want)
 		}
-		if want := v2Fingerprint(in.Event, first.Template); first.Fingerprint != want || again.Fingerprint != want {
+		if want := versionedFingerprint(Version, in.Event, first.Template); first.Fingerprint != want || again.Fingerprint != want {
 			t.Fatalf("%q: fingerprints %s, %s; want %s", in.Error, first.Fingerprint, again.Fingerprint, want)
 		}
 		if n, m := len(f.templates.templates.m), len(f.templates.fps.m); n > memoSize || m > memoSize {

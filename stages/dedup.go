@@ -74,12 +74,20 @@ func NewDedup(cfg DedupConfig) pipeline.Stage[pipeline.Occurrence, pipeline.Grou
 			return err
 		}
 		var decided []pipeline.Group
-		cfg.Store.View(func(st *store.State) {
+		// Mutate: the template memory learns from every scan, and what the
+		// state keeps under a merged fingerprint moves to its family's; the
+		// scan's final write makes it durable (a crash relearns it).
+		cfg.Store.Mutate(func(st *store.State) {
+			for _, fp := range order {
+				trimSamples(groups[fp], cfg.Samples)
+			}
+			order, members := Regroup(st, groups, order)
 			list := make([]pipeline.Group, 0, len(order))
 			for _, fp := range order {
 				g := groups[fp]
-				trimSamples(g, cfg.Samples)
-				g.Healed = heals.healed[fp]
+				for _, m := range members[fp] {
+					g.Healed += heals.healed[m]
+				}
 				list = append(list, *g)
 			}
 			decided = Decide(list, st, cfg.Now(), cfg.Policy)

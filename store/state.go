@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/the-loop/the-loop-diagnose/fingerprint"
 	"sort"
 	"strings"
 	"time"
@@ -131,6 +132,9 @@ type State struct {
 	// its own entry in tallies shared with a fleet on GitHub, so it must
 	// never be derived from anything identifying (it is public).
 	Deployment string `json:"deployment,omitempty"`
+	// TemplateMemory is what the fingerprinter learned of the log's
+	// templates: which words vary, and which family each fingerprint joined.
+	TemplateMemory *fingerprint.MemoryState `json:"template_memory,omitempty"`
 	// ForeignMarkers are issues by someone the post stage does not trust
 	// that carry a fingerprint marker: ignored for every decision, kept (the
 	// newest few) so status can warn about them.
@@ -190,7 +194,7 @@ var knownKeys = map[string]bool{
 	"reported": true, "abandoned": true, "attempts": true, "posted": true,
 	"intents": true, "issues": true, "dismissed": true, "deferred": true,
 	"last_failure": true, "cursor": true, "settled": true, "heals": true, "diagnosed": true,
-	"deployment": true, "foreign_markers": true, "issue_login": true,
+	"deployment": true, "foreign_markers": true, "issue_login": true, "template_memory": true,
 }
 
 // stateFields has State's JSON shape without its methods, so decoding it does

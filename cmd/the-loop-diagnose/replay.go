@@ -89,14 +89,31 @@ func cmdReplay(ctx context.Context, args []string, io stdio) error {
 		return done()
 	}
 	occurrences := pipeline.Then(r, candidates, stages.NewFingerprint(sc.fp, sc.incidents))
-	if *stage == "fingerprint" { // each line's final fingerprint: a bare give-up's is its incident's
-		printEach(r, occurrences, emit, func(v pipeline.Occurrence) map[string]any {
-			if v.Reason == stages.ReasonSuccess {
-				return nil
+	if *stage == "fingerprint" {
+		// Each line's final fingerprint: a bare give-up's is its incident's,
+		// and a template's is its family's once the scan's templates are
+		// learned, so the lines are printed at the end.
+		var lines []pipeline.Occurrence
+		pipeline.Into(r, occurrences, func(_ context.Context, v pipeline.Occurrence) error {
+			if v.Reason != stages.ReasonSuccess {
+				// Only what the output needs is kept of the record.
+				v.Candidate = pipeline.Candidate{Record: pipeline.Record{Line: v.Line,
+					Fields: pipeline.FieldsOf(map[string]any{"event": v.Str("event")})}}
+				lines = append(lines, v)
 			}
-			return map[string]any{"line": v.Line, "fingerprint": v.Fingerprint, "template": v.Template}
+			return nil
 		})
-		return done()
+		if err := done(); err != nil {
+			return err
+		}
+		var memory store.State
+		st.View(func(s *store.State) { memory.TemplateMemory = s.TemplateMemory.Clone() })
+		for _, v := range stages.ResolveFamilies(&memory, lines) {
+			if err := emit(map[string]any{"line": v.Line, "fingerprint": v.Fingerprint, "template": v.Template}); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	groups := pipeline.Then(r, occurrences, sc.newDedup(st, false, nil))
 	if *stage == "dedup" {

@@ -1,0 +1,374 @@
+package fingerprint
+
+import (
+	"maps"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// The template memory merges templates that the normalizer could not tell
+// are one defect: one event's templates with the same number of words that
+// differ only in positions where at least MemoryThreshold distinct words
+// have been seen ("Failed password for root|admin|oracle|git from <*>").
+// Like Drain (He et al., ICWS 2017), it learns from the log itself what is
+// data; unlike Drain, a position becomes data only on evidence (enough
+// distinct values around an otherwise equal message), and what the
+// normalizer kept as identity never does, and data is looked for only where
+// a message puts an argument: after a preposition ("for root", "held by
+// janitor", "to staging") or, as the message's first word, the qualified
+// name of the component or job it reports on (com.apple.cloudd: ...). A
+// word elsewhere says what happened or to what ("git push|fetch failed",
+// "registered new driver hub|usbhid") and stays, however often it varies.
+//
+//   - a word with a digit: what survived normalization as a number is an
+//     identity code (HTTP 404, exit 137, ORA-00942, int64);
+//   - a word with a slash, backslash or '=': routes, paths and key=value
+//     pairs keep only their identity after normalization;
+//   - a word holding a mask: its other part is what the normalizer kept;
+//   - a failure class (…Error, …Exception, …Fault, panic): what the
+//     message is about;
+//   - the message around the varying words must name a defect on its own:
+//     at least memoryMinConstant constant words, and at least half of its
+//     words ("connection refused" vs "connection reset", "registered new
+//     driver usbhid" vs "hub");
+//   - templates longer than memoryMaxWords (traces) are named by their
+//     frames, which the normalizer already reduced.
+//
+// The first-seen fingerprint of a merged family stays canonical, so an issue
+// filed before the merge keeps its defect; the others, and the family's
+// pattern fingerprint (the same on every deployment that learns the
+// pattern, whatever variants it saw first), become aliases.
+const (
+	MemoryThreshold   = 4
+	memoryMinConstant = 4
+	memoryMaxWords    = 64
+	// memoryMaxSlots bounds what the state keeps: past it, the positions
+	// that never turned out to vary are forgotten, least recently seen
+	// first. Learned families are kept.
+	memoryMaxSlots = 20000
+)
+
+// MemoryState is the template memory as the state file keeps it.
+type MemoryState struct {
+	// Slots are keyed by a signature: an event and template with one
+	// position (and those already known to vary) left out. Each holds what
+	// was seen at that position.
+	Slots map[string]*MemorySlot `json:"slots,omitempty"`
+	// Families map a pattern fingerprint to its canonical fingerprint.
+	Families map[string]string `json:"families,omitempty"`
+	// Tick counts learning calls, for forgetting the least recent slots.
+	Tick int64 `json:"tick,omitempty"`
+}
+
+// Clone is a deep copy (nil for nil): a read-only caller learns on it.
+func (st *MemoryState) Clone() *MemoryState {
+	if st == nil {
+		return nil
+	}
+	c := &MemoryState{Slots: make(map[string]*MemorySlot, len(st.Slots)), Families: maps.Clone(st.Families), Tick: st.Tick}
+	for k, s := range st.Slots {
+		cs := *s
+		cs.Values = slices.Clone(s.Values)
+		c.Slots[k] = &cs
+	}
+	return c
+}
+
+// MemorySlot is what one position of templates otherwise equal has held.
+type MemorySlot struct {
+	Values   []string `json:"v,omitempty"` // short hashes of the distinct words, until it varies
+	First    string   `json:"f"`           // canonical fingerprint of the first template seen here
+	Variable bool     `json:"x,omitempty"`
+	Seen     int64    `json:"t,omitempty"` // Tick when last seen
+}
+
+// Memory learns and applies template families over a MemoryState, which it
+// changes in place. It is not safe for concurrent use.
+type Memory struct {
+	st *MemoryState
+}
+
+// NewMemory works on st (allocating its maps when nil).
+func NewMemory(st *MemoryState) *Memory {
+	if st.Slots == nil {
+		st.Slots = map[string]*MemorySlot{}
+	}
+	if st.Families == nil {
+		st.Families = map[string]string{}
+	}
+	return &Memory{st: st}
+}
+
+// memoryTemplate is a template split into words, with their places in it.
+type memoryTemplate struct {
+	event    string
+	text     string
+	words    []string
+	spans    [][2]int
+	eligible []bool
+	constant int // words that hold no mask
+}
+
+func splitTemplate(event, text string) (memoryTemplate, bool) {
+	t := memoryTemplate{event: event, text: text}
+	for i := 0; i < len(text); {
+		for i < len(text) && isSpace(text[i]) {
+			i++
+		}
+		j := i
+		for j < len(text) && !isSpace(text[j]) {
+			j++
+		}
+		if j > i {
+			if len(t.words) == memoryMaxWords {
+				return t, false
+			}
+			t.words = append(t.words, text[i:j])
+			t.spans = append(t.spans, [2]int{i, j})
+		}
+		i = j
+	}
+	if len(t.words) < 2 {
+		return t, false
+	}
+	t.eligible = make([]bool, len(t.words))
+	for i, w := range t.words {
+		if !strings.Contains(w, Mask) {
+			t.constant++
+		}
+		argument := i == 0 && isQualifiedName(w) || i > 0 && prepositions[strings.ToLower(strings.Trim(t.words[i-1], "([{\"'"))]
+		t.eligible[i] = argument && mayVary(w)
+	}
+	return t, true
+}
+
+// mayVary tells whether a word can turn out to be data (see MemoryThreshold).
+func mayVary(w string) bool {
+	if strings.Contains(w, Mask) || strings.ContainsAny(w, `0123456789/\=`) {
+		return false
+	}
+	core := strings.TrimRight(w, ":,;.!?)]}'\"")
+	letters := 0
+	for i := 0; i < len(core); i++ {
+		if isASCIILetter(core[i]) {
+			letters++
+		}
+	}
+	if letters < 2 {
+		return false
+	}
+	lower := strings.ToLower(core)
+	for _, class := range []string{"error", "exception", "fault", "panic", "failure"} {
+		if strings.HasSuffix(lower, class) {
+			return false
+		}
+	}
+	return true
+}
+
+// signature keys the slot of position i of t with the positions in wild
+// left out. Keys are persisted, so it is a SHA-1 prefix, not a seeded hash.
+func (t *memoryTemplate) signature(wild []int, i int) string {
+	var b strings.Builder
+	b.WriteString(t.event)
+	b.WriteByte(0)
+	b.WriteString(strconv.Itoa(len(t.words)))
+	b.WriteByte(0)
+	b.WriteString(strconv.Itoa(i))
+	for j, w := range t.words {
+		b.WriteByte(0)
+		if j != i && !slices.Contains(wild, j) {
+			b.WriteString(w)
+		}
+	}
+	return sha16(b.String())
+}
+
+// pattern is t's text with the words at wild masked.
+func (t *memoryTemplate) pattern(wild []int) string {
+	if len(wild) == 0 {
+		return t.text
+	}
+	var b strings.Builder
+	at := 0
+	for _, i := range wild {
+		b.WriteString(t.text[at:t.spans[i][0]])
+		b.WriteString(Mask)
+		at = t.spans[i][1]
+	}
+	b.WriteString(t.text[at:])
+	return b.String()
+}
+
+// patternFingerprint names a family the same way on every deployment.
+func patternFingerprint(event, pattern string) string {
+	return Version + ":" + sha16(Version+"\npattern\n"+event+"\n"+pattern)
+}
+
+// candidate reports whether position i may be learned as data with wild
+// already varying: enough constant words must remain around it.
+func (t *memoryTemplate) candidate(wild []int, i int) bool {
+	if !t.eligible[i] || slices.Contains(wild, i) {
+		return false
+	}
+	constant := t.constant - len(wild) - 1
+	return constant >= memoryMinConstant && 2*constant >= len(t.words)
+}
+
+// resolve finds the positions of t known to vary, and the slot that made
+// the last of them vary (nil when none does).
+func (m *Memory) resolve(t *memoryTemplate) (wild []int, last *MemorySlot) {
+	for changed := true; changed; {
+		changed = false
+		for i := range t.words {
+			if !t.candidate(wild, i) {
+				continue
+			}
+			if s := m.st.Slots[t.signature(wild, i)]; s != nil && s.Variable {
+				wild = append(wild, i)
+				sort.Ints(wild)
+				last, changed = s, true
+			}
+		}
+	}
+	return wild, last
+}
+
+// isDefault tells whether fp is the default v3 fingerprint of the event and
+// template: an operator's rule decided the others, and the memory leaves
+// them alone.
+func isDefault(fp, event, template string) bool {
+	return fp == versionedFingerprint(Version, event, template)
+}
+
+// Learn notes one template of an event, whose fingerprint is fp: each of
+// its words that may vary is counted in its slot, and a slot that reaches
+// MemoryThreshold distinct words makes its family.
+func (m *Memory) Learn(event, template, fp string) {
+	t, ok := splitTemplate(event, template)
+	if !ok || !isDefault(fp, event, template) {
+		return
+	}
+	m.st.Tick++
+	for {
+		wild, last := m.resolve(&t)
+		canonical := m.family(&t, wild, last, fp)
+		grew := false
+		for i := range t.words {
+			if !t.candidate(wild, i) {
+				continue
+			}
+			key := t.signature(wild, i)
+			s := m.st.Slots[key]
+			if s == nil {
+				s = &MemorySlot{First: canonical}
+				m.st.Slots[key] = s
+			}
+			s.Seen = m.st.Tick
+			if s.Variable {
+				continue
+			}
+			v := valueHash(t.words[i])
+			if !slices.Contains(s.Values, v) {
+				s.Values = append(s.Values, v)
+			}
+			if len(s.Values) >= MemoryThreshold {
+				s.Variable, s.Values = true, nil
+				grew = true
+			}
+		}
+		if !grew {
+			break
+		}
+	}
+	m.forget()
+}
+
+// family returns the canonical fingerprint of t's family (registering the
+// family if the slot that made it is the first to reach it), or fp when t
+// has no varying position.
+func (m *Memory) family(t *memoryTemplate, wild []int, last *MemorySlot, fp string) string {
+	if len(wild) == 0 {
+		return fp
+	}
+	pf := patternFingerprint(t.event, t.pattern(wild))
+	if c, ok := m.st.Families[pf]; ok {
+		return c
+	}
+	m.st.Families[pf] = last.First
+	return last.First
+}
+
+// Canonical returns the fingerprint that names template's defect: the
+// first-seen fingerprint of its family, or fp itself; and, when it belongs
+// to a family, the family's pattern (the template with its varying words
+// masked) and the pattern's fingerprint.
+func (m *Memory) Canonical(event, template, fp string) (canonical, pattern, patternFP string) {
+	t, ok := splitTemplate(event, template)
+	if !ok || !isDefault(fp, event, template) {
+		return fp, "", ""
+	}
+	wild, last := m.resolve(&t)
+	if len(wild) == 0 {
+		return fp, "", ""
+	}
+	pattern = t.pattern(wild)
+	return m.family(&t, wild, last, fp), pattern, patternFingerprint(event, pattern)
+}
+
+// prepositions introduce an argument: the word after one may be data.
+var prepositions = map[string]bool{
+	"for": true, "from": true, "by": true, "to": true, "of": true, "at": true, "on": true, "in": true,
+	"with": true, "as": true, "into": true, "via": true, "onto": true, "against": true, "within": true,
+}
+
+// isQualifiedName: a dotted name of three parts or more, letters around
+// each dot (com.apple.cloudd, org.acme.Worker).
+func isQualifiedName(w string) bool {
+	parts := strings.Split(strings.TrimRight(w, ":,;"), ".")
+	if len(parts) < 3 {
+		return false
+	}
+	for _, p := range parts {
+		if p == "" || !isASCIILetter(p[0]) || !isASCIILetter(p[len(p)-1]) {
+			return false
+		}
+	}
+	return true
+}
+
+func valueHash(w string) string {
+	return sha16(w)[:8]
+}
+
+// forget drops the least recently seen slots that never varied once there
+// are more than memoryMaxSlots, down to three quarters of it.
+func (m *Memory) forget() {
+	if len(m.st.Slots) <= memoryMaxSlots {
+		return
+	}
+	type aged struct {
+		key  string
+		seen int64
+	}
+	var idle []aged
+	for k, s := range m.st.Slots {
+		if !s.Variable {
+			idle = append(idle, aged{k, s.Seen})
+		}
+	}
+	sort.Slice(idle, func(i, j int) bool {
+		if idle[i].seen != idle[j].seen {
+			return idle[i].seen < idle[j].seen
+		}
+		return idle[i].key < idle[j].key
+	})
+	for _, a := range idle {
+		if len(m.st.Slots) <= memoryMaxSlots*3/4 {
+			break
+		}
+		delete(m.st.Slots, a.key)
+	}
+}

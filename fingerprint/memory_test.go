@@ -1,0 +1,170 @@
+package fingerprint
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+)
+
+// learnAll feeds each text's v3 template to m, in order, and returns the
+// canonical fingerprint of each after all were learned.
+func learnAll(m *Memory, event string, texts []string) []string {
+	var fps, tmpls []string
+	for _, s := range texts {
+		r := Compute(Input{Event: event, Error: s})
+		m.Learn(event, r.Template, r.Fingerprint)
+		fps, tmpls = append(fps, r.Fingerprint), append(tmpls, r.Template)
+	}
+	out := make([]string, len(texts))
+	for i := range texts {
+		out[i], _, _ = m.Canonical(event, tmpls[i], fps[i])
+	}
+	return out
+}
+
+func distinct(xs []string) int {
+	seen := map[string]bool{}
+	for _, x := range xs {
+		seen[x] = true
+	}
+	return len(seen)
+}
+
+// A word that takes MemoryThreshold distinct values around an otherwise
+// equal message is data: every variant, earlier ones too, resolves to the
+// first-seen fingerprint.
+func TestMemoryMergesAWordThatVaries(t *testing.T) {
+	users := []string{"root", "oracle", "postgres", "deploy", "nagios", "test"}
+	var texts []string
+	for i, u := range users {
+		texts = append(texts, fmt.Sprintf("Failed password for %s from 10.0.%d.7 port %d ssh2", u, i, 40000+i))
+	}
+	m := NewMemory(&MemoryState{})
+	got := learnAll(m, "sshd.auth", texts[:MemoryThreshold-1])
+	if distinct(got) != MemoryThreshold-1 {
+		t.Fatalf("below the threshold the variants must stay apart: %v", got)
+	}
+	got = learnAll(m, "sshd.auth", texts)
+	if distinct(got) != 1 {
+		t.Fatalf("%d fingerprints for one defect: %v", distinct(got), got)
+	}
+	first := Compute(Input{Event: "sshd.auth", Error: texts[0]}).Fingerprint
+	if got[0] != first {
+		t.Errorf("canonical %s, want the first-seen %s", got[0], first)
+	}
+	// A variant never seen before joins the family at once.
+	r := Compute(Input{Event: "sshd.auth", Error: "Failed password for jenkins from 10.9.9.9 port 1 ssh2"})
+	if c, pattern, pf := m.Canonical("sshd.auth", r.Template, r.Fingerprint); c != first || pattern == "" || pf == "" {
+		t.Errorf("a new variant: canonical %s pattern %q %s", c, pattern, pf)
+	}
+	// Another event's identical text is another defect.
+	if c, _, _ := m.Canonical("other", r.Template, Compute(Input{Event: "other", Error: texts[0]}).Fingerprint); c == first {
+		t.Error("the family crossed events")
+	}
+}
+
+// What the normalizer kept as identity never merges, however many values.
+func TestMemoryNeverMergesIdentity(t *testing.T) {
+	cases := map[string][]string{
+		"status codes":      {"upstream answered HTTP 404 for the catalog request", "upstream answered HTTP 500 for the catalog request", "upstream answered HTTP 502 for the catalog request", "upstream answered HTTP 503 for the catalog request", "upstream answered HTTP 401 for the catalog request"},
+		"exit statuses":     {"worker exited with exit 1 after the job finished", "worker exited with exit 2 after the job finished", "worker exited with exit 137 after the job finished", "worker exited with exit 139 after the job finished"},
+		"failure classes":   {"ValueError: could not parse the order line", "KeyError: could not parse the order line", "TypeError: could not parse the order line", "IndexError: could not parse the order line", "RuntimeError: could not parse the order line"},
+		"subcommands":       {"git push failed: exit status 128 while syncing the worktree", "git fetch failed: exit status 128 while syncing the worktree", "git clone failed: exit status 128 while syncing the worktree", "git rebase failed: exit status 128 while syncing the worktree"},
+		"objects":           {"kernel registered new driver hub on the bus today", "kernel registered new driver usbfs on the bus today", "kernel registered new driver usbhid on the bus today", "kernel registered new driver hiddev on the bus today"},
+		"states":            {"[instance: <*>] VM Resumed (Lifecycle Event) from the hypervisor", "[instance: <*>] VM Paused (Lifecycle Event) from the hypervisor", "[instance: <*>] VM Stopped (Lifecycle Event) from the hypervisor", "[instance: <*>] VM Started (Lifecycle Event) from the hypervisor"},
+		"short messages":    {"connection refused", "connection reset", "connection aborted", "connection closed", "connection dropped"},
+		"the first word":    {"reading the config file failed", "writing the config file failed", "parsing the config file failed", "loading the config file failed"},
+		"routes":            {"GET /users/list returned an error page", "GET /orders/list returned an error page", "GET /invoices/list returned an error page", "GET /carts/list returned an error page"},
+		"key=value enums":   {"queue stalled with mode=fast in the scheduler loop", "queue stalled with mode=slow in the scheduler loop", "queue stalled with mode=batch in the scheduler loop", "queue stalled with mode=single in the scheduler loop"},
+		"assertion numbers": {"assert 404 == 201 in test_create_user", "assert 500 == 201 in test_create_user", "assert 400 == 201 in test_create_user", "assert 409 == 201 in test_create_user"},
+	}
+	for name, texts := range cases {
+		m := NewMemory(&MemoryState{})
+		learnAll(m, "e", texts)
+		got := learnAll(m, "e", texts)
+		if distinct(got) != distinct(fpsOf("e", texts)) {
+			t.Errorf("%s: merged into %d fingerprints, the normalizer gave %d", name, distinct(got), distinct(fpsOf("e", texts)))
+		}
+	}
+}
+
+func fpsOf(event string, texts []string) []string {
+	var out []string
+	for _, s := range texts {
+		out = append(out, Compute(Input{Event: event, Error: s}).Fingerprint)
+	}
+	return out
+}
+
+// Two deployments that see a defect's variants in different orders agree on
+// the family's pattern fingerprint, which the issue marker carries.
+func TestMemoryPatternIsTheSameWhateverTheOrder(t *testing.T) {
+	variants := func(names ...string) []string {
+		var out []string
+		for _, n := range names {
+			out = append(out, fmt.Sprintf("could not acquire the advisory lock held by %s during migration", n))
+		}
+		return out
+	}
+	a, b := NewMemory(&MemoryState{}), NewMemory(&MemoryState{})
+	learnAll(a, "migrate.failed", variants("scheduler", "janitor", "importer", "exporter"))
+	learnAll(b, "migrate.failed", variants("reaper", "indexer", "mailer", "billing"))
+	probe := Compute(Input{Event: "migrate.failed", Error: variants("webhooks")[0]})
+	ca, pa, pfa := a.Canonical("migrate.failed", probe.Template, probe.Fingerprint)
+	cb, pb, pfb := b.Canonical("migrate.failed", probe.Template, probe.Fingerprint)
+	if pfa == "" || pfa != pfb || pa != pb {
+		t.Fatalf("patterns differ: %q %s vs %q %s", pa, pfa, pb, pfb)
+	}
+	if ca == cb {
+		t.Errorf("each deployment's canonical is its own first-seen variant; got the same %s", ca)
+	}
+}
+
+// The memory survives the state file: learned families resolve the same
+// after a JSON round trip, and the slot count stays bounded.
+func TestMemoryPersistsAndStaysBounded(t *testing.T) {
+	st := &MemoryState{}
+	m := NewMemory(st)
+	texts := []string{}
+	for _, u := range []string{"alpha", "bravo", "charlie", "delta", "echo"} {
+		texts = append(texts, "cache shard owned by "+u+" refused the write request")
+	}
+	want := learnAll(m, "cache.write", texts)
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back MemoryState
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	got := learnAll(NewMemory(&back), "cache.write", texts)
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("after a round trip %s, before %s", got[i], want[i])
+		}
+	}
+	for i := 0; i < memoryMaxSlots/4; i++ {
+		m.Learn("noise", fmt.Sprintf("distinct message number %c%c%c about things", 'a'+i%26, 'a'+i/26%26, 'a'+i/676%26), versionedFingerprint(Version, "noise", "x"))
+		r := Compute(Input{Event: "noise", Error: fmt.Sprintf("unrelated failure kind %c%c%c in the storage layer", 'a'+i%26, 'a'+i/26%26, 'a'+i/676%26)})
+		m.Learn("noise", r.Template, r.Fingerprint)
+	}
+	if len(st.Slots) > memoryMaxSlots {
+		t.Fatalf("%d slots kept, more than %d", len(st.Slots), memoryMaxSlots)
+	}
+	if c, _, _ := m.Canonical("cache.write", Compute(Input{Event: "cache.write", Error: texts[4]}).Template, Compute(Input{Event: "cache.write", Error: texts[4]}).Fingerprint); c != want[0] {
+		t.Error("forgetting idle slots lost a learned family")
+	}
+}
+
+// An operator's rule decided its fingerprint: the memory leaves it alone.
+func TestMemoryLeavesRuleFingerprintsAlone(t *testing.T) {
+	m := NewMemory(&MemoryState{})
+	for _, u := range []string{"a1x", "bravo", "charlie", "delta", "echo", "foxtrot"} {
+		tmpl := "cache shard owned by " + u + " refused the write request"
+		m.Learn("e", tmpl, "v2:0000000000000001")
+	}
+	if len(m.st.Slots) != 0 {
+		t.Errorf("learned from a rule's fingerprint: %d slots", len(m.st.Slots))
+	}
+}

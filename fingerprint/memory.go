@@ -1,7 +1,6 @@
 package fingerprint
 
 import (
-	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -56,8 +55,8 @@ type MemoryState struct {
 	// position (and those already known to vary) left out. Each holds what
 	// was seen at that position.
 	Slots map[string]*MemorySlot `json:"slots,omitempty"`
-	// Families map a pattern fingerprint to its canonical fingerprint.
-	Families map[string]string `json:"families,omitempty"`
+	// Families are keyed by their pattern fingerprint.
+	Families map[string]*MemoryFamily `json:"families,omitempty"`
 	// Tick counts learning calls, for forgetting the least recent slots.
 	Tick int64 `json:"tick,omitempty"`
 }
@@ -67,19 +66,44 @@ func (st *MemoryState) Clone() *MemoryState {
 	if st == nil {
 		return nil
 	}
-	c := &MemoryState{Slots: make(map[string]*MemorySlot, len(st.Slots)), Families: maps.Clone(st.Families), Tick: st.Tick}
+	c := &MemoryState{Slots: make(map[string]*MemorySlot, len(st.Slots)),
+		Families: make(map[string]*MemoryFamily, len(st.Families)), Tick: st.Tick}
 	for k, s := range st.Slots {
 		cs := *s
-		cs.Values = slices.Clone(s.Values)
+		cs.Values, cs.Members = slices.Clone(s.Values), slices.Clone(s.Members)
 		c.Slots[k] = &cs
+	}
+	for k, f := range st.Families {
+		c.Families[k] = &MemoryFamily{Canonical: f.Canonical, Members: slices.Clone(f.Members)}
 	}
 	return c
 }
 
+// MemoryFamily is one learned family: its canonical (first-seen)
+// fingerprint and the fingerprints of the variants seen in it, which may
+// each have been filed before the family was learned.
+type MemoryFamily struct {
+	Canonical string   `json:"c"`
+	Members   []string `json:"m,omitempty"`
+}
+
+// maxFamilyMembers bounds the variants a family remembers.
+const maxFamilyMembers = 32
+
+func addMember(members []string, fp string) []string {
+	if len(members) < maxFamilyMembers && !slices.Contains(members, fp) {
+		members = append(members, fp)
+	}
+	return members
+}
+
 // MemorySlot is what one position of templates otherwise equal has held.
 type MemorySlot struct {
-	Values   []string `json:"v,omitempty"` // short hashes of the distinct words, until it varies
-	First    string   `json:"f"`           // canonical fingerprint of the first template seen here
+	Values []string `json:"v,omitempty"` // short hashes of the distinct words, until it varies
+	// Members are the fingerprints of the templates seen here, until it
+	// varies: they join the family it makes.
+	Members  []string `json:"m,omitempty"`
+	First    string   `json:"f"` // canonical fingerprint of the first template seen here
 	Variable bool     `json:"x,omitempty"`
 	Seen     int64    `json:"t,omitempty"` // Tick when last seen
 }
@@ -96,7 +120,7 @@ func NewMemory(st *MemoryState) *Memory {
 		st.Slots = map[string]*MemorySlot{}
 	}
 	if st.Families == nil {
-		st.Families = map[string]string{}
+		st.Families = map[string]*MemoryFamily{}
 	}
 	return &Memory{st: st}
 }
@@ -202,10 +226,16 @@ func (t *memoryTemplate) pattern(wild []int) string {
 	return b.String()
 }
 
-// patternFingerprint names a family the same way on every deployment.
+// patternFingerprint names a family the same way on every deployment. Its
+// own prefix keeps it apart from any template's fingerprint.
 func patternFingerprint(event, pattern string) string {
-	return Version + ":" + sha16(Version+"\npattern\n"+event+"\n"+pattern)
+	return patternPrefix + sha16(Version+"\npattern\n"+event+"\n"+pattern)
 }
+
+const patternPrefix = Version + "p:"
+
+// IsPattern tells a family's pattern fingerprint from a template's.
+func IsPattern(fp string) bool { return strings.HasPrefix(fp, patternPrefix) }
 
 // candidate reports whether position i may be learned as data with wild
 // already varying: enough constant words must remain around it.
@@ -254,7 +284,12 @@ func (m *Memory) Learn(event, template, fp string) {
 	m.st.Tick++
 	for {
 		wild, last := m.resolve(&t)
-		canonical := m.family(&t, wild, last, fp)
+		fam := m.family(&t, wild, last, fp)
+		canonical := fp
+		if fam != nil {
+			canonical = fam.Canonical
+			fam.Members = addMember(fam.Members, fp)
+		}
 		grew := false
 		for i := range t.words {
 			if !t.candidate(wild, i) {
@@ -270,12 +305,18 @@ func (m *Memory) Learn(event, template, fp string) {
 			if s.Variable {
 				continue
 			}
-			v := valueHash(t.words[i])
-			if !slices.Contains(s.Values, v) {
+			if v := sha16(t.words[i])[:8]; !slices.Contains(s.Values, v) {
 				s.Values = append(s.Values, v)
 			}
+			s.Members = addMember(s.Members, fp)
 			if len(s.Values) >= MemoryThreshold {
-				s.Variable, s.Values = true, nil
+				wide := append(slices.Clone(wild), i)
+				sort.Ints(wide)
+				f := m.family(&t, wide, s, fp)
+				for _, member := range s.Members {
+					f.Members = addMember(f.Members, member)
+				}
+				s.Variable, s.Values, s.Members = true, nil, nil
 				grew = true
 			}
 		}
@@ -286,36 +327,44 @@ func (m *Memory) Learn(event, template, fp string) {
 	m.forget()
 }
 
-// family returns the canonical fingerprint of t's family (registering the
-// family if the slot that made it is the first to reach it), or fp when t
-// has no varying position.
-func (m *Memory) family(t *memoryTemplate, wild []int, last *MemorySlot, fp string) string {
+// family returns t's family when positions wild vary (registering it, with
+// the canonical fingerprint of the slot that made it, when it is new), or
+// nil when none does.
+func (m *Memory) family(t *memoryTemplate, wild []int, last *MemorySlot, fp string) *MemoryFamily {
 	if len(wild) == 0 {
-		return fp
+		return nil
 	}
 	pf := patternFingerprint(t.event, t.pattern(wild))
-	if c, ok := m.st.Families[pf]; ok {
-		return c
+	f, ok := m.st.Families[pf]
+	if !ok {
+		f = &MemoryFamily{Canonical: last.First}
+		m.st.Families[pf] = f
 	}
-	m.st.Families[pf] = last.First
-	return last.First
+	return f
 }
 
-// Canonical returns the fingerprint that names template's defect: the
-// first-seen fingerprint of its family, or fp itself; and, when it belongs
-// to a family, the family's pattern (the template with its varying words
-// masked) and the pattern's fingerprint.
-func (m *Memory) Canonical(event, template, fp string) (canonical, pattern, patternFP string) {
+// Family is what the memory knows of a template's defect.
+type Family struct {
+	Canonical string   // the first-seen fingerprint of its family, or its own
+	Pattern   string   // the template with its varying words masked ("" when none vary)
+	PatternFP string   // the pattern's fingerprint, the same on every deployment
+	Members   []string // fingerprints of the variants seen, Canonical among them
+}
+
+// Canonical returns what the memory knows of template's defect (whose
+// fingerprint is fp).
+func (m *Memory) Canonical(event, template, fp string) Family {
 	t, ok := splitTemplate(event, template)
 	if !ok || !isDefault(fp, event, template) {
-		return fp, "", ""
+		return Family{Canonical: fp}
 	}
 	wild, last := m.resolve(&t)
-	if len(wild) == 0 {
-		return fp, "", ""
+	f := m.family(&t, wild, last, fp)
+	if f == nil {
+		return Family{Canonical: fp}
 	}
-	pattern = t.pattern(wild)
-	return m.family(&t, wild, last, fp), pattern, patternFingerprint(event, pattern)
+	pattern := t.pattern(wild)
+	return Family{Canonical: f.Canonical, Pattern: pattern, PatternFP: patternFingerprint(event, pattern), Members: f.Members}
 }
 
 // prepositions introduce an argument: the word after one may be data.
@@ -337,10 +386,6 @@ func isQualifiedName(w string) bool {
 		}
 	}
 	return true
-}
-
-func valueHash(w string) string {
-	return sha16(w)[:8]
 }
 
 // forget drops the least recently seen slots that never varied once there

@@ -3,6 +3,7 @@ package fingerprint
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -17,7 +18,7 @@ func learnAll(m *Memory, event string, texts []string) []string {
 	}
 	out := make([]string, len(texts))
 	for i := range texts {
-		out[i], _, _ = m.Canonical(event, tmpls[i], fps[i])
+		out[i] = m.Canonical(event, tmpls[i], fps[i]).Canonical
 	}
 	return out
 }
@@ -54,11 +55,19 @@ func TestMemoryMergesAWordThatVaries(t *testing.T) {
 	}
 	// A variant never seen before joins the family at once.
 	r := Compute(Input{Event: "sshd.auth", Error: "Failed password for jenkins from 10.9.9.9 port 1 ssh2"})
-	if c, pattern, pf := m.Canonical("sshd.auth", r.Template, r.Fingerprint); c != first || pattern == "" || pf == "" {
-		t.Errorf("a new variant: canonical %s pattern %q %s", c, pattern, pf)
+	f := m.Canonical("sshd.auth", r.Template, r.Fingerprint)
+	if f.Canonical != first || f.Pattern == "" || !IsPattern(f.PatternFP) {
+		t.Errorf("a new variant: %+v", f)
+	}
+	// Every variant seen is a member, the ones seen before the family too:
+	// each may have been filed.
+	for _, s := range texts {
+		if fp := Compute(Input{Event: "sshd.auth", Error: s}).Fingerprint; !slices.Contains(f.Members, fp) {
+			t.Errorf("%s (%q) is not a member of its family %v", fp, s, f.Members)
+		}
 	}
 	// Another event's identical text is another defect.
-	if c, _, _ := m.Canonical("other", r.Template, Compute(Input{Event: "other", Error: texts[0]}).Fingerprint); c == first {
+	if c := m.Canonical("other", r.Template, Compute(Input{Event: "other", Error: texts[0]}).Fingerprint).Canonical; c == first {
 		t.Error("the family crossed events")
 	}
 }
@@ -110,13 +119,13 @@ func TestMemoryPatternIsTheSameWhateverTheOrder(t *testing.T) {
 	learnAll(a, "migrate.failed", variants("scheduler", "janitor", "importer", "exporter"))
 	learnAll(b, "migrate.failed", variants("reaper", "indexer", "mailer", "billing"))
 	probe := Compute(Input{Event: "migrate.failed", Error: variants("webhooks")[0]})
-	ca, pa, pfa := a.Canonical("migrate.failed", probe.Template, probe.Fingerprint)
-	cb, pb, pfb := b.Canonical("migrate.failed", probe.Template, probe.Fingerprint)
-	if pfa == "" || pfa != pfb || pa != pb {
-		t.Fatalf("patterns differ: %q %s vs %q %s", pa, pfa, pb, pfb)
+	fa := a.Canonical("migrate.failed", probe.Template, probe.Fingerprint)
+	fb := b.Canonical("migrate.failed", probe.Template, probe.Fingerprint)
+	if fa.PatternFP == "" || fa.PatternFP != fb.PatternFP || fa.Pattern != fb.Pattern {
+		t.Fatalf("patterns differ: %+v vs %+v", fa, fb)
 	}
-	if ca == cb {
-		t.Errorf("each deployment's canonical is its own first-seen variant; got the same %s", ca)
+	if fa.Canonical == fb.Canonical {
+		t.Errorf("each deployment's canonical is its own first-seen variant; got the same %s", fa.Canonical)
 	}
 }
 
@@ -152,7 +161,8 @@ func TestMemoryPersistsAndStaysBounded(t *testing.T) {
 	if len(st.Slots) > memoryMaxSlots {
 		t.Fatalf("%d slots kept, more than %d", len(st.Slots), memoryMaxSlots)
 	}
-	if c, _, _ := m.Canonical("cache.write", Compute(Input{Event: "cache.write", Error: texts[4]}).Template, Compute(Input{Event: "cache.write", Error: texts[4]}).Fingerprint); c != want[0] {
+	probe := Compute(Input{Event: "cache.write", Error: texts[4]})
+	if c := m.Canonical("cache.write", probe.Template, probe.Fingerprint).Canonical; c != want[0] {
 		t.Error("forgetting idle slots lost a learned family")
 	}
 }

@@ -3,8 +3,10 @@ package stages
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/the-loop/the-loop-diagnose/fingerprint"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/redact"
 )
@@ -82,8 +84,55 @@ func Compose(f pipeline.Finding, cfg ComposeConfig) (title, body string) {
 	fmt.Fprintf(&b, "## Environment\n\n%s\n", f.Environment)
 	fmt.Fprintf(&b, "---\n_Filed automatically by the-loop-diagnose from the-loop's event log. Intended label: `%s`._\n\n", cfg.Label)
 	body = redact.Neutralize(b.String())
-	body += FingerprintMarker(f.Fingerprint) + "\n" + SelfAuthoredMarker + "\n"
+	body += MarkerBlock(MarkerFingerprints(f.Group))
 	return title, body
+}
+
+// maxMarkerAliases bounds the alias markers an issue carries.
+const maxMarkerAliases = 12
+
+// MarkerFingerprints are the fingerprints an issue's marker block names: the
+// group's own first (canonical), then its aliases, most widely shared
+// first: template families' pattern fingerprints (the same on every
+// deployment that learned the family), this version's merged variants,
+// then older versions'. Any deployment that knows the defect by one of them
+// finds the issue.
+func MarkerFingerprints(g pipeline.Group) []string {
+	out := []string{g.Fingerprint}
+	rank := func(a string) int {
+		switch {
+		case fingerprint.IsPattern(a):
+			return 0
+		case strings.HasPrefix(a, fingerprint.Version+":"):
+			return 1
+		case strings.Contains(a, ":"):
+			return 2
+		}
+		return 3
+	}
+	aliases := slices.Clone(g.Aliases)
+	slices.SortStableFunc(aliases, func(a, b string) int { return rank(a) - rank(b) })
+	for _, a := range aliases {
+		if len(out) > maxMarkerAliases {
+			break
+		}
+		if !slices.Contains(out, a) && postMarkerLineRE.MatchString(FingerprintMarker(a)) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// MarkerBlock is the hidden block that ends every issue body the tool
+// files: one marker line per fingerprint (the canonical first), then the
+// self-authored marker.
+func MarkerBlock(fps []string) string {
+	var b strings.Builder
+	for _, fp := range fps {
+		b.WriteString(FingerprintMarker(fp) + "\n")
+	}
+	b.WriteString(SelfAuthoredMarker + "\n")
+	return b.String()
 }
 
 // composeOneLine folds every run of whitespace, Unicode spaces included,

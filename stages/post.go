@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/google/go-github/v66/github"
 	"github.com/rs/zerolog"
 
+	"github.com/the-loop/the-loop-diagnose/fingerprint"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
@@ -233,7 +235,7 @@ func (p *poster) post(ctx context.Context, o *pipeline.Outcome) error {
 		}
 	}
 	if found == nil {
-		is, err := p.lookup(ctx, fp, false)
+		is, err := p.lookup(ctx, MarkerFingerprints(o.Group), false)
 		if err != nil {
 			return err
 		}
@@ -257,6 +259,15 @@ func (p *poster) mine(is *github.Issue) bool {
 // that did not hold reopens it and the occurrence comment stays current.
 func (p *poster) refreshKnown(ctx context.Context, o *pipeline.Outcome) error {
 	fp := o.Fingerprint
+	if p.cfg.Repo == "" {
+		p.cfg.Repo = o.Repo
+	}
+	if p.repo() != nil {
+		return nil
+	}
+	if err := p.mergeTwins(ctx, o); err != nil {
+		return err
+	}
 	var ref store.IssueRef
 	var cached, dismissed bool
 	var rep store.Reported
@@ -265,10 +276,7 @@ func (p *poster) refreshKnown(ctx context.Context, o *pipeline.Outcome) error {
 		_, dismissed = st.Dismissed[fp]
 		rep = st.Reported[fp]
 	})
-	if p.cfg.Repo == "" {
-		p.cfg.Repo = o.Repo
-	}
-	if dismissed || p.repo() != nil {
+	if dismissed {
 		return nil
 	}
 	if cached && ref.Number != 0 && ref.State == "open" && !ref.CheckedAt.IsZero() && p.cfg.Now().Sub(ref.CheckedAt) < postOccurrenceEvery {
@@ -315,6 +323,104 @@ func (p *poster) refreshKnown(ctx context.Context, o *pipeline.Outcome) error {
 	return p.existing(ctx, o, is)
 }
 
+// mergeTwins settles a defect that has two issues of this repository: a
+// template family learned after both were filed (on this deployment or on
+// another, whose issue carries the family's pattern fingerprint) names them
+// one defect. The first time the group shows a pattern fingerprint, its
+// issue is looked up by it. The older issue stays; each younger one still
+// open and ours is closed as its duplicate, with a comment linking it, and
+// the state records the older one for every fingerprint involved.
+func (p *poster) mergeTwins(ctx context.Context, o *pipeline.Outcome) error {
+	fps := append([]string{o.Fingerprint}, o.Aliases...)
+	numbers := map[int]store.Reported{}
+	var unchecked []string
+	p.cfg.Store.View(func(st *store.State) {
+		for _, fp := range fps {
+			r, ok := st.Reported[fp]
+			if ok && r.Number > 0 && strings.Contains(r.URL, "/"+p.owner+"/"+p.name+"/issues/") {
+				numbers[r.Number] = r
+			} else if !ok && fingerprint.IsPattern(fp) {
+				unchecked = append(unchecked, fp)
+			}
+		}
+	})
+	if len(numbers) == 0 {
+		return nil // filed by the-loop elsewhere, or never: nothing of ours to merge
+	}
+	if len(unchecked) > 0 {
+		is, err := p.lookup(ctx, unchecked, false)
+		if err != nil {
+			return err
+		}
+		if is != nil && is.GetState() == "open" {
+			numbers[is.GetNumber()] = store.Reported{URL: is.GetHTMLURL(), Number: is.GetNumber(), At: p.cfg.Now(), Title: is.GetTitle()}
+		}
+	}
+	order := slices.Sorted(maps.Keys(numbers))
+	if len(order) > 1 {
+		if err := p.ensureLogin(ctx); err != nil {
+			return err
+		}
+		first, err := p.getIssue(ctx, order[0])
+		if err != nil || first == nil || !p.ownIssue(first, o.Fingerprint) {
+			return err // the older is gone or not ours: nothing to merge into
+		}
+		for _, n := range order[1:] {
+			is, err := p.getIssue(ctx, n)
+			if err != nil {
+				return err
+			}
+			if is == nil || is.GetState() != "open" || !p.ownIssue(is, o.Fingerprint) {
+				continue
+			}
+			why := fmt.Sprintf("Duplicate of #%d: both were filed for variants of one defect, which later occurrences showed are the same. Follow #%d.", order[0], order[0])
+			if err := p.closeDuplicate(ctx, is, first, why); err != nil {
+				return err
+			}
+		}
+	} else if len(unchecked) == 0 {
+		return nil
+	}
+	kept := numbers[order[0]]
+	return p.cfg.Store.Update(func(st *store.State) error {
+		for _, fp := range fps {
+			if _, ok := st.Reported[fp]; ok || slices.Contains(unchecked, fp) {
+				st.Reported[fp] = kept
+			}
+			if ref, ok := st.Issues[fp]; ok && ref.Number != kept.Number {
+				delete(st.Issues, fp)
+			}
+		}
+		st.Reported[o.Fingerprint] = kept
+		return nil
+	})
+}
+
+// closeDuplicate closes ours as a duplicate of first: its marker block
+// gives way to a note (so no lookup finds it again) and a comment says
+// which issue to follow.
+func (p *poster) closeDuplicate(ctx context.Context, ours, first *github.Issue, why string) error {
+	n := ours.GetNumber()
+	body := postDuplicateBody(ours.GetBody(), first.GetNumber())
+	err := p.do(ctx, ghCall{what: "close a duplicate", write: true}, func(ctx context.Context) error {
+		_, _, err := p.cfg.Client.Issues.Edit(ctx, p.owner, p.name, n, &github.IssueRequest{
+			Body: github.String(body), State: github.String("closed"), StateReason: github.String("not_planned")})
+		return err
+	}, nil)
+	if err != nil {
+		return err
+	}
+	comment := why + "\n\n" + SelfAuthoredMarker + "\n"
+	if err := p.do(ctx, ghCall{what: "comment on the duplicate", write: true}, func(ctx context.Context) error {
+		_, _, err := p.cfg.Client.Issues.CreateComment(ctx, p.owner, p.name, n, &github.IssueComment{Body: github.String(comment)})
+		return err
+	}, nil); err != nil {
+		p.cfg.Log.Warn().Err(err).Int("issue", n).Msg("closed a duplicate but could not say why on it")
+	}
+	p.cfg.Log.Info().Int("closed", n).Int("kept", first.GetNumber()).Msg("one defect had two issues: kept the older")
+	return nil
+}
+
 // existing handles a defect whose issue is already on GitHub.
 func (p *poster) existing(ctx context.Context, o *pipeline.Outcome, is *github.Issue) error {
 	fp := o.Fingerprint
@@ -343,7 +449,33 @@ func (p *poster) existing(ctx context.Context, o *pipeline.Outcome, is *github.I
 		return p.reopen(ctx, o, is)
 	}
 	o.Status = pipeline.StatusKnown
+	if err := p.extendMarkers(ctx, o, is); err != nil {
+		return err
+	}
 	return p.occurrence(ctx, o, is.GetNumber())
+}
+
+// extendMarkers adds to an open issue's marker block the fingerprints this
+// deployment knows the defect by and the block lacks (a family learned
+// after the issue was filed): a deployment that saw other variants first
+// then finds the issue by the family's pattern. Editing a body notifies
+// no one.
+func (p *poster) extendMarkers(ctx context.Context, o *pipeline.Outcome, is *github.Issue) error {
+	have := postTrailingMarkers(is.GetBody())
+	want := slices.Clone(have)
+	for _, fp := range MarkerFingerprints(o.Group) {
+		if len(want) < 2*(maxMarkerAliases+1) && !slices.Contains(want, fp) {
+			want = append(want, fp)
+		}
+	}
+	if len(have) == 0 || len(want) == len(have) || !p.trusts(is.GetUser().GetLogin()) {
+		return nil
+	}
+	body, _ := postFitBody(is.GetBody(), want, PostMaxBody)
+	return p.do(ctx, ghCall{what: "add the defect's other fingerprints to its issue", write: true}, func(ctx context.Context) error {
+		_, _, err := p.cfg.Client.Issues.Edit(ctx, p.owner, p.name, is.GetNumber(), &github.IssueRequest{Body: github.String(body)})
+		return err
+	}, nil)
 }
 
 // postDismissed tells a maintainer's "won't fix" from a fix.
@@ -539,9 +671,9 @@ func (p *poster) findOccurrenceComment(ctx context.Context, n int, fp string, kn
 // create files the issue: intent first (durable), then one create, with
 // every ambiguous failure reconciled by a marker lookup before a retry.
 func (p *poster) create(ctx context.Context, o *pipeline.Outcome) error {
-	fp := o.Fingerprint
+	fp, fps := o.Fingerprint, MarkerFingerprints(o.Group)
 	title := postFitTitle(o.Title)
-	body, cut := postFitBody(o.Body, fp, PostMaxBody)
+	body, cut := postFitBody(o.Body, fps, PostMaxBody)
 	if cut {
 		p.cfg.Log.Warn().Str("fingerprint", fp).Msg("the issue body was cut to fit GitHub's limit")
 	}
@@ -564,7 +696,7 @@ func (p *poster) create(ctx context.Context, o *pipeline.Outcome) error {
 		created, answered = is, err == nil
 		return err
 	}, func(ctx context.Context) (bool, error) {
-		is, err := p.lookup(ctx, fp, true)
+		is, err := p.lookup(ctx, fps, true)
 		created, answered = is, false
 		return is != nil, err
 	})
@@ -583,7 +715,7 @@ func (p *poster) create(ctx context.Context, o *pipeline.Outcome) error {
 		// Another deployment won the race while our create was in doubt.
 		return p.existing(ctx, o, created)
 	}
-	if first, err := p.earlierTwin(ctx, fp, created); err != nil {
+	if first, err := p.earlierTwin(ctx, fps, created); err != nil {
 		return err
 	} else if first != nil {
 		return p.standDown(ctx, o, created, first)
@@ -603,14 +735,14 @@ func (p *poster) create(ctx context.Context, o *pipeline.Outcome) error {
 // filed and filed the same defect at the same moment. A marker lookup cannot
 // prevent that race; this settles it the same way on both sides (the lowest
 // number stays), so at most one open issue per defect survives.
-func (p *poster) earlierTwin(ctx context.Context, fp string, created *github.Issue) (*github.Issue, error) {
+func (p *poster) earlierTwin(ctx context.Context, fps []string, created *github.Issue) (*github.Issue, error) {
 	var first *github.Issue
 	opts := github.IssueListByRepoOptions{State: "open", Sort: "created", Direction: "asc",
 		ListOptions: github.ListOptions{PerPage: 100}}
 	err := p.do(ctx, ghCall{what: "list issues", repoLevel: true}, func(ctx context.Context) error {
 		list, _, err := p.cfg.Client.Issues.ListByRepo(ctx, p.owner, p.name, &opts)
 		for _, is := range list {
-			if is.GetNumber() < created.GetNumber() && slices.Contains(p.trustedMarkers(is), fp) &&
+			if is.GetNumber() < created.GetNumber() && postSharesMarker(p.trustedMarkers(is), fps) &&
 				(first == nil || is.GetNumber() < first.GetNumber()) {
 				first = is
 			}
@@ -624,26 +756,10 @@ func (p *poster) earlierTwin(ctx context.Context, fp string, created *github.Iss
 // marker is taken out (so no lookup ever finds it again) and a comment says
 // which issue to follow. The defect is recorded as that issue's.
 func (p *poster) standDown(ctx context.Context, o *pipeline.Outcome, ours, first *github.Issue) error {
-	n := ours.GetNumber()
-	body := strings.ReplaceAll(ours.GetBody(), FingerprintMarker(o.Fingerprint),
-		fmt.Sprintf("<!-- the-loop-diagnose duplicate-of:%d -->", first.GetNumber()))
-	err := p.do(ctx, ghCall{what: "close a duplicate filed in a race", write: true}, func(ctx context.Context) error {
-		_, _, err := p.cfg.Client.Issues.Edit(ctx, p.owner, p.name, n, &github.IssueRequest{
-			Body: github.String(body), State: github.String("closed"), StateReason: github.String("not_planned")})
-		return err
-	}, nil)
-	if err != nil {
+	why := fmt.Sprintf("Duplicate of #%d: another deployment filed this defect at the same moment. Follow #%d.", first.GetNumber(), first.GetNumber())
+	if err := p.closeDuplicate(ctx, ours, first, why); err != nil {
 		return err
 	}
-	comment := fmt.Sprintf("Duplicate of #%d: another deployment filed this defect at the same moment. Follow #%d.\n\n%s\n",
-		first.GetNumber(), first.GetNumber(), SelfAuthoredMarker)
-	if err := p.do(ctx, ghCall{what: "comment on the duplicate", write: true}, func(ctx context.Context) error {
-		_, _, err := p.cfg.Client.Issues.CreateComment(ctx, p.owner, p.name, n, &github.IssueComment{Body: github.String(comment)})
-		return err
-	}, nil); err != nil {
-		p.cfg.Log.Warn().Err(err).Int("issue", n).Msg("closed a duplicate but could not say why on it")
-	}
-	p.cfg.Log.Info().Int("closed", n).Int("kept", first.GetNumber()).Msg("another deployment filed this defect at the same moment: kept the earlier issue")
 	if err := p.filed(o, first); err != nil {
 		return err
 	}
@@ -766,7 +882,7 @@ func (p *poster) bestEffort(err error, msg string) error {
 // those our login and each trusted author created (the label may have been
 // dropped), then a bounded scan of the newest issues. Every marker seen is indexed for the rest of
 // the scan; fresh forgets the index (after an ambiguous create).
-func (p *poster) lookup(ctx context.Context, fp string, fresh bool) (*github.Issue, error) {
+func (p *poster) lookup(ctx context.Context, fps []string, fresh bool) (*github.Issue, error) {
 	if err := p.ensureLogin(ctx); err != nil {
 		return nil, err
 	}
@@ -788,7 +904,7 @@ func (p *poster) lookup(ctx context.Context, fp string, fresh bool) (*github.Iss
 	}
 	queries = append(queries, query{"recent", github.IssueListByRepoOptions{}, postScanPages})
 	for _, q := range queries {
-		if is := p.index[fp]; is != nil {
+		if is := p.indexed(fps); is != nil {
 			return is, nil
 		}
 		if p.scanned[q.key] {
@@ -820,7 +936,25 @@ func (p *poster) lookup(ctx context.Context, fp string, fresh bool) (*github.Iss
 		}
 		p.scanned[q.key] = true
 	}
-	return p.index[fp], nil
+	return p.indexed(fps), nil
+}
+
+// indexed is the issue the index holds for any of fps: an open one over a
+// closed one, then the oldest (two issues for one defect come from a family
+// learned after both were filed; the older stays).
+func (p *poster) indexed(fps []string) *github.Issue {
+	var best *github.Issue
+	for _, fp := range fps {
+		is := p.index[fp]
+		if is == nil {
+			continue
+		}
+		if best == nil || (is.GetState() == "open") != (best.GetState() == "open") && is.GetState() == "open" ||
+			is.GetState() == best.GetState() && is.GetNumber() < best.GetNumber() {
+			best = is
+		}
+	}
+	return best
 }
 
 // indexIssue keeps, per fingerprint, an open issue over a closed one and

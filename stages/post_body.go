@@ -80,21 +80,21 @@ func postFitTitle(t string) string {
 	return t
 }
 
-// postFitBody makes sure body carries both markers and fits limit
-// characters. An oversized body loses the end of its trigger section (the
-// dossier) first, then, only if still too long, the end of everything before
-// the markers; a visible note says what was cut and open code fences are
-// closed so the rest still renders. It reports whether it cut anything.
-func postFitBody(body, fp string, limit int) (string, bool) {
-	fpMarker := FingerprintMarker(fp)
-	tail := "\n" + fpMarker + "\n" + SelfAuthoredMarker + "\n"
-	if !slices.Equal(postTrailingMarkers(body), []string{fp}) || !strings.HasSuffix(body, SelfAuthoredMarker+"\n") {
-		body = postMarkerHead(body, fpMarker) + tail
+// postFitBody makes sure body ends in the marker block naming fps (the
+// canonical fingerprint first) and fits limit characters. An oversized body
+// loses the end of its trigger section (the dossier) first, then, only if
+// still too long, the end of everything before the markers; a visible note
+// says what was cut and open code fences are closed so the rest still
+// renders. It reports whether it cut anything.
+func postFitBody(body string, fps []string, limit int) (string, bool) {
+	tail := "\n" + MarkerBlock(fps)
+	if !slices.Equal(postTrailingMarkers(body), fps) || !strings.HasSuffix(body, SelfAuthoredMarker+"\n") {
+		body = postMarkerHead(body, fps) + tail
 	}
 	if utf8.RuneCountInString(body) <= limit {
 		return body, false
 	}
-	head := postMarkerHead(body, fpMarker)
+	head := postMarkerHead(body, fps)
 	if pre, trig, post, ok := postSplitTrigger(head); ok {
 		fixed := utf8.RuneCountInString(pre) + utf8.RuneCountInString(post) + utf8.RuneCountInString(tail)
 		// A fence the dossier left open ran on to the end of the head;
@@ -109,20 +109,36 @@ func postFitBody(body, fp string, limit int) (string, bool) {
 
 // postMarkerHead is body without its markers, ready for the one marker
 // block to be appended: every copy of ours taken out, any trailing marker
-// lines dropped (a block must name only fp) and a fence left open closed (a
-// block inside a fence is no marker).
-func postMarkerHead(body, fpMarker string) string {
-	head, _ := postSplitMarkerBlock(postStripMarkers(body, fpMarker))
+// lines dropped (a block must name only fps) and a fence left open closed
+// (a block inside a fence is no marker).
+func postMarkerHead(body string, fps []string) string {
+	head, _ := postSplitMarkerBlock(postStripMarkers(body, fps))
 	return postCloseFences(strings.TrimRight(head, "\n"))
 }
 
-// postStripMarkers removes every marker line, so they can be appended once.
-func postStripMarkers(body, fpMarker string) string {
-	body = strings.ReplaceAll(body, fpMarker+"\n", "")
-	body = strings.ReplaceAll(body, fpMarker, "")
+// postStripMarkers removes every marker line of fps, so they can be
+// appended once.
+func postStripMarkers(body string, fps []string) string {
+	for _, fp := range fps {
+		m := FingerprintMarker(fp)
+		body = strings.ReplaceAll(body, m+"\n", "")
+		body = strings.ReplaceAll(body, m, "")
+	}
 	body = strings.ReplaceAll(body, SelfAuthoredMarker+"\n", "")
 	body = strings.ReplaceAll(body, SelfAuthoredMarker, "")
 	return strings.TrimRight(body, "\n")
+}
+
+// postSharesMarker tells whether an issue's markers name any of fps.
+func postSharesMarker(markers, fps []string) bool {
+	return slices.ContainsFunc(markers, func(m string) bool { return slices.Contains(fps, m) })
+}
+
+// postDuplicateBody is an issue body whose marker block gives way to a note
+// that issue first stands for its defect: no lookup finds it again.
+func postDuplicateBody(body string, first int) string {
+	head, _ := postSplitMarkerBlock(body)
+	return strings.TrimRight(head, "\n") + "\n" + fmt.Sprintf("<!-- the-loop-diagnose duplicate-of:%d -->", first) + "\n" + SelfAuthoredMarker + "\n"
 }
 
 // postSplitTrigger finds the trigger section's content (the dossier compose

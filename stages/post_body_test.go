@@ -14,13 +14,13 @@ import (
 
 func TestPostFitBodyLeavesSmallBodiesAlone(t *testing.T) {
 	b := postBody("fp", "```\nx\n```\n")
-	if got, cut := postFitBody(b, "fp", PostMaxBody); cut || got != b {
+	if got, cut := postFitBody(b, []string{"fp"}, PostMaxBody); cut || got != b {
 		t.Fatalf("changed a body that fits: cut=%v", cut)
 	}
 }
 
 func TestPostFitBodyAddsMissingMarkers(t *testing.T) {
-	got, _ := postFitBody("just text", "fp9", PostMaxBody)
+	got, _ := postFitBody("just text", []string{"fp9"}, PostMaxBody)
 	if !strings.HasSuffix(got, FingerprintMarker("fp9")+"\n"+SelfAuthoredMarker+"\n") {
 		t.Fatalf("markers not appended last: %q", got)
 	}
@@ -28,7 +28,7 @@ func TestPostFitBodyAddsMissingMarkers(t *testing.T) {
 
 func TestPostFitBodyCutsTheDossierFirst(t *testing.T) {
 	b := postBody("fp", "````\n"+strings.Repeat("a```b\n", 5000)+"````\n")
-	got, cut := postFitBody(b, "fp", 4000)
+	got, cut := postFitBody(b, []string{"fp"}, 4000)
 	if !cut || utf8.RuneCountInString(got) > 4000 {
 		t.Fatalf("cut=%v len=%d", cut, utf8.RuneCountInString(got))
 	}
@@ -61,7 +61,7 @@ func FuzzPostFitBody(f *testing.F) {
 			return
 		}
 		limit = 300 + postAbs(limit)%5000
-		got, _ := postFitBody(body, "fp", limit)
+		got, _ := postFitBody(body, []string{"fp"}, limit)
 		if n := utf8.RuneCountInString(got); n > limit {
 			t.Fatalf("%d characters over a limit of %d", n, limit)
 		}

@@ -94,7 +94,7 @@ func FuzzPostTrailingMarkers(f *testing.F) {
 		// What the tool files, with that text in its body, counts for the
 		// tool's fingerprint alone.
 		if utf8.ValidString(before) && utf8.ValidString(after) {
-			filed, _ := postFitBody(postBody(fp, "```\n"+before+"\n```\n")+after+"\n", fp, PostMaxBody)
+			filed, _ := postFitBody(postBody(fp, "```\n"+before+"\n```\n")+after+"\n", []string{fp}, PostMaxBody)
 			if got := postTrailingMarkers(filed); !slices.Equal(got, []string{fp}) {
 				t.Fatalf("a filed body counts for %q, want only %q:\n%q", got, fp, filed)
 			}

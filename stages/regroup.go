@@ -30,10 +30,13 @@ func Regroup(st *store.State, groups map[string]*pipeline.Group, order []string)
 	merged := map[string]*pipeline.Group{}
 	for _, fp := range order {
 		g := groups[fp]
-		canonical, pattern, patternFP := mem.Canonical(g.Event, g.Template, fp)
-		if pattern != "" {
-			g.Aliases = addAliases(g.Aliases, []string{patternFP})
-			g.Template = pattern
+		fam := mem.Canonical(g.Event, g.Template, fp)
+		canonical := fam.Canonical
+		if fam.Pattern != "" {
+			// The pattern, then every variant seen: any may have an issue.
+			g.Aliases = addAliases(g.Aliases, []string{fam.PatternFP})
+			g.Aliases = addAliases(g.Aliases, slices.DeleteFunc(slices.Clone(fam.Members), func(m string) bool { return m == canonical }))
+			g.Template = fam.Pattern
 		}
 		if canonical != fp {
 			moveState(st, fp, canonical)
@@ -57,7 +60,7 @@ func Regroup(st *store.State, groups map[string]*pipeline.Group, order []string)
 	// joined a family since: it waits under the family's name.
 	for _, fp := range store.Fingerprints(st.Deferred) {
 		d := st.Deferred[fp]
-		if canonical, _, _ := mem.Canonical(d.Event, d.Template, fp); canonical != fp {
+		if canonical := mem.Canonical(d.Event, d.Template, fp).Canonical; canonical != fp {
 			moveState(st, fp, canonical)
 		}
 	}

@@ -19,13 +19,30 @@ import (
 
 var markerRE = regexp.MustCompile(`<!-- the-loop-diagnose fingerprint:(\S+) -->`)
 
-// markerOf is the fingerprint an issue body's hidden marker names, or "":
-// the last one, which is where the tool writes it (a quoted one may precede).
+// markerOf is the canonical fingerprint an issue body's hidden markers
+// name, or "": the first of the trailing block of marker lines, which is
+// where the tool writes it (aliases follow it; a quoted one may precede).
 func markerOf(body string) string {
-	if all := markerRE.FindAllStringSubmatch(body, -1); all != nil {
-		return all[len(all)-1][1]
+	markers := markersOf(body)
+	if len(markers) == 0 {
+		return ""
 	}
-	return ""
+	return markers[0]
+}
+
+// markersOf are the fingerprints of the trailing marker block, in order.
+func markersOf(body string) []string {
+	lines := strings.Split(strings.TrimRight(body, "\n"), "\n")
+	var out []string
+	for i := len(lines) - 1; i >= 0; i-- {
+		line := strings.TrimSpace(lines[i])
+		if m := markerRE.FindStringSubmatch(line); m != nil && m[0] == line {
+			out = append([]string{m[1]}, out...)
+		} else if line != "" && !strings.HasPrefix(line, "<!-- the-loop") {
+			break
+		}
+	}
+	return out
 }
 
 // expectedFingerprints is what `replay --stage fingerprint` prints for the

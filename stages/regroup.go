@@ -39,8 +39,14 @@ func Regroup(st *store.State, groups map[string]*pipeline.Group, order []string)
 			g.Template = fam.Pattern
 		}
 		if canonical != fp {
-			moveState(st, fp, canonical)
 			g.Aliases = addAliases(g.Aliases, []string{fp})
+		}
+		// What an older version or another variant left pending now waits
+		// under the one name.
+		for _, a := range append([]string{fp}, g.Aliases...) {
+			if a != canonical {
+				moveState(st, a, canonical)
+			}
 		}
 		members[canonical] = append(members[canonical], fp)
 		if into, ok := merged[canonical]; ok {

@@ -291,14 +291,17 @@ func since(times []time.Time, t time.Time) []time.Time {
 	return kept
 }
 
-// HoldsUnversioned reports whether any fingerprint in the state lacks a
-// version prefix ("v2:…"): the-loop's own, which only an alias can match.
-func (s *State) HoldsUnversioned() bool {
-	return anyKey(s.Reported, unversioned) || anyKey(s.Abandoned, unversioned) || anyKey(s.Attempts, unversioned)
+// HoldsOlderVersions reports whether any fingerprint in the state is not
+// the current version's: the-loop's own (no prefix) or an older release's
+// ("v2:…"), which only an alias can match.
+func (s *State) HoldsOlderVersions() bool {
+	return anyKey(s.Reported, olderVersion) || anyKey(s.Abandoned, olderVersion) || anyKey(s.Attempts, olderVersion) ||
+		anyKey(s.Deferred, olderVersion) || anyKey(s.Dismissed, olderVersion) || anyKey(s.Settled, olderVersion) ||
+		anyKey(s.Intents, olderVersion)
 }
 
-func unversioned(fp string) bool {
-	return len(fp) < 3 || fp[0] != 'v' || !strings.Contains(fp[:min(len(fp), 5)], ":")
+func olderVersion(fp string) bool {
+	return !strings.HasPrefix(fp, fingerprint.Version+":") && !fingerprint.IsPattern(fp)
 }
 
 func anyKey[V any](m map[string]V, pred func(string) bool) bool {

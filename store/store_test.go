@@ -217,15 +217,23 @@ func TestResumeDetectsAppendTruncationAndReplacement(t *testing.T) {
 	}
 }
 
-func TestHoldsUnversionedTellsTheLoopsFingerprintsFromOurs(t *testing.T) {
+func TestHoldsOlderVersionsTellsOlderFingerprintsFromOurs(t *testing.T) {
 	st := NewState()
-	st.Reported["v2:0123456789abcdef"] = Reported{}
-	st.Attempts["v2:fedcba9876543210"] = 1
-	if st.HoldsUnversioned() {
-		t.Fatal("only versioned fingerprints, yet HoldsUnversioned")
+	st.Reported["v3:0123456789abcdef"] = Reported{}
+	st.Reported["v3p:0123456789abcdef"] = Reported{}
+	st.Attempts["v3:fedcba9876543210"] = 1
+	if st.HoldsOlderVersions() {
+		t.Fatal("only current fingerprints, yet HoldsOlderVersions")
 	}
-	st.Abandoned["0123456789abcdef"] = Abandoned{}
-	if !st.HoldsUnversioned() {
-		t.Fatal("the-loop's fingerprint not noticed")
+	for _, older := range []func(){
+		func() { st.Abandoned["0123456789abcdef"] = Abandoned{} },  // the-loop's
+		func() { st.Reported["v2:0123456789abcdef"] = Reported{} }, // the previous release's
+		func() { st.Deferred["v2:0123456789abcdef"] = Deferred{} },
+	} {
+		st = NewState()
+		older()
+		if !st.HoldsOlderVersions() {
+			t.Fatalf("an older fingerprint was not noticed: %+v", st)
+		}
 	}
 }

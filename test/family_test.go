@@ -2,6 +2,8 @@ package test
 
 import (
 	"fmt"
+	"maps"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -118,5 +120,46 @@ func TestADefectsVariantsStayOneIssueAcrossTenScans(t *testing.T) {
 	}
 	if is := gh.Issues()[0]; is.Number != number || is.State != "open" {
 		t.Errorf("the defect's issue is #%d %s, want #%d open", is.Number, is.State, number)
+	}
+}
+
+// A deployment upgraded from the v2 release keeps its state: a defect that
+// release filed (its v2 fingerprint in `reported`) is known, one it
+// deferred waits under the new name and is filed once, and nothing is
+// filed twice.
+func TestAStateWrittenByTheV2ReleaseFilesNothingAgain(t *testing.T) {
+	gh := newGitHub(t)
+	d := newDeployment(t, gh, deployOpts{harness: "builtin", maxPerDay: 100})
+	filedText := "open /srv/loop/state/queue.db: database is locked"
+	deferredText := "tmux send-keys failed: no server running on /tmp/tmux-1000/default"
+	v2 := func(event, text string) string {
+		for _, a := range fingerprint.Compute(fingerprint.Input{Event: event, Error: text}).Aliases {
+			if strings.HasPrefix(a, "v2:") {
+				return a
+			}
+		}
+		t.Fatalf("no v2 alias for %q", text)
+		return ""
+	}
+	state := fmt.Sprintf(`{"reported":{%q:{"url":"https://github.com/acme/loop/issues/7","number":7}},"abandoned":{},"attempts":{},"posted":[],
+"deferred":{%q:{"since":"2026-11-27T10:00:00Z","event":"tmux.failed","template":"tmux send-keys failed","count":2,"dossier":"earlier records"}}}`,
+		v2("store.failed", filedText), v2("tmux.failed", deferredText))
+	if err := os.WriteFile(d.state, []byte(state), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d.appendLog(failure(t0, "store.failed", filedText), failure(t0.Add(time.Second), "tmux.failed", deferredText))
+	d.mustRun("run")
+	if n := gh.CountCreates(); n != 1 {
+		t.Fatalf("%d issues created, want 1 (the deferred defect; the filed one is known)", n)
+	}
+	if got := gh.Issues()[0]; !strings.Contains(got.Title+got.Body, "tmux") {
+		t.Fatalf("filed %q, want the deferred tmux defect", got.Title)
+	}
+	if deferred := d.stateMap("deferred"); len(deferred) != 0 {
+		t.Errorf("the v2 deferral is still pending after its defect was filed: %v", slices.Sorted(maps.Keys(deferred)))
+	}
+	d.mustRun("run")
+	if n := gh.CountCreates(); n != 1 {
+		t.Fatalf("a second scan filed again: %d issues", n)
 	}
 }

@@ -140,8 +140,8 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time
 	var candidateCount atomic.Int64
 	fp := s.fp
 	st.View(func(state *store.State) {
-		if !state.HoldsUnversioned() {
-			fp = fp.WithoutAliases() // nothing written by the-loop to match
+		if !state.HoldsOlderVersions() {
+			fp = fp.WithoutAliases() // nothing written by the-loop or an older release to match
 		}
 	})
 	occurrences := pipeline.Then(r, candidates, stages.NewFingerprint(fp, s.incidents))

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/the-loop/the-loop-diagnose/fingerprint"
 	fakegh "github.com/the-loop/the-loop-diagnose/fakes/github"
+	"github.com/the-loop/the-loop-diagnose/fingerprint"
 )
 
 // lockHeldBy is one defect whose message names, after "held by", whichever

@@ -147,9 +147,18 @@ func templateV2(in Input) string {
 	return fieldsTemplate(in)
 }
 
-// MaskIdentity replaces each range of text with Mask. Ranges that are out
-// of order, overlapping or out of bounds are skipped, so a caller's mistake
-// can only mask less.
+// identityPlaceholder stands in for the record's identity before the text
+// is normalized. It is data by every rule of the normalizer (a long run of
+// digits: masked as a bare word, a quoted value, a path segment, a ref's
+// leaf, an e-mail's local part) and never a code value (longer than 12),
+// so the template around it is the one any other value of the same
+// identity would give. A literal Mask would instead be parsed as brackets
+// and split the word it stands in ("<*>@example.com", "<*>/.git/x").
+const identityPlaceholder = "0000000000000"
+
+// MaskIdentity replaces each range of text with identityPlaceholder, for
+// the normalizer to mask. Ranges that are out of order, overlapping or out
+// of bounds are skipped, so a caller's mistake can only mask less.
 func MaskIdentity(text string, ranges [][2]int) string {
 	if len(ranges) == 0 {
 		return text
@@ -162,7 +171,12 @@ func MaskIdentity(text string, ranges [][2]int) string {
 			continue
 		}
 		b.WriteString(text[at:r[0]])
-		b.WriteString(Mask)
+		if c := text[r[0]]; c == '/' || c == '\\' {
+			// A masked working directory stays a path: "/<id>/.git/x"
+			// normalizes as "<cwd>/.git/x" would.
+			b.WriteByte(c)
+		}
+		b.WriteString(identityPlaceholder)
 		at = r[1]
 	}
 	b.WriteString(text[at:])

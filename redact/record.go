@@ -19,7 +19,10 @@ import (
 // the value names an owner, repository or user, not a plain word at all
 // (it holds a digit, a separator or a capital inside). A number (the work
 // item's #7) is masked only where it stands as an issue or pull request
-// number: #7, issues/7, issue view 7.
+// number: #7, issues/7, issue view 7. A whole value that is a common word
+// (branch: main) is masked only where the text marks it as a value: quoted
+// on its own ('main'), as a ref's leaf (refs/heads/main, HEAD -> main) or as an option's argument (-b main, --delete main), so
+// "in main" of a stack trace stays.
 //
 // The zero value holds nothing and masks nothing.
 type RecordIdentity struct {
@@ -29,6 +32,9 @@ type RecordIdentity struct {
 type idRun struct {
 	text   string
 	number bool
+	// common: a whole value too common to tell from prose (branch main,
+	// actor admin), masked only where the text marks it as a value.
+	common bool
 }
 
 // enumFields hold a value from a fixed set (harness, via, ...): never
@@ -71,6 +77,9 @@ func (id *RecordIdentity) Add(key, value string) {
 		return
 	}
 	id.consider(value, personFields[key])
+	if l := asciiLower(value); commonIdentityWords[l] {
+		id.runs = append(id.runs, idRun{text: l, common: true})
+	}
 	v := value
 	// provider:owner/repo#N (a work item) or a repository's owner/name:
 	// owner and name are identity even when they read as words.
@@ -213,6 +222,9 @@ func (id RecordIdentity) find(s, lower string, add func(start, end int)) {
 			if gluedNameBefore(s, p) || gluedNameAfter(s, e) {
 				continue
 			}
+			if r.common && !markedAsValue(s, lower, p, e) {
+				continue
+			}
 			if r.number {
 				if e < len(s) && s[e] == '.' && e+1 < len(s) && isDigit(s[e+1]) {
 					continue
@@ -232,6 +244,34 @@ func (id RecordIdentity) find(s, lower string, add func(start, end int)) {
 		}
 	}
 }
+
+// refLeafBefore are what precede a ref's leaf: the ref being pushed or
+// checked out (refs/heads/main, HEAD:main, HEAD -> main). A remote's branch
+// (origin/main) is left out: "git rebase origin/main" names the base every
+// work item rebases on, not the record's own branch.
+var refLeafBefore = []string{"heads/", "head:", "head -> ", "-> "}
+
+// markedAsValue reports whether s[p:e] stands where the text marks it as a
+// value: quoted on its own, as a ref's leaf, or as an option's argument.
+func markedAsValue(s, lower string, p, e int) bool {
+	if p > 0 && e < len(s) && isQuoteByte(s[p-1]) && s[e] == s[p-1] {
+		return true
+	}
+	for _, b := range refLeafBefore {
+		if strings.HasSuffix(lower[:p], b) {
+			return true
+		}
+	}
+	// "-b main", "--delete main": the word before is an option.
+	if p >= 3 && s[p-1] == ' ' {
+		k := strings.LastIndexAny(s[:p-1], " \t\n") + 1
+		opt := s[k : p-1]
+		return len(opt) >= 2 && opt[0] == '-' && opt != "--" && isAlnum(opt[len(opt)-1])
+	}
+	return false
+}
+
+func isQuoteByte(c byte) bool { return c == '\'' || c == '"' || c == '`' }
 
 // ScrubRecord is Scrub for one record's text: it also masks the record's
 // own identity (see RecordIdentity) where it reappears in the text.

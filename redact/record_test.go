@@ -102,6 +102,39 @@ func TestScrubRecordKeepsWordsAndEnumValues(t *testing.T) {
 	}
 }
 
+// A whole value that is a common word (branch main, actor admin) is the
+// record's identity only where the text marks it as a value: quoted on its
+// own, as the leaf of the ref being pushed, as an option's argument.
+// Elsewhere it is prose or code (a function main, a base origin/main).
+func TestACommonWordValueIsMaskedOnlyWhereMarkedAsAValue(t *testing.T) {
+	r := New(Options{})
+	for _, branch := range []string{"main", "master", "develop", "staging"} {
+		id := identityOf(map[string]string{"branch": branch, "actor": "admin"})
+		for _, text := range []string{
+			"fatal: '" + branch + "' is already checked out at '/srv/x'",
+			"git worktree add /tmp/wt -b " + branch + ": exit status 128",
+			"git push origin --delete " + branch + ": remote ref does not exist",
+			"git push origin HEAD:refs/heads/" + branch + ": exit status 1",
+			"! [remote rejected] HEAD -> " + branch + " (protected branch hook declined)",
+			`checkout "` + branch + `" failed`,
+		} {
+			if out := r.ScrubRecord(text, id); strings.Contains(out, branch) {
+				t.Errorf("branch %s survives where it stands as a value: %s", branch, out)
+			}
+		}
+		for _, text := range []string{
+			"git rebase origin/" + branch + ": exit status 1",
+			"git push origin " + branch + " failed: the " + branch + " line is busy",
+			"  File \"/app/cli.py\", line 9, in " + branch,
+			"admin rights needed to write " + branch + ".go",
+		} {
+			if out := r.ScrubRecord(text, id); out != text {
+				t.Errorf("prose changed by the common value %s:\n in: %s\nout: %s", branch, text, out)
+			}
+		}
+	}
+}
+
 func TestRecordIdentityFindAndUnion(t *testing.T) {
 	a, b := RecordIdentity{}, RecordIdentity{}
 	a.Add("work_item", "github:initech/secret-payroll#12")

@@ -2,10 +2,12 @@ package stages
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/the-loop/the-loop-diagnose/fingerprint"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
+	"github.com/the-loop/the-loop-diagnose/redact"
 )
 
 // NewFingerprint gives each candidate its defect identity. The algorithm
@@ -23,16 +25,59 @@ func NewFingerprint(fp *fingerprint.Fingerprinter, incidents *IncidentIndex) pip
 				return pipeline.Occurrence{Candidate: c, Fingerprint: f, Template: tmpl, Aliases: aliases}, true, nil
 			}
 		}
-		res := fp.Compute(fingerprint.Input{Event: c.Str("event"), Error: c.Str("error"), Fields: c.Fields})
+		errText := c.Str("error")
+		res := fp.Compute(fingerprint.Input{Event: c.Str("event"), Error: errText, Fields: c.Fields,
+			Identity: IdentityOf(c.Record).Find(errText)})
 		o := pipeline.Occurrence{
 			Candidate:   c,
 			Fingerprint: res.Fingerprint,
 			Template:    res.Template,
 			Aliases:     res.Aliases,
 		}
-		if incidents != nil && strings.TrimSpace(c.Str("error")) != "" {
+		if incidents != nil && strings.TrimSpace(errText) != "" {
 			incidents.Note(o)
 		}
 		return o, true, nil
 	})
+}
+
+// IdentityFields name who and where a record is about (its work item, its
+// branch, the person or bot acting, the session, the machine, the working
+// directory, one delivery): a value of one of them that reappears in the
+// error text is volatile for the fingerprint (the same defect on another
+// work item is the same defect). A field whose name ends in "id" (a
+// request, trace or correlation id) is one too. Other fields are left out:
+// a logger's or component's name ("logger":"payments") reappearing in its
+// message names the defect, and masking it would merge two components'
+// defects. Redaction masks every dropped field (RecordIdentity): there,
+// masking too much is safe.
+var IdentityFields = []string{
+	"work_item", "repo", "repository", "full_name", "branch", "ref", "actor", "user", "username",
+	"login", "sender", "author", "owner", "assignee", "committer", "requester", "tmux_target",
+	"session", "cwd", "workdir", "working_dir", "dir", "home", "host", "hostname", "pod", "node",
+	"container", "instance",
+}
+
+// IdentityOf is the record's identity as the fingerprint masks it: the
+// values of its IdentityFields and id fields.
+func IdentityOf(r pipeline.Record) redact.RecordIdentity {
+	var id redact.RecordIdentity
+	for _, f := range r.Fields {
+		v, ok := f.Value.(string)
+		if !ok {
+			continue
+		}
+		k := strings.ToLower(f.Key)
+		if slices.Contains(IdentityFields, k) || isIDField(f.Key) {
+			id.Add(f.Key, v)
+		}
+	}
+	return id
+}
+
+// isIDField: "id", "delivery_id", "request-id", "traceId", "spanID".
+func isIDField(key string) bool {
+	k := strings.ToLower(key)
+	return k == "id" || strings.HasSuffix(k, "_id") || strings.HasSuffix(k, "-id") ||
+		strings.HasSuffix(key, "Id") || strings.HasSuffix(key, "ID")
 }

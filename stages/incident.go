@@ -35,9 +35,11 @@ var IncidentKeys = []string{"delivery_id", "tmux_target", "work_item"}
 
 // incidentAgree are fields a give-up and its failure never disagree on,
 // though sharing them ties nothing: the component that retried (source)
-// writes both, about one agent (harness). A disagreement means another
-// incident; a field missing from either says nothing.
-var incidentAgree = []string{"source", "harness"}
+// writes both, about one agent (harness), on one branch of the work item
+// (two incidents on one work item are often on two branches: a fix branch
+// and main). A disagreement means another incident; a field missing from
+// either says nothing.
+var incidentAgree = []string{"source", "harness", "branch"}
 
 // IncidentKeysWith is IncidentKeys followed by any other key the healing
 // check correlates on (TriageConfig.CorrelationKeys), least specific: the
@@ -82,6 +84,9 @@ type incidentFailure struct {
 	at     time.Time
 	values []string // by key index, then incidentAgree's; "" when absent
 	id     *incidentIdentity
+	// ended: a give-up already linked to this failure's incident. An
+	// incident ends once, so a second give-up prefers another incident.
+	ended bool
 }
 
 // IncidentIndex remembers recent failures by correlation value. It is not
@@ -219,15 +224,36 @@ func (x *IncidentIndex) Link(c pipeline.Candidate) (fingerprint, template string
 		return "", "", nil, false
 	}
 	id := cands[best].id
+	// The incident has ended: its failures on the value that tied them
+	// (the same defect, sharing the chosen failure's most specific key)
+	// are not another give-up's first choice.
+	top := sharedTop(vals, len(x.keys), cands[best])
+	for _, f := range cands {
+		if f.id == id && top < len(x.keys) && f.values[top] == vals[top] {
+			x.ring[f.seq%uint64(x.max)].ended = true
+		}
+	}
 	return id.fingerprint, id.template, id.aliases, true
+}
+
+// sharedTop is the most specific correlation key f shares with vals
+// (nKeys when none).
+func sharedTop(vals []string, nKeys int, f incidentFailure) int {
+	for k := 0; k < nKeys; k++ {
+		if vals[k] != "" && vals[k] == f.values[k] {
+			return k
+		}
+	}
+	return nKeys
 }
 
 // chooseIncident picks the failure a give-up ends, among candidates sharing
 // at least one correlation value with it (values: nKeys correlation keys,
 // most specific first, then incidentAgree's). A failure qualifies when it is
 // not after the give-up, at most IncidentWindow before it, and disagrees on
-// no field both carry (two deliveries of one work item are two incidents). The best shares the most
-// keys, then the most specific one, then is the latest (then the last
+// no field both carry (two deliveries of one work item are two incidents).
+// The best belongs to an incident no give-up has ended yet, then shares the
+// most keys, then the most specific one, then is the latest (then the last
 // noted).
 func chooseIncident(vals []string, nKeys int, at time.Time, cands []incidentFailure) (int, bool) {
 	best, bestShared, bestTop := -1, 0, 0
@@ -250,8 +276,12 @@ func chooseIncident(vals []string, nKeys int, at time.Time, cands []incidentFail
 		if conflict || shared == 0 {
 			continue
 		}
-		if best < 0 || shared > bestShared || shared == bestShared && (top < bestTop ||
-			top == bestTop && (f.at.After(cands[best].at) || f.at.Equal(cands[best].at) && f.seq > cands[best].seq)) {
+		better := best < 0 || !f.ended && cands[best].ended
+		if !better && f.ended == cands[best].ended {
+			better = shared > bestShared || shared == bestShared && (top < bestTop ||
+				top == bestTop && (f.at.After(cands[best].at) || f.at.Equal(cands[best].at) && f.seq > cands[best].seq))
+		}
+		if better {
 			best, bestShared, bestTop = i, shared, top
 		}
 	}

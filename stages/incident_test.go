@@ -3,6 +3,7 @@ package stages
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -237,5 +238,87 @@ func TestIncidentIndexIsBoundedAndOutlivesAScan(t *testing.T) {
 	}
 	if len(idx.identities) > 16 {
 		t.Fatalf("%d identities kept for 16 failures", len(idx.identities))
+	}
+}
+
+// Two incidents on one work item without a delivery id, on two branches (a
+// fix branch and main): each give-up ends the incident of its branch, even
+// when the other incident's failure is later.
+func TestAGiveUpEndsTheIncidentOfItsBranch(t *testing.T) {
+	got := fingerprintAll(t, newIndex(),
+		failing(1, 0, "queue.claim.failed", errLease, "work_item", wiHarbor, "branch", "the-loop/812-lease-fix-3a9c1e"),
+		failing(2, time.Minute, "plan.failed", errRender, "work_item", wiHarbor, "branch", "main"),
+		givingUp(3, 2*time.Minute, "work_item", wiHarbor, "branch", "the-loop/812-lease-fix-3a9c1e"),
+		givingUp(4, 3*time.Minute, "work_item", wiHarbor, "branch", "main"),
+	)
+	if got[3].Fingerprint != got[1].Fingerprint || got[4].Fingerprint != got[2].Fingerprint {
+		t.Fatalf("give-ups %q %q, want %q %q", got[3].Fingerprint, got[4].Fingerprint, got[1].Fingerprint, got[2].Fingerprint)
+	}
+}
+
+// An incident ends once: of two give-ups on one work item and branch, the
+// first ends the latest incident and the second the one before it, rather
+// than both taking the latest defect.
+func TestAnIncidentEndsOnce(t *testing.T) {
+	got := fingerprintAll(t, newIndex(),
+		failing(1, 0, "queue.claim.failed", errLease, "work_item", wiHarbor),
+		failing(2, 20*time.Second, "queue.claim.failed", errLease, "work_item", wiHarbor, "attempts", 2),
+		failing(3, time.Minute, "plan.failed", errRender, "work_item", wiHarbor),
+		givingUp(4, 2*time.Minute, "work_item", wiHarbor),
+		givingUp(5, 3*time.Minute, "work_item", wiHarbor),
+		// A third give-up has no incident left: it still links (to the
+		// latest), rather than becoming a defect of its own.
+		givingUp(6, 4*time.Minute, "work_item", wiHarbor),
+	)
+	lease, render := got[1].Fingerprint, got[3].Fingerprint
+	if got[4].Fingerprint != render || got[5].Fingerprint != lease || got[6].Fingerprint != render {
+		t.Fatalf("give-ups %q %q %q, want %q %q %q", got[4].Fingerprint, got[5].Fingerprint, got[6].Fingerprint, render, lease, render)
+	}
+}
+
+// The record's own identity inside its error text (its work item's owner,
+// repository and number, its branch, tmux target, working directory and
+// user, delivery id, actor) does not split a defect; a component's name
+// that reappears in its message does not merge two components' defects.
+func TestTheRecordsOwnIdentityDoesNotSplitADefect(t *testing.T) {
+	fp := func(line int64, errText string, kv ...any) pipeline.Candidate {
+		return failing(line, time.Duration(line)*time.Second, "git.worktree.failed", errText, kv...)
+	}
+	got := fingerprintAll(t, nil,
+		fp(1, "git worktree add /tmp/wt-1 -b feature/cache-fix: fatal: 'feature/cache-fix' is already checked out at '/home/mpriya/work/admin'",
+			"branch", "feature/cache-fix", "work_item", "github:nodo-corp/admin#5876", "cwd", "/home/mpriya/code/admin"),
+		fp(2, "git worktree add /tmp/wt-2 -b main: fatal: 'main' is already checked out at '/srv/dana/work/mobile-ml'",
+			"branch", "main", "work_item", "github:trihael/mobile-ml#12", "cwd", "/srv/dana/work/mobile-ml"),
+		fp(3, "git worktree add C:\\tmp\\wt-3 -b the-loop/77-docs-bump-795384: fatal: 'the-loop/77-docs-bump-795384' is already checked out at 'C:\\Users\\nia\\src\\ops_search'",
+			"branch", "the-loop/77-docs-bump-795384", "work_item", "github:exel-dev/ops_search#77", "cwd", "C:\\Users\\nia\\src\\ops_search"),
+		fp(4, "tmux send-keys -t loop-docs-134:0.0 failed: can't find pane; run by ysven@bob-mbp.local for --repo globex/data-pipeline",
+			"tmux_target", "loop-docs-134:0.0", "actor", "ysven", "work_item", "github:globex/data-pipeline#134"),
+		fp(5, "tmux send-keys -t loop-auth-474:0.0 failed: can't find pane; run by renovate@ci-7.example.dev for --repo soylent/auth",
+			"tmux_target", "loop-auth-474:0.0", "actor", "renovate", "work_item", "github:soylent/auth#474"),
+		fp(6, "landlock denied write to /srv/rafael/work/billing.io/.git/index.lock",
+			"cwd", "/srv/rafael/work/billing.io", "work_item", "github:sormar/billing.io#9"),
+		fp(7, "landlock denied write to /srv/nia/work/web-infra/.git/index.lock",
+			"cwd", "/srv/nia/code/web-infra", "work_item", "github:lyzenhq/web-infra#5917"),
+		fp(8, "payments: ledger write timed out", "logger", "payments"),
+		fp(9, "orders: ledger write timed out", "logger", "orders"),
+	)
+	same := func(lines ...int64) {
+		t.Helper()
+		for _, l := range lines[1:] {
+			if got[l].Fingerprint != got[lines[0]].Fingerprint {
+				t.Errorf("lines %d and %d are one defect:\n %q\n %q", lines[0], l, got[lines[0]].Template, got[l].Template)
+			}
+		}
+	}
+	same(1, 2, 3)
+	same(4, 5)
+	same(6, 7)
+	if got[8].Fingerprint == got[9].Fingerprint {
+		t.Errorf("two components' defects merged through the logger field: %q", got[8].Template)
+	}
+	for l, o := range got {
+		if strings.Contains(o.Template, "0000000000000") {
+			t.Errorf("line %d: the identity placeholder shows in the template %q", l, o.Template)
+		}
 	}
 }

@@ -20,9 +20,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -33,12 +35,15 @@ func main() {
 	bin := flag.String("bin", "bin/the-loop-diagnose", "the-loop-diagnose binary")
 	lines := flag.String("lines", "2000,20000", "log sizes, comma-separated")
 	seeds := flag.String("seeds", "1,2,3", "seeds, comma-separated")
+	flag.BoolVar(&explain, "explain", false, "after each log, print every split or merged defect's fingerprints with a template and a sample line")
 	flag.Parse()
 	if err := run(*bin, ints(*lines), ints(*seeds)); err != nil {
 		fmt.Fprintln(os.Stderr, "grouping-score:", err)
 		os.Exit(2)
 	}
 }
+
+var explain bool
 
 func ints(s string) []int {
 	var out []int
@@ -106,20 +111,28 @@ func score(bin, path string, n int, seed int64) (Score, error) {
 		return Score{}, fmt.Errorf("%s: %w: %s", bin, err, stderr.String())
 	}
 	pred := map[int]string{}
+	templates := map[int]string{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(nil, 16<<20)
 	for sc.Scan() {
 		var v struct {
 			Line        int    `json:"line"`
 			Fingerprint string `json:"fingerprint"`
+			Template    string `json:"template"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
 			return Score{}, err
 		}
 		pred[v.Line] = v.Fingerprint
+		templates[v.Line] = v.Template
 	}
 	if len(truth) == 0 {
 		return Score{}, errors.New("no failure lines")
+	}
+	if explain {
+		if err := explainSplits(path, truth, pred, templates); err != nil {
+			return Score{}, err
+		}
 	}
 	return Compare(truth, pred), sc.Err()
 }
@@ -172,4 +185,46 @@ func Compare(truth map[int]string, pred map[int]string) Score {
 	}
 	s.GA = float64(correct) / float64(len(truth))
 	return s
+}
+
+// explainSplits prints, for each defect with more than one fingerprint or
+// sharing one with another defect, each of its fingerprints with the
+// template and the first log line that got it.
+func explainSplits(path string, truth map[int]string, pred, templates map[int]string) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	lines := bytes.Split(raw, []byte("\n"))
+	byDefect := map[string]map[string]int{} // defect → fingerprint → first line
+	byFP := map[string]map[string]bool{}
+	for line, d := range truth {
+		fp := pred[line]
+		if byDefect[d] == nil {
+			byDefect[d] = map[string]int{}
+		}
+		if first, ok := byDefect[d][fp]; !ok || line < first {
+			byDefect[d][fp] = line
+		}
+		if byFP[fp] == nil {
+			byFP[fp] = map[string]bool{}
+		}
+		byFP[fp][d] = true
+	}
+	for _, d := range slices.Sorted(maps.Keys(byDefect)) {
+		fps := byDefect[d]
+		merged := false
+		for fp := range fps {
+			merged = merged || len(byFP[fp]) > 1
+		}
+		if len(fps) == 1 && !merged {
+			continue
+		}
+		fmt.Printf("  defect %s: %d fingerprints\n", d, len(fps))
+		for _, fp := range slices.Sorted(maps.Keys(fps)) {
+			line := fps[fp]
+			fmt.Printf("    %s shared-with=%d template=%q\n      line %d: %s\n", fp, len(byFP[fp])-1, templates[line], line, lines[line-1])
+		}
+	}
+	return nil
 }

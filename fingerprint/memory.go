@@ -17,14 +17,21 @@ import (
 // normalizer kept as identity never does, and data is looked for only where
 // a message puts an argument: after a preposition ("for root", "held by
 // janitor", "to staging") or, as the message's first word, the qualified
-// name of the component or job it reports on (com.apple.cloudd: ...). A
-// word elsewhere says what happened or to what ("git push|fetch failed",
-// "registered new driver hub|usbhid") and stays, however often it varies.
+// name of the component or job it reports on (com.apple.cloudd: ...), or
+// after a command-line option (-b feature/x, --delete main). A value the
+// message echoes ("--delete X: unable to delete 'X'") is one value at all
+// its places. A word elsewhere says what happened or to what ("git
+// push|fetch failed", "registered new driver hub|usbhid") and stays,
+// however often it varies. Where the normalizer masked the value in one
+// variant, that is evidence too: the mask counts as one of the distinct
+// values, and MemoryThreshold-1 of them make the position data.
 //
 //   - a word with a digit: what survived normalization as a number is an
 //     identity code (HTTP 404, exit 137, ORA-00942, int64);
 //   - a word with a slash, backslash or '=': routes, paths and key=value
-//     pairs keep only their identity after normalization;
+//     pairs keep only their identity after normalization; a ref name
+//     (feature/cache-fix: names between slashes, no leading slash, no file
+//     extension) may vary;
 //   - a word holding a mask: its other part is what the normalizer kept;
 //   - a failure class (…Error, …Exception, …Fault, panic): what the
 //     message is about;
@@ -132,6 +139,12 @@ type memoryTemplate struct {
 	words    []string
 	spans    [][2]int
 	eligible []bool
+	// echo[i] is the first position holding the same word as i: an
+	// argument a message echoes ("--delete X: unable to delete 'X'") is
+	// one value, and its positions vary together. A quoted word on its own
+	// is a name the message is about (KeyError: 'email', column "name"),
+	// data only as such an echo.
+	echo     []int
 	constant int // words that hold no mask
 }
 
@@ -158,19 +171,65 @@ func splitTemplate(event, text string) (memoryTemplate, bool) {
 		return t, false
 	}
 	t.eligible = make([]bool, len(t.words))
+	t.echo = make([]int, len(t.words))
+	first := map[string]int{}
 	for i, w := range t.words {
 		if !strings.Contains(w, Mask) {
 			t.constant++
 		}
-		argument := i == 0 && isQualifiedName(w) || i > 0 && prepositions[strings.ToLower(strings.Trim(t.words[i-1], "([{\"'"))]
+		argument := i == 0 && isQualifiedName(w) || i > 0 && (prepositions[strings.ToLower(strings.Trim(t.words[i-1], "([{\"'"))] ||
+			isOption(t.words[i-1]))
 		t.eligible[i] = argument && mayVary(w)
+		c := wordCore(w)
+		if j, ok := first[c]; ok {
+			t.echo[i] = j
+		} else {
+			first[c], t.echo[i] = i, i
+		}
+	}
+	// A value echoed is eligible as a whole when one of its places is an
+	// argument and every one may vary.
+	for i := range t.words {
+		if j := t.echo[i]; j != i {
+			t.eligible[j] = (t.eligible[j] || t.eligible[i]) && mayVary(t.words[i])
+		}
 	}
 	return t, true
 }
 
+// group returns the positions holding the same value as position i.
+func (t *memoryTemplate) group(i int) []int {
+	var g []int
+	for j, e := range t.echo {
+		if e == t.echo[i] {
+			g = append(g, j)
+		}
+	}
+	return g
+}
+
+// wordCore is a word without the quotes and punctuation around it.
+func wordCore(w string) string { return strings.Trim(w, "([{\"'`)]},;:.!?") }
+
+// isOption: a command-line option ("-b", "--delete"): the word after it is
+// its argument.
+func isOption(w string) bool {
+	if len(w) < 2 || w[0] != '-' || w == "--" {
+		return false
+	}
+	name := strings.TrimLeft(w, "-")
+	return name != "" && len(w)-len(name) <= 2 && isLetters(strings.ReplaceAll(name, "-", ""))
+}
+
+
 // mayVary tells whether a word can turn out to be data (see MemoryThreshold).
 func mayVary(w string) bool {
-	if strings.Contains(w, Mask) || strings.ContainsAny(w, `0123456789/\=`) {
+	if wordCore(w) == Mask {
+		// The normalizer found data here in this variant: the position's
+		// other values are likely data too.
+		return true
+	}
+	if strings.Contains(w, Mask) || strings.ContainsAny(w, `0123456789\=`) || strings.Contains(w, "/") && !isRefName(wordCore(w)) {
 		return false
 	}
 	core := strings.TrimRight(w, ":,;.!?)]}'\"")
@@ -192,6 +251,34 @@ func mayVary(w string) bool {
 	return true
 }
 
+// isRefName: a slash-separated name that is not a path or a file — a
+// branch or ref (feature/cache-fix, release/next): no leading slash, dot or
+// tilde, names between the slashes, and no file extension at its end.
+func isRefName(w string) bool {
+	if w == "" || strings.ContainsAny(w[:1], "/.~") || strings.Contains(w, "//") {
+		return false
+	}
+	segs := strings.Split(w, "/")
+	if len(segs) > 3 || strings.Contains(segs[len(segs)-1], ".") {
+		return false
+	}
+	for _, seg := range segs {
+		if seg == "" || !isLetters(strings.NewReplacer("-", "", "_", "").Replace(seg)) {
+			return false
+		}
+	}
+	return true
+}
+
+// slotValue is how a slot remembers a word: a short hash of its core, so
+// "'main':" and "main:" of an echoed value are one value.
+func slotValue(w string) string { return sha16(wordCore(w))[:8] }
+
+// maskValue is the slot value of a word the normalizer masked: where one
+// variant had data masked, two other values (not three) make the position
+// data.
+var maskValue = slotValue(Mask)
+
 // signature keys the slot of position i of t with the positions in wild
 // left out. Keys are persisted, so it is a SHA-1 prefix, not a seeded hash.
 func (t *memoryTemplate) signature(wild []int, i int) string {
@@ -203,7 +290,7 @@ func (t *memoryTemplate) signature(wild []int, i int) string {
 	b.WriteString(strconv.Itoa(i))
 	for j, w := range t.words {
 		b.WriteByte(0)
-		if j != i && !slices.Contains(wild, j) {
+		if t.echo[j] != t.echo[i] && !slices.Contains(wild, j) {
 			b.WriteString(w)
 		}
 	}
@@ -240,10 +327,10 @@ func IsPattern(fp string) bool { return strings.HasPrefix(fp, patternPrefix) }
 // candidate reports whether position i may be learned as data with wild
 // already varying: enough constant words must remain around it.
 func (t *memoryTemplate) candidate(wild []int, i int) bool {
-	if !t.eligible[i] || slices.Contains(wild, i) {
+	if t.echo[i] != i || !t.eligible[i] || slices.Contains(wild, i) {
 		return false
 	}
-	constant := t.constant - len(wild) - 1
+	constant := t.constant - len(wild) - len(t.group(i))
 	return constant >= memoryMinConstant && 2*constant >= len(t.words)
 }
 
@@ -257,7 +344,7 @@ func (m *Memory) resolve(t *memoryTemplate) (wild []int, last *MemorySlot) {
 				continue
 			}
 			if s := m.st.Slots[t.signature(wild, i)]; s != nil && s.Variable {
-				wild = append(wild, i)
+				wild = append(wild, t.group(i)...)
 				sort.Ints(wild)
 				last, changed = s, true
 			}
@@ -305,12 +392,12 @@ func (m *Memory) Learn(event, template, fp string) {
 			if s.Variable {
 				continue
 			}
-			if v := sha16(t.words[i])[:8]; !slices.Contains(s.Values, v) {
+			if v := slotValue(t.words[i]); !slices.Contains(s.Values, v) {
 				s.Values = append(s.Values, v)
 			}
 			s.Members = addMember(s.Members, fp)
-			if len(s.Values) >= MemoryThreshold {
-				wide := append(slices.Clone(wild), i)
+			if len(s.Values) >= MemoryThreshold || len(s.Values) >= MemoryThreshold-1 && slices.Contains(s.Values, maskValue) {
+				wide := append(slices.Clone(wild), t.group(i)...)
 				sort.Ints(wide)
 				f := m.family(&t, wide, s, fp)
 				for _, member := range s.Members {

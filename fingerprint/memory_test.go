@@ -178,3 +178,53 @@ func TestMemoryLeavesRuleFingerprintsAlone(t *testing.T) {
 		t.Errorf("learned from a rule's fingerprint: %d slots", len(m.st.Slots))
 	}
 }
+
+// A value a message echoes, given as an option's argument ("--delete X:
+// unable to delete 'X'"), is one value at both places: branches without a
+// digit, which the normalizer keeps, merge once enough of them are seen;
+// a variant the normalizer masked counts as one of them.
+func TestMemoryMergesAnEchoedOptionArgument(t *testing.T) {
+	msg := func(branch string) string {
+		return fmt.Sprintf("git push origin --delete %s: exit status 1: error: unable to delete '%s': remote ref does not exist", branch, branch)
+	}
+	branches := []string{"feature/cache-fix", "release/next", "hotfix-login", "main", "docs/typo"}
+	var texts []string
+	for _, b := range branches {
+		texts = append(texts, msg(b))
+	}
+	m := NewMemory(&MemoryState{})
+	if got := learnAll(m, "git.push.failed", texts); distinct(got) != 1 {
+		t.Errorf("%d fingerprints for one defect's branches: %v", distinct(got), got)
+	}
+	// Two kept words and one the normalizer masked (a per-run branch).
+	m = NewMemory(&MemoryState{})
+	got := learnAll(m, "git.push.failed", []string{msg("feature/ghes-crash"), msg("the-loop/7443-test-support-e978d3"), msg("main")})
+	if distinct(got) != 1 {
+		t.Errorf("a masked variant and two words: %d fingerprints", distinct(got))
+	}
+	// Two words alone are not enough evidence.
+	m = NewMemory(&MemoryState{})
+	if got := learnAll(m, "git.push.failed", []string{msg("feature/ghes-crash"), msg("main")}); distinct(got) != 2 {
+		t.Errorf("two values merged without evidence")
+	}
+}
+
+// An option's argument that names a file, a quoted name standing alone and
+// an option's value that changes the rest of the message stay identity.
+func TestMemoryKeepsFilesAndQuotedNamesAfterOptions(t *testing.T) {
+	cases := map[string][]string{
+		"files": {"lint failed: --config ci/lint.yaml is not valid for this runner", "lint failed: --config ci/eslint.json is not valid for this runner",
+			"lint failed: --config ci/ruff.toml is not valid for this runner", "lint failed: --config ci/golangci.yml is not valid for this runner"},
+		"quoted names": {"KeyError: 'email' while rendering the invoice template", "KeyError: 'name' while rendering the invoice template",
+			"KeyError: 'address' while rendering the invoice template", "KeyError: 'phone' while rendering the invoice template"},
+		"columns": {`pq: column "email" does not exist in relation accounts`, `pq: column "handle" does not exist in relation accounts`,
+			`pq: column "avatar" does not exist in relation accounts`, `pq: column "locale" does not exist in relation accounts`},
+	}
+	for name, texts := range cases {
+		m := NewMemory(&MemoryState{})
+		learnAll(m, "e", texts)
+		if got := learnAll(m, "e", texts); distinct(got) != distinct(fpsOf("e", texts)) {
+			t.Errorf("%s: merged into %d fingerprints, the normalizer gave %d", name, distinct(got), distinct(fpsOf("e", texts)))
+		}
+	}
+}

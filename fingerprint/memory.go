@@ -221,7 +221,6 @@ func isOption(w string) bool {
 	return name != "" && len(w)-len(name) <= 2 && isLetters(strings.ReplaceAll(name, "-", ""))
 }
 
-
 // mayVary tells whether a word can turn out to be data (see MemoryThreshold).
 func mayVary(w string) bool {
 	if wordCore(w) == Mask {

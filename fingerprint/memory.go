@@ -181,7 +181,7 @@ func splitTemplate(event, text string) (memoryTemplate, bool) {
 			isOption(t.words[i-1]))
 		t.eligible[i] = argument && mayVary(w)
 		c := wordCore(w)
-		if j, ok := first[c]; ok {
+		if j, ok := first[c]; ok && c != Mask { // masks are many values, not one echoed
 			t.echo[i] = j
 		} else {
 			first[c], t.echo[i] = i, i
@@ -278,18 +278,19 @@ func slotValue(w string) string { return sha16(wordCore(w))[:8] }
 // data.
 var maskValue = slotValue(Mask)
 
-// signature keys the slot of position i of t with the positions in wild
-// left out. Keys are persisted, so it is a SHA-1 prefix, not a seeded hash.
-func (t *memoryTemplate) signature(wild []int, i int) string {
+// signature keys the slot of the positions leave of t, with the positions
+// in wild left out too. Keys are persisted, so it is a SHA-1 prefix, not a
+// seeded hash.
+func (t *memoryTemplate) signature(wild, leave []int) string {
 	var b strings.Builder
 	b.WriteString(t.event)
 	b.WriteByte(0)
 	b.WriteString(strconv.Itoa(len(t.words)))
 	b.WriteByte(0)
-	b.WriteString(strconv.Itoa(i))
+	b.WriteString(strconv.Itoa(leave[0]))
 	for j, w := range t.words {
 		b.WriteByte(0)
-		if t.echo[j] != t.echo[i] && !slices.Contains(wild, j) {
+		if !slices.Contains(leave, j) && !slices.Contains(wild, j) {
 			b.WriteString(w)
 		}
 	}
@@ -323,14 +324,42 @@ const patternPrefix = Version + "p:"
 // IsPattern tells a family's pattern fingerprint from a template's.
 func IsPattern(fp string) bool { return strings.HasPrefix(fp, patternPrefix) }
 
-// candidate reports whether position i may be learned as data with wild
-// already varying: enough constant words must remain around it.
-func (t *memoryTemplate) candidate(wild []int, i int) bool {
-	if t.echo[i] != i || !t.eligible[i] || slices.Contains(wild, i) {
-		return false
+// places returns the sets of positions of t that may vary with wild
+// already varying: a value at all the places it is echoed, each masked
+// word on its own, and all masked words together (in a variant whose
+// echoed value was masked, the masks are its places). Each must leave
+// enough constant words.
+func (t *memoryTemplate) places(wild []int) [][]int {
+	fits := func(n int) bool {
+		constant := t.constant - len(wild) - n
+		return constant >= memoryMinConstant && 2*constant >= len(t.words)
 	}
-	constant := t.constant - len(wild) - len(t.group(i))
-	return constant >= memoryMinConstant && 2*constant >= len(t.words)
+	var out [][]int
+	for i := range t.words {
+		if slices.Contains(wild, i) || !mayVary(t.words[i]) {
+			continue
+		}
+		g := t.group(i)
+		if t.echo[i] == i && fits(len(g)) && !slices.ContainsFunc(g, func(j int) bool { return slices.Contains(wild, j) }) {
+			out = append(out, g)
+		}
+		if masks := t.masks(); len(masks) > 1 && masks[0] == i && fits(len(masks)) &&
+			!slices.ContainsFunc(masks, func(j int) bool { return slices.Contains(wild, j) }) {
+			out = append(out, masks)
+		}
+	}
+	return out
+}
+
+// masks are the positions of the words that are a mask alone.
+func (t *memoryTemplate) masks() []int {
+	var m []int
+	for j, w := range t.words {
+		if wordCore(w) == Mask {
+			m = append(m, j)
+		}
+	}
+	return m
 }
 
 // resolve finds the positions of t known to vary, and the slot that made
@@ -338,12 +367,12 @@ func (t *memoryTemplate) candidate(wild []int, i int) bool {
 func (m *Memory) resolve(t *memoryTemplate) (wild []int, last *MemorySlot) {
 	for changed := true; changed; {
 		changed = false
-		for i := range t.words {
-			if !t.candidate(wild, i) {
-				continue
+		for _, set := range t.places(wild) {
+			if slices.ContainsFunc(set, func(j int) bool { return slices.Contains(wild, j) }) {
+				continue // an earlier set this round took it
 			}
-			if s := m.st.Slots[t.signature(wild, i)]; s != nil && s.Variable {
-				wild = append(wild, t.group(i)...)
+			if s := m.st.Slots[t.signature(wild, set)]; s != nil && s.Variable {
+				wild = append(wild, set...)
 				sort.Ints(wild)
 				last, changed = s, true
 			}
@@ -377,12 +406,15 @@ func (m *Memory) Learn(event, template, fp string) {
 			fam.Members = addMember(fam.Members, fp)
 		}
 		grew := false
-		for i := range t.words {
-			if !t.candidate(wild, i) {
+		for _, set := range t.places(wild) {
+			i := set[0]
+			key := t.signature(wild, set)
+			s := m.st.Slots[key]
+			if s == nil && !t.eligible[i] && wordCore(t.words[i]) != Mask {
+				// Off an argument position a word is data only where
+				// another variant of the message had it masked.
 				continue
 			}
-			key := t.signature(wild, i)
-			s := m.st.Slots[key]
 			if s == nil {
 				s = &MemorySlot{First: canonical}
 				m.st.Slots[key] = s
@@ -396,7 +428,7 @@ func (m *Memory) Learn(event, template, fp string) {
 			}
 			s.Members = addMember(s.Members, fp)
 			if len(s.Values) >= MemoryThreshold || len(s.Values) >= MemoryThreshold-1 && slices.Contains(s.Values, maskValue) {
-				wide := append(slices.Clone(wild), t.group(i)...)
+				wide := append(slices.Clone(wild), set...)
 				sort.Ints(wide)
 				f := m.family(&t, wide, s, fp)
 				for _, member := range s.Members {

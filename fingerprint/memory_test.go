@@ -228,3 +228,23 @@ func TestMemoryKeepsFilesAndQuotedNamesAfterOptions(t *testing.T) {
 		}
 	}
 }
+
+// Off an argument position, a word is data where another variant of the
+// message had the value masked (the record's identity, a per-run name):
+// "<*> is not a collaborator" makes "ci", "build" and "runner" there data.
+// Without a masked variant such words stay identity.
+func TestMemoryLearnsDataWhereAVariantWasMasked(t *testing.T) {
+	msg := func(who string) string {
+		return "assign: " + who + " is not a collaborator on this repository, so the issue stays unassigned"
+	}
+	m := NewMemory(&MemoryState{})
+	texts := []string{msg("a81f3c9e02"), msg("ci"), msg("build"), msg("runner")}
+	if got := learnAll(m, "github.assign.failed", texts); distinct(got) != 1 {
+		t.Errorf("%d fingerprints for one defect: %v", distinct(got), got)
+	}
+	m = NewMemory(&MemoryState{})
+	words := []string{msg("alice"), msg("ci"), msg("build"), msg("runner")}
+	if got := learnAll(m, "github.assign.failed", words); distinct(got) != len(words) {
+		t.Errorf("words with no masked variant merged: %d fingerprints", distinct(got))
+	}
+}

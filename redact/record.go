@@ -69,11 +69,13 @@ var commonIdentityWords = map[string]bool{
 }
 
 // Add takes one dropped field of a record. Values with spaces (free text)
-// and values of enum fields are ignored.
+// and values of enum fields are ignored; a path may hold spaces (a macOS
+// home named after its owner, "/Users/Ana M./work").
 func (id *RecordIdentity) Add(key, value string) {
 	value = strings.TrimSpace(value)
 	key = strings.ToLower(key)
-	if value == "" || len(value) > 256 || enumFields[key] || strings.ContainsAny(value, " \t\n\r") {
+	if value == "" || len(value) > 256 || enumFields[key] || strings.ContainsAny(value, "\t\n\r") ||
+		strings.IndexByte(value, ' ') >= 0 && !isAbsolutePath(value) {
 		return
 	}
 	id.consider(value, personFields[key])
@@ -105,6 +107,12 @@ func (id *RecordIdentity) Add(key, value string) {
 		id.consider(part, person)
 	}
 	id.normalize()
+}
+
+// isAbsolutePath: /x, ~/x, C:\x or C:/x.
+func isAbsolutePath(v string) bool {
+	return v[0] == '/' || strings.HasPrefix(v, "~/") ||
+		len(v) > 2 && isLetter(v[0]) && v[1] == ':' && (v[2] == '\\' || v[2] == '/')
 }
 
 // consider adds a run if it is worth masking (see RecordIdentity).

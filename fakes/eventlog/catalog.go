@@ -136,6 +136,14 @@ var bugSpecs = []spec{
 		"render PR body for #{issue}: yaml: line {n}: mapping values are not allowed in this context"},
 	{"gh-cli-json-field", "github.cli.failed", "error", "poll", "pull_request", "", "queue", 1,
 		"gh pr view {issue} --json reviewDecision,statusCheckRollup: exit status 1: Unknown JSON field: \"statusCheckRollup\"\nAvailable fields:\n  additions\n  assignees\n  author\n  reviewDecision"},
+	// The record's own identity inside the text: its tmux target, actor,
+	// work item and host, which GenerateDeployment varies per incident.
+	{"tmux-pane-missing", "tmux.send.failed", "error", "queue", "issues", "claude", "queue", 1,
+		"tmux send-keys -t {tmux} -l: exit status 1: can't find pane: {tmux}"},
+	{"assignee-not-collaborator", "github.assign.failed", "error", "webhook", "issues", "", "queue", 0,
+		"POST https://api.github.com/repos/{repo}/issues/{issue}/assignees: 422 Validation Failed: {actor} is not a collaborator on {repo} [] (X-GitHub-Request-Id: {req})"},
+	{"claim-stolen", "queue.claim.failed", "error", "queue", "issues", "", "queue", 0,
+		"claim {workitem}: lease already held by {host} for {reponame} (session {tmux})"},
 }
 
 var transientSpecs = []spec{

@@ -7,6 +7,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -241,6 +242,10 @@ func (g *deployGen) newPerson() person {
 	case 3:
 		p.home = "/Users/" + u
 		p.host = u + "-mbp.local"
+		if g.r.chance(0.3) {
+			// A macOS account named after its owner: a space in every path.
+			p.home = "/Users/" + strings.ToUpper(u[:1]) + u[1:] + " " + strings.ToUpper(g.r.pick(firstNames)[:1]) + "."
+		}
 	case 4:
 		p.home = `C:\Users\` + u
 		p.sep = `\`
@@ -345,7 +350,8 @@ func (g *deployGen) identityFor(at *time.Time) (identity, bool) {
 func (g *deployGen) incident(at time.Time, d *Defect, id *identity, interleaved bool) int {
 	correlated := d.Source != "cli" && d.Source != "scheduler"
 	id.hasDelivery = correlated && d.Source != "poll"
-	id.hasTmux = correlated && d.Harness != ""
+	// An agent's session, or a failure that names one, carries its target.
+	id.hasTmux = correlated && (d.Harness != "" || strings.Contains(d.tmpl, "{tmux}"))
 	fails := g.r.between(1, 3)
 	// How it ends: a give-up without text (most), a last failure that
 	// says will_retry false itself, or still retrying when the log ends.

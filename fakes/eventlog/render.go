@@ -117,6 +117,9 @@ var placeholderDocs = map[string]string{
 	"repo":       "owner/name",
 	"reponame":   "repository name",
 	"issue":      "issue or PR number",
+	"tmux":       "the incident's tmux target (session:window.pane)",
+	"actor":      "the GitHub account acting on the work item",
+	"workitem":   "the work item, owner/name#number",
 	"model":      "model name (quoted value)",
 	"token":      "fake GitHub token " + "ghp_… (secret)",
 	"password":   "fake database password (secret)",
@@ -148,6 +151,15 @@ func (x *renderer) expand(b []byte, name string) []byte {
 			return append(b, d.owner+"/"+d.repo...)
 		case "reponame":
 			return append(b, d.repo...)
+		case "issue":
+			return strconv.AppendInt(b, int64(d.issue), 10)
+		case "tmux":
+			return append(b, d.tmux...)
+		case "actor":
+			return append(b, d.actor...)
+		case "workitem":
+			b = append(b, d.owner+"/"+d.repo+"#"...)
+			return strconv.AppendInt(b, int64(d.issue), 10)
 		}
 	}
 	switch name {
@@ -230,6 +242,15 @@ func (x *renderer) expand(b []byte, name string) []byte {
 	case "reponame":
 		return append(b, repoNames[sc.repo]...)
 	case "issue":
+		return strconv.AppendInt(b, int64(sc.issue), 10)
+	case "tmux":
+		b = append(b, "loop-"+repoNames[sc.repo]+"-"...)
+		b = strconv.AppendInt(b, int64(sc.issue), 10)
+		return append(b, ":0.0"...)
+	case "actor":
+		return append(b, users[sc.user]...)
+	case "workitem":
+		b = append(b, repos[sc.repo]+"#"...)
 		return strconv.AppendInt(b, int64(sc.issue), 10)
 	case "model":
 		return append(b, r.pick(models)...)

@@ -171,3 +171,18 @@ func FuzzScrubRecord(f *testing.F) {
 		}
 	})
 }
+
+// A working directory may hold spaces (a macOS home named after its owner):
+// its user is masked where the path reappears; other free text with spaces
+// is not identity.
+func TestAPathWithSpacesIsIdentity(t *testing.T) {
+	r := New(Options{})
+	id := identityOf(map[string]string{"cwd": "/Users/Ana M./work/ledger", "note": "retry later today"})
+	out := r.ScrubRecord("open /Users/Ana M./.config/the-loop/config.yaml: too many open files; retry later today", id)
+	if strings.Contains(out, "Ana M.") {
+		t.Errorf("the home's owner survives: %s", out)
+	}
+	if !strings.Contains(out, "retry later today") || !strings.Contains(out, "config.yaml") {
+		t.Errorf("free text or the file name lost: %s", out)
+	}
+}

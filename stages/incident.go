@@ -1,10 +1,14 @@
 package stages
 
 import (
+	"crypto/sha1"
+	"encoding/hex"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/the-loop/the-loop-diagnose/pipeline"
+	"github.com/the-loop/the-loop-diagnose/store"
 )
 
 // Incident linking: a give-up record without error text (will_retry false,
@@ -92,7 +96,8 @@ type incidentFailure struct {
 // IncidentIndex remembers recent failures by correlation value. It is not
 // safe for concurrent use: the fingerprint stage is its one user, in log
 // order. A watcher keeps one across scans, so a give-up links to a failure
-// read by the previous scan; a cron run starts empty (DESIGN.md).
+// read by the previous scan; a cron run starts from the one the previous
+// run left in the state (Export, Import).
 type IncidentIndex struct {
 	keys        []string
 	max         int
@@ -128,15 +133,55 @@ func (x *IncidentIndex) valuesOf(f pipeline.Fields) ([]string, bool) {
 	any := false
 	for i, k := range x.keys {
 		if v, ok := correlationValue(f.Get(k)); ok && len(v) <= incidentMaxValueLen {
-			vals[i], any = v, true
+			vals[i], any = valueDigest(v), true
 		}
 	}
 	for i, k := range incidentAgree {
 		if v, ok := correlationValue(f.Get(k)); ok && len(v) <= incidentMaxValueLen {
-			vals[len(x.keys)+i] = v
+			vals[len(x.keys)+i] = valueDigest(v)
 		}
 	}
 	return vals, any
+}
+
+// valueDigest is how the index holds a correlation value: compared only
+// for equality, so a digest does, and the state a cron run keeps the index
+// in never holds a work item, branch or delivery id.
+func valueDigest(v string) string {
+	h := sha1.Sum([]byte(v))
+	return hex.EncodeToString(h[:8])
+}
+
+// SaveTo keeps the index in the state for the next cron run: the failures
+// within IncidentWindow of the newest, oldest first, with the keys they are
+// by.
+func (x *IncidentIndex) SaveTo(st *store.State) {
+	var out []store.IncidentFailure
+	for seq := x.first; seq < x.next; seq++ {
+		f := x.ring[seq%uint64(x.max)]
+		if f.at.Before(x.newest.Add(-IncidentWindow)) {
+			continue
+		}
+		out = append(out, store.IncidentFailure{At: f.at, Values: slices.Clone(f.values), Ended: f.ended,
+			Fingerprint: f.id.fingerprint, Template: f.id.template, Aliases: f.id.aliases})
+	}
+	st.Incidents, st.IncidentKeys = out, append(slices.Clone(x.keys), incidentAgree...)
+}
+
+// LoadFrom fills an empty index with what a previous run saved, when it
+// was saved by the same keys (a changed correlation config starts afresh).
+// A watcher's index, already filled, keeps its own.
+func (x *IncidentIndex) LoadFrom(st *store.State) {
+	if x.Len() > 0 || !slices.Equal(st.IncidentKeys, append(slices.Clone(x.keys), incidentAgree...)) {
+		return
+	}
+	for _, f := range st.Incidents {
+		if len(f.Values) != len(st.IncidentKeys) || f.At.IsZero() || f.Fingerprint == "" {
+			continue
+		}
+		x.add(f.At, slices.Clone(f.Values), f.Fingerprint, f.Template, f.Aliases)
+		x.ring[(x.next-1)%uint64(x.max)].ended = f.Ended
+	}
 }
 
 // Note remembers a failure with error text and the identity it was given.
@@ -147,16 +192,20 @@ func (x *IncidentIndex) Note(o pipeline.Occurrence) {
 	if !ok || at.IsZero() {
 		return
 	}
+	x.add(at, vals, o.Fingerprint, o.Template, o.Aliases)
+}
+
+func (x *IncidentIndex) add(at time.Time, vals []string, fp, template string, aliases []string) {
 	if at.After(x.newest) {
 		x.newest = at
 	}
 	for x.first < x.next && (x.Len() >= x.max || x.ring[x.first%uint64(x.max)].at.Before(x.newest.Add(-IncidentWindow))) {
 		x.evictOldest()
 	}
-	id := x.identities[o.Fingerprint]
+	id := x.identities[fp]
 	if id == nil {
-		id = &incidentIdentity{fingerprint: o.Fingerprint, template: o.Template, aliases: o.Aliases}
-		x.identities[o.Fingerprint] = id
+		id = &incidentIdentity{fingerprint: fp, template: template, aliases: aliases}
+		x.identities[fp] = id
 	}
 	id.refs++
 	seq := x.next

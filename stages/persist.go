@@ -341,7 +341,7 @@ func clearPending(st *store.State, fp string) {
 // the file on disk is younger than writeBehind: its fsyncs were most of an
 // incremental scan's cost, and redoing such a scan after a crash (from the
 // cursor on disk) costs nothing and changes nothing.
-func FinishScan(s *store.Store, cursor *store.Cursor, eventLog string, sum *Summary, now time.Time, writeBehind time.Duration) error {
+func FinishScan(s *store.Store, cursor *store.Cursor, incidents *IncidentIndex, eventLog string, sum *Summary, now time.Time, writeBehind time.Duration) error {
 	sum.mu.Lock()
 	ledger, costly := sum.ledger, sum.costly || len(sum.events) > 0
 	sum.ledger = nil
@@ -350,6 +350,9 @@ func FinishScan(s *store.Store, cursor *store.Cursor, eventLog string, sum *Summ
 		st.PrunePosted(now.Add(-Window))
 		if cursor != nil {
 			st.Cursor = cursor
+		}
+		if incidents != nil {
+			incidents.SaveTo(st)
 		}
 	}
 	if age, ok := s.WrittenAgo(); ok && writeBehind > 0 && age < writeBehind && !costly && len(ledger) == 0 && !s.Unsynced() {

@@ -32,7 +32,7 @@ func persistDeferred(t *testing.T, path string, at time.Time, dossiers map[strin
 		}
 	}
 	if finish {
-		if err := FinishScan(s, nil, "", sum, at, 0); err != nil {
+		if err := FinishScan(s, nil, nil, "", sum, at, 0); err != nil {
 			t.Fatal(err)
 		}
 	}

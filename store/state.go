@@ -135,6 +135,11 @@ type State struct {
 	// TemplateMemory is what the fingerprinter learned of the log's
 	// templates: which words vary, and which family each fingerprint joined.
 	TemplateMemory *fingerprint.MemoryState `json:"template_memory,omitempty"`
+	// Incidents are the recent failures a bare give-up may end (the
+	// fingerprint stage's incident index), so a cron run links a give-up to
+	// the failure the previous run read. Correlation values are digests.
+	Incidents    []IncidentFailure `json:"incidents,omitempty"`
+	IncidentKeys []string          `json:"incident_keys,omitempty"`
 	// ForeignMarkers are issues by someone the post stage does not trust
 	// that carry a fingerprint marker: ignored for every decision, kept (the
 	// newest few) so status can warn about them.
@@ -416,4 +421,17 @@ func (t *flexTime) UnmarshalJSON(b []byte) error {
 	sec := int64(f)
 	*t = flexTime(time.Unix(sec, int64((f-float64(sec))*1e9)).UTC())
 	return nil
+}
+
+// IncidentFailure is one failure of the incident index, as the state keeps
+// it: when, the digests of its correlation and agreement values (by the
+// index's key order; "" when absent), the defect identity it had, and
+// whether a give-up already ended its incident.
+type IncidentFailure struct {
+	At          time.Time `json:"at"`
+	Values      []string  `json:"v"`
+	Fingerprint string    `json:"fp"`
+	Template    string    `json:"t,omitempty"`
+	Aliases     []string  `json:"a,omitempty"`
+	Ended       bool      `json:"ended,omitempty"`
 }

@@ -41,8 +41,9 @@ type scanner struct {
 	// healTuning is what the last scan's heal filter chose; the next keeps it.
 	healTuning *stages.HealTuning
 	// incidents remembers recent failures so a bare give-up takes its
-	// incident's fingerprint; a watcher keeps it across scans, so a give-up
-	// links to a failure the previous scan read (a cron run starts empty).
+	// incident's fingerprint; a watcher keeps it across scans, and a cron
+	// run starts from what the previous run saved in the state, so a
+	// give-up links to a failure the previous scan read.
 	incidents *stages.IncidentIndex
 	// writeBehind lets a watcher's scan that saw only recurrences keep its
 	// state in memory while the file is younger than this (FinishScan).
@@ -140,6 +141,7 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time
 	var candidateCount atomic.Int64
 	fp := s.fp
 	st.View(func(state *store.State) {
+		s.incidents.LoadFrom(state) // a cron run: the previous run's recent failures
 		if !state.HoldsOlderVersions() {
 			fp = fp.WithoutAliases() // nothing written by the-loop or an older release to match
 		}
@@ -194,7 +196,7 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time
 	if !src.Persistent() {
 		eventLog = ""
 	}
-	if err := stages.FinishScan(st, src.Cursor(&stats), eventLog, sum, s.now(), s.writeBehind); err != nil {
+	if err := stages.FinishScan(st, src.Cursor(&stats), s.incidents, eventLog, sum, s.now(), s.writeBehind); err != nil {
 		return sum, err
 	}
 	sum.Lines, sum.Corrupt = stats.Lines.Load(), stats.Corrupt.Load()

@@ -21,7 +21,8 @@ import (
 // item's #7) is masked only where it stands as an issue or pull request
 // number: #7, issues/7, issue view 7. A whole value that is a common word
 // (branch: main) is masked only where the text marks it as a value: quoted
-// on its own ('main'), as a ref's leaf (refs/heads/main, HEAD -> main) or as an option's argument (-b main, --delete main), so
+// on its own ('main'), as a ref's leaf (refs/heads/main, HEAD -> main,
+// bot:main), as the value of a name (branch=main) or as an option's argument (-b main, --delete main), so
 // "in main" of a stack trace stays.
 //
 // The zero value holds nothing and masks nothing.
@@ -269,6 +270,11 @@ func markedAsValue(s, lower string, p, e int) bool {
 		if strings.HasSuffix(lower[:p], b) {
 			return true
 		}
+	}
+	// "owner:main" (a head ref), "branch=main": the value of a name glued
+	// to it by ':' or '='.
+	if p >= 2 && (s[p-1] == ':' || s[p-1] == '=') && nameChar(s[p-2]) {
+		return true
 	}
 	// "-b main", "--delete main": the word before is an option.
 	if p >= 3 && s[p-1] == ' ' {

@@ -117,6 +117,8 @@ func TestACommonWordValueIsMaskedOnlyWhereMarkedAsAValue(t *testing.T) {
 			"git push origin HEAD:refs/heads/" + branch + ": exit status 1",
 			"! [remote rejected] HEAD -> " + branch + " (protected branch hook declined)",
 			`checkout "` + branch + `" failed`,
+			"A pull request already exists for the-loop-bot:" + branch + ".",
+			"ref=" + branch + " rejected",
 		} {
 			if out := r.ScrubRecord(text, id); strings.Contains(out, branch) {
 				t.Errorf("branch %s survives where it stands as a value: %s", branch, out)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/the-loop/the-loop-diagnose/fakes/eventlog"
+	fakegh "github.com/the-loop/the-loop-diagnose/fakes/github"
 )
 
 // giveUp renders a bare give-up: will_retry false, attempts spent, no error.
@@ -147,63 +148,115 @@ func TestOpenIssuesPerDefectOnADeploymentShapedLog(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%d-lines-seed-%d", tc.lines, tc.seed), func(t *testing.T) {
 			gh := newGitHub(t)
-			d := newDeployment(t, gh, deployOpts{harness: "builtin", maxPerDay: 1000,
-				extra: "  maxDiagnosesPerScan: 1000\n  maxDiagnosesPerDay: 1000\n"})
-			f, err := os.Create(d.log)
-			if err != nil {
-				t.Fatal(err)
-			}
-			truth := map[int64]string{}
-			w := bufio.NewWriter(f)
-			st, err := eventlog.GenerateDeployment(w, func(line int, id string) { truth[int64(line)] = id },
-				eventlog.DeploymentOptions{Lines: tc.lines, Seed: tc.seed})
-			if err != nil {
-				t.Fatal(err)
-			}
-			w.Flush()
-			f.Close()
-			if res := d.run("run"); res.code != 0 {
-				t.Fatalf("exit %d\n%s", res.code, res.stderr)
-			}
-			defectsOf := map[string]map[string]bool{}
-			for line, fp := range replayFingerprints(t, d) {
-				if id, ok := truth[line]; ok {
-					if defectsOf[fp] == nil {
-						defectsOf[fp] = map[string]bool{}
-					}
-					defectsOf[fp][id] = true
-				}
-			}
-			filed := map[string]int{} // defect → open issues
-			var merged []string
-			open := 0
-			for _, is := range gh.Issues() {
-				if is.State != "open" {
-					continue
-				}
-				open++
-				ids := defectsOf[markerOf(is.Body)]
-				if len(ids) == 0 {
-					t.Fatalf("issue #%d names no fingerprint of the log", is.Number)
-				}
-				if len(ids) > 1 {
-					merged = append(merged, fmt.Sprint(slices.Sorted(maps.Keys(ids))))
-				}
-				for id := range ids {
-					filed[id]++
-				}
-			}
-			ratio := float64(open) / float64(len(filed))
-			t.Logf("%d lines: %d incidents (%d bare give-ups linked in truth, %d lone, %d interleaved); %d defects reached GitHub in %d open issues: %.3f per defect; issues over several defects: %v",
-				tc.lines, st.Incidents, st.GiveUps, st.Orphans, st.Interleaved, len(filed), open, ratio, merged)
-			if ratio > tc.most {
-				t.Errorf("%.3f open issues per defect, want <= %.2f", ratio, tc.most)
-			}
-			for id, n := range filed {
-				if n > 1 && strings.HasPrefix(id, "orphan:") {
-					t.Errorf("lone give-ups of %s split over %d issues", id, n)
-				}
-			}
+			d := newDeployment(t, gh, bulkDeployOpts)
+			defects := fileGeneratedLog(t, d, tc.lines, tc.seed)
+			checkIssuesPerDefect(t, gh, defects, tc.most)
 		})
+	}
+}
+
+// Two deployments with their own state, each with its own repositories,
+// people and hosts (another seed), file into one repository: a defect the
+// first filed is found by the second through the issue's marker, whatever
+// variant each saw first.
+func TestTwoDeploymentsFileOneIssuePerDefect(t *testing.T) {
+	gh := newGitHub(t)
+	a, b := newDeployment(t, gh, bulkDeployOpts), newDeployment(t, gh, bulkDeployOpts)
+	defects := fileGeneratedLog(t, a, 20000, 6)
+	for fp, ids := range fileGeneratedLog(t, b, 20000, 7) {
+		if defects[fp] == nil {
+			defects[fp] = map[string]bool{}
+		}
+		for id := range ids {
+			defects[fp][id] = true
+		}
+	}
+	checkIssuesPerDefect(t, gh, defects, 1.10)
+}
+
+var bulkDeployOpts = deployOpts{harness: "builtin", maxPerDay: 1000,
+	extra: "  maxDiagnosesPerScan: 1000\n  maxDiagnosesPerDay: 1000\n"}
+
+// fileGeneratedLog writes a deployment-shaped log for d, runs d over it and
+// returns the true defects of each fingerprint the log's failures have
+// (replay's, after linking and families).
+func fileGeneratedLog(t *testing.T, d *deployment, lines int, seed int64) map[string]map[string]bool {
+	t.Helper()
+	f, err := os.Create(d.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	truth := map[int64]string{}
+	w := bufio.NewWriter(f)
+	st, err := eventlog.GenerateDeployment(w, func(line int, id string) { truth[int64(line)] = id },
+		eventlog.DeploymentOptions{Lines: lines, Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Flush()
+	f.Close()
+	t.Logf("seed %d, %d lines: %d incidents (%d bare give-ups linked in truth, %d lone, %d interleaved)",
+		seed, lines, st.Incidents, st.GiveUps, st.Orphans, st.Interleaved)
+	if res := d.run("run"); res.code != 0 {
+		t.Fatalf("exit %d\n%s", res.code, res.stderr)
+	}
+	defectsOf := map[string]map[string]bool{}
+	for line, fp := range replayFingerprints(t, d) {
+		if id, ok := truth[line]; ok {
+			if defectsOf[fp] == nil {
+				defectsOf[fp] = map[string]bool{}
+			}
+			defectsOf[fp][id] = true
+		}
+	}
+	return defectsOf
+}
+
+// checkIssuesPerDefect counts the open issues on gh per true defect (by
+// each issue's marker) and fails above most, or when an issue names no
+// fingerprint of the logs.
+func checkIssuesPerDefect(t *testing.T, gh *fakegh.Server, defectsOf map[string]map[string]bool, most float64) {
+	t.Helper()
+	filed := map[string]int{} // defect → open issues
+	var merged []string
+	open := 0
+	for _, is := range gh.Issues() {
+		if is.State != "open" {
+			continue
+		}
+		open++
+		var ids map[string]bool
+		for _, m := range markersOf(is.Body) {
+			if ids = defectsOf[m]; len(ids) > 0 {
+				break
+			}
+		}
+		if len(ids) == 0 {
+			t.Fatalf("issue #%d names no fingerprint of the logs: %v", is.Number, markersOf(is.Body))
+		}
+		if len(ids) > 1 {
+			merged = append(merged, fmt.Sprint(slices.Sorted(maps.Keys(ids))))
+		}
+		for id := range ids {
+			filed[id]++
+		}
+	}
+	ratio := float64(open) / float64(len(filed))
+	var split []string
+	for id, n := range filed {
+		if n > 1 {
+			split = append(split, fmt.Sprintf("%s×%d", id, n))
+		}
+	}
+	slices.Sort(split)
+	t.Logf("%d defects reached GitHub in %d open issues: %.3f per defect; split: %v; issues over several defects: %v",
+		len(filed), open, ratio, split, merged)
+	if ratio > most {
+		t.Errorf("%.3f open issues per defect, want <= %.2f", ratio, most)
+	}
+	for id, n := range filed {
+		if n > 1 && strings.HasPrefix(id, "orphan:") {
+			t.Errorf("lone give-ups of %s split over %d issues", id, n)
+		}
 	}
 }

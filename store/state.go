@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/the-loop/the-loop-diagnose/fingerprint"
+	"reflect"
 	"sort"
 	"strings"
 	"time"
@@ -25,6 +26,9 @@ type Reported struct {
 type Abandoned struct {
 	Reason string    `json:"reason,omitempty"`
 	At     time.Time `json:"at,omitzero"`
+	// Pending is the backlog entry it had (its dossier, its finding), kept
+	// so that `retry` can bring the defect back without its records.
+	Pending *Deferred `json:"pending,omitempty"`
 }
 
 // Intent is written durably before an issue is created, so a crash between
@@ -32,6 +36,11 @@ type Abandoned struct {
 type Intent struct {
 	At    time.Time `json:"at"`
 	Title string    `json:"title,omitempty"`
+	// InDoubt: the create was sent and its outcome is unknown (a timeout,
+	// a lost connection, a 5xx or a rate limit after the request left).
+	// No create is sent again until a lookup, given time for GitHub's
+	// listing to show a slow create, finds nothing.
+	InDoubt bool `json:"in_doubt,omitempty"`
 }
 
 // IssueRef caches what a marker lookup learned about a fingerprint's issue.
@@ -82,6 +91,19 @@ type Deferred struct {
 	// every scan rewrites it at most hourly.
 	DossierSaved time.Time       `json:"dossier_saved,omitzero"`
 	Finding      json.RawMessage `json:"finding,omitempty"` // the agent's answer, when it already ran
+	// Waiting says what the defect waits for when an outage or the
+	// operator's setup, not the defect, kept it back ("GitHub: 503 ...").
+	Waiting string `json:"waiting,omitempty"`
+}
+
+// Outage is a dependency the scans are waiting for (GitHub, the agent):
+// since when, why, how many scans in a row found it down, and when the next
+// scan may try it again (the backoff across scans).
+type Outage struct {
+	Since  time.Time `json:"since"`
+	Reason string    `json:"reason"`
+	Scans  int       `json:"scans"`
+	Next   time.Time `json:"next"`
 }
 
 // Settlement is a machine verdict that kept a defect from a human.
@@ -118,7 +140,13 @@ type State struct {
 	Dismissed map[string]Dismissal `json:"dismissed,omitempty"`
 	Deferred  map[string]Deferred  `json:"deferred,omitempty"`
 	Failures  map[string]string    `json:"last_failure,omitempty"`
-	Cursor    *Cursor              `json:"cursor,omitempty"`
+	// FirstFailed is when each defect's first defect-specific failure in a
+	// row happened: abandoning needs maxRetries of them spanning a day.
+	FirstFailed map[string]time.Time `json:"first_failed,omitempty"`
+	// Outages are the dependencies being waited for, by name ("github",
+	// "agent").
+	Outages map[string]Outage `json:"outages,omitempty"`
+	Cursor  *Cursor           `json:"cursor,omitempty"`
 
 	// Settled defects were settled by the machine without a human, until
 	// their settlement expires or their evidence changes.
@@ -184,6 +212,12 @@ func (s *State) init() {
 	if s.Failures == nil {
 		s.Failures = map[string]string{}
 	}
+	if s.FirstFailed == nil {
+		s.FirstFailed = map[string]time.Time{}
+	}
+	if s.Outages == nil {
+		s.Outages = map[string]Outage{}
+	}
 	if s.Posted == nil {
 		s.Posted = []time.Time{}
 	}
@@ -195,12 +229,20 @@ func (s *State) init() {
 	}
 }
 
-var knownKeys = map[string]bool{
-	"reported": true, "abandoned": true, "attempts": true, "posted": true,
-	"intents": true, "issues": true, "dismissed": true, "deferred": true,
-	"last_failure": true, "cursor": true, "settled": true, "heals": true, "diagnosed": true,
-	"deployment": true, "foreign_markers": true, "issue_login": true, "template_memory": true,
-}
+// knownKeys are the keys State's own fields use, read from their json
+// tags: any other key of a loaded file is kept as it was (extra). Derived,
+// not listed, so a new field can never be both a field and an extra key
+// (written twice, the stale copy last).
+var knownKeys = func() map[string]bool {
+	keys := map[string]bool{}
+	t := reflect.TypeFor[State]()
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+			keys[name] = true
+		}
+	}
+	return keys
+}()
 
 // stateFields has State's JSON shape without its methods, so decoding it does
 // not recurse into State.UnmarshalJSON.

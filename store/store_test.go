@@ -237,3 +237,42 @@ func TestHoldsOlderVersionsTellsOlderFingerprintsFromOurs(t *testing.T) {
 		}
 	}
 }
+
+// Every field of the state survives a write and a read as itself: written
+// once, with its value, never next to a stale copy kept as an unknown key.
+func TestEveryFieldRoundTripsOnce(t *testing.T) {
+	st := NewState()
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	st.Outages["github"] = Outage{Since: at, Reason: "503", Scans: 1, Next: at.Add(time.Minute)}
+	st.FirstFailed["fp"] = at
+	st.Incidents = []IncidentFailure{{At: at, Values: []string{"a"}, Fingerprint: "v3:x"}}
+	st.IncidentKeys = []string{"work_item"}
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back State
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	back.Outages["github"] = Outage{Since: at, Reason: "503", Scans: 2, Next: at.Add(2 * time.Minute)}
+	again, err := json.Marshal(&back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(again), `"outages"`); n != 1 {
+		t.Fatalf("outages written %d times: %s", n, again)
+	}
+	var last State
+	if err := json.Unmarshal(again, &last); err != nil || last.Outages["github"].Scans != 2 || last.Incidents[0].Fingerprint != "v3:x" || !last.FirstFailed["fp"].Equal(at) {
+		t.Fatalf("a field did not survive the round trip: %v %+v", err, last)
+	}
+	// Every json key of State is known: none would be kept as extra.
+	var keys map[string]json.RawMessage
+	json.Unmarshal(again, &keys)
+	for k := range keys {
+		if !knownKeys[k] {
+			t.Errorf("key %q of State's own fields is not known", k)
+		}
+	}
+}

@@ -189,6 +189,34 @@ type Group struct {
 	Healed int `json:"healed,omitempty"`
 	// Settle is set when the machine settled the group without a human.
 	Settle *Settlement `json:"settle,omitempty"`
+	// Wait is set when an outage or the operator's setup, not the defect,
+	// keeps the group from being diagnosed or filed this scan: it is
+	// deferred, nothing is charged, and no retry is counted.
+	Wait *Wait `json:"wait,omitempty"`
+}
+
+// Wait is what a scan waits for: a dependency and why it is unusable.
+type Wait struct {
+	For    string `json:"for"` // WaitGitHub or WaitAgent
+	Reason string `json:"reason"`
+	// Backoff: not tried this scan, because earlier scans found it down
+	// and their backoff has not run out.
+	Backoff bool `json:"backoff,omitempty"`
+}
+
+// What a scan can wait for.
+const (
+	WaitGitHub = "github"
+	WaitAgent  = "agent"
+)
+
+// String is the wait as a reason: "waiting for GitHub: 503 ...".
+func (w *Wait) String() string {
+	name := map[string]string{WaitGitHub: "GitHub", WaitAgent: "the agent"}[w.For]
+	if name == "" {
+		name = w.For
+	}
+	return "waiting for " + name + ": " + w.Reason
 }
 
 // Settlement is a machine verdict with the evidence it rests on.
@@ -222,6 +250,9 @@ type Finding struct {
 	Dossier
 	Answer  *Answer `json:"answer,omitempty"`
 	Failure string  `json:"failure,omitempty"` // non-empty when the agent failed
+	// Unusable marks a failure where the agent ran and answered, and the
+	// answer for this dossier was unusable: the defect's own failure.
+	Unusable bool `json:"unusable,omitempty"`
 	// AgentRan is true when an agent ran for it this scan (not a cached
 	// answer): it counts toward the diagnosis budget.
 	AgentRan  bool          `json:"agent_ran,omitempty"`

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -93,19 +94,70 @@ func NewAgent(cfg AgentConfig) (pipeline.Stage[pipeline.Dossier, pipeline.Findin
 	return agentStage(cfg, run), nil
 }
 
-// agentStage wraps run with the pass-through rules, logging, panic recovery
-// and order-preserving parallelism.
+// agentStage wraps run with the pass-through rules, logging, panic recovery,
+// order-preserving parallelism and, per scan, the agent's health.
 func agentStage(cfg AgentConfig, run agentRunner) pipeline.Stage[pipeline.Dossier, pipeline.Finding] {
-	return pipeline.MapOrdered(cfg.Parallel, func(ctx context.Context, d pipeline.Dossier) (pipeline.Finding, bool, error) {
-		f, err := agentDiagnose(ctx, cfg, run, d)
-		return f, true, err
-	})
+	return func(ctx context.Context, in <-chan pipeline.Dossier, out chan<- pipeline.Finding) error {
+		health := &agentHealth{}
+		return pipeline.MapOrdered(cfg.Parallel, func(ctx context.Context, d pipeline.Dossier) (pipeline.Finding, bool, error) {
+			if down, ok := health.isDown(); ok && AgentWillRun(d) {
+				return pipeline.Finding{Dossier: withWait(d, pipeline.WaitAgent, down), Failure: down}, true, nil
+			}
+			f, err := agentDiagnose(ctx, cfg, run, d)
+			if err == nil && f.AgentRan {
+				health.note(&f)
+			}
+			return f, true, err
+		})(ctx, in, out)
+	}
+}
+
+// agentHealth tells an agent that is down from a dossier it cannot
+// diagnose. A run that failed without an answer (the CLI missing, its
+// login rejected, its provider down, a crash, a timeout) is the agent's
+// failure while no dossier of the scan has been diagnosed: the scan then
+// stops running agents, and the defects wait, uncharged. Once one dossier
+// was diagnosed, the agent works, and a later failure is that dossier's.
+// An answer that came back unusable is always the dossier's.
+type agentHealth struct {
+	mu        sync.Mutex
+	succeeded bool
+	down      string
+}
+
+func (h *agentHealth) isDown() (string, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.down, h.down != ""
+}
+
+// note classifies f's run, marking a failure the agent's own as a wait.
+func (h *agentHealth) note(f *pipeline.Finding) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case f.Failure == "":
+		h.succeeded = true
+	case f.Unusable || h.succeeded:
+	default:
+		if h.down == "" {
+			h.down = f.Failure
+		}
+		f.Dossier = withWait(f.Dossier, pipeline.WaitAgent, f.Failure)
+		f.AgentRan = false // an outage's run is not the defect's diagnosis: not charged
+	}
+}
+
+func withWait(d pipeline.Dossier, what, reason string) pipeline.Dossier {
+	d.Wait = &pipeline.Wait{For: what, Reason: reason}
+	return d
 }
 
 // AgentWillRun is the agent stage's pass-through rule: only a new defect
-// without a diagnosis cached from an earlier scan runs the agent.
+// without a diagnosis cached from an earlier scan, and not held back by an
+// outage, runs the agent.
 func AgentWillRun(d pipeline.Dossier) bool {
-	return d.Verdict == pipeline.VerdictNew && d.Group.Finding == nil
+	return d.Verdict == pipeline.VerdictNew && d.Group.Finding == nil && d.Wait == nil
 }
 
 // agentDiagnose applies the pass-through rules and runs the agent, turning a

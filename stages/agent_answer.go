@@ -25,6 +25,13 @@ type agentEnvelope struct {
 	Result  *string `json:"result"`
 }
 
+// agentReportedError is the CLI saying, in its own envelope, that the run
+// failed (its API answered 529, its login expired, its turns ran out):
+// the agent's failure, not an answer about the dossier.
+type agentReportedError struct{ msg string }
+
+func (e *agentReportedError) Error() string { return e.msg }
+
 // agentAnswer extracts the answer from a harness's stdout.
 func agentAnswer(harness string, stdout []byte) (*pipeline.Answer, error) {
 	switch harness {
@@ -60,7 +67,7 @@ func agentUnwrapEnvelope(stdout []byte) (string, error) {
 		if env.Result != nil {
 			msg = *env.Result
 		}
-		return "", fmt.Errorf("agent reported an error (%s): %s", agentOr(env.Subtype, "no subtype"), agentExcerpt([]byte(msg), 200))
+		return "", &agentReportedError{fmt.Sprintf("agent reported an error (%s): %s", agentOr(env.Subtype, "no subtype"), agentExcerpt([]byte(msg), 200))}
 	}
 	if env.Result == nil || strings.TrimSpace(*env.Result) == "" {
 		return "", fmt.Errorf("agent returned an empty result (%s)", agentOr(env.Subtype, "no subtype"))

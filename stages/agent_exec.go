@@ -85,7 +85,12 @@ func agentRunProcess(ctx context.Context, cfg AgentConfig, d pipeline.Dossier) (
 	}
 	answer, err := agentAnswer(cfg.Harness, res.stdout)
 	if err != nil {
-		return fail("%v", err)
+		f, _ := fail("%v", err)
+		// It ran and answered: the answer is this dossier's failure, unless
+		// the CLI itself reported that the run failed.
+		var reported *agentReportedError
+		f.Unusable = !errors.As(err, &reported)
+		return f, nil
 	}
 	return pipeline.Finding{Dossier: d, Answer: answer}, nil
 }

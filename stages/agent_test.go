@@ -781,3 +781,54 @@ func TestAgentFailureReasonIsScrubbed(t *testing.T) {
 		t.Fatalf("failure reason %q: want a failure that quotes the output scrubbed", got[0].Failure)
 	}
 }
+
+// An agent that fails before any dossier of the scan was diagnosed (its
+// binary missing, its login rejected, its provider down) is down: that
+// dossier and the rest wait, uncharged, and no further agent runs. Once a
+// dossier was diagnosed, a later failure is that dossier's own, and an
+// unusable answer always is.
+func TestAnAgentThatFailsForEveryDossierIsDownNotTheDefects(t *testing.T) {
+	dossier := func(fp string) pipeline.Dossier {
+		return pipeline.Dossier{Group: pipeline.Group{Fingerprint: fp, Verdict: pipeline.VerdictNew}}
+	}
+	runs := 0
+	down := agentStage(AgentConfig{Parallel: 1, Log: zerolog.Nop()}, func(_ context.Context, d pipeline.Dossier) (pipeline.Finding, error) {
+		runs++
+		return pipeline.Finding{Dossier: d, Failure: `agent: exec: "claude": executable file not found in $PATH`}, nil
+	})
+	out, err := pipeline.Collect(context.Background(), down, dossier("a"), dossier("b"), dossier("c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs != 1 {
+		t.Fatalf("%d agent runs, want the first only", runs)
+	}
+	for _, f := range out {
+		if f.Wait == nil || f.Wait.For != pipeline.WaitAgent || f.AgentRan {
+			t.Fatalf("%s: wait %+v, agent ran %v: want waiting for the agent, uncharged", f.Fingerprint, f.Wait, f.AgentRan)
+		}
+	}
+	runs = 0
+	mixed := agentStage(AgentConfig{Parallel: 1, Log: zerolog.Nop()}, func(_ context.Context, d pipeline.Dossier) (pipeline.Finding, error) {
+		runs++
+		switch d.Fingerprint {
+		case "ok":
+			return pipeline.Finding{Dossier: d, Answer: &pipeline.Answer{Title: "t"}}, nil
+		case "garbage":
+			return pipeline.Finding{Dossier: d, Failure: "agent answer is not JSON", Unusable: true}, nil
+		}
+		return pipeline.Finding{Dossier: d, Failure: "agent exited with exit status 1"}, nil
+	})
+	out, err = pipeline.Collect(context.Background(), mixed, dossier("garbage"), dossier("ok"), dossier("crash"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs != 3 {
+		t.Fatalf("%d runs, want 3", runs)
+	}
+	for _, f := range out {
+		if f.Fingerprint != "ok" && (f.Wait != nil || !f.AgentRan || f.Failure == "") {
+			t.Fatalf("%s: %+v: want a failure of its own, charged", f.Fingerprint, f)
+		}
+	}
+}

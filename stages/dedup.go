@@ -16,10 +16,9 @@ import (
 // with the number of distinct fingerprints, never with the log.
 const DefaultSamples = 20
 
-// Policy is what dedup decides with: retry and diagnosis budgets, and the
-// mechanical triage checks.
+// Policy is what dedup decides with: the diagnosis budgets and the
+// mechanical triage checks. (Abandoning is persist's: RetriesExhausted.)
 type Policy struct {
-	MaxRetries          int
 	MaxDiagnosesPerScan int // agent runs per scan (default 5)
 	MaxDiagnosesPerDay  int // agent runs per rolling 24 h (default 20)
 	// Backlog brings back defects deferred by earlier scans; a watcher woken
@@ -193,10 +192,6 @@ func Decide(groups []pipeline.Group, st *store.State, now time.Time, p Policy) [
 		}
 		if fp, ok := st.IsAbandoned(all...); ok {
 			g.Verdict, g.Reason = pipeline.VerdictAbandoned, st.Abandoned[fp].Reason
-			continue
-		}
-		if p.MaxRetries > 0 && g.Attempt >= p.MaxRetries {
-			g.Verdict, g.Reason = pipeline.VerdictAbandoned, "retries exhausted"
 			continue
 		}
 		prev, active := st.Settled[g.Fingerprint]

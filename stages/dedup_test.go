@@ -22,7 +22,7 @@ func occ(line int64, fp, event string) pipeline.Occurrence {
 }
 
 func testPolicy() Policy {
-	return Policy{MaxRetries: 3, MaxDiagnosesPerScan: 3, MaxDiagnosesPerDay: 20, Backlog: true, Triage: DefaultTriage()}
+	return Policy{MaxDiagnosesPerScan: 3, MaxDiagnosesPerDay: 20, Backlog: true, Triage: DefaultTriage()}
 }
 
 func verdicts(groups []pipeline.Group) map[string]pipeline.Verdict {
@@ -49,7 +49,9 @@ func TestDedupGroupsAndDecides(t *testing.T) {
 	}
 	v := verdicts(got)
 	want := map[string]pipeline.Verdict{"new": pipeline.VerdictNew, "known": pipeline.VerdictKnown,
-		"gone": pipeline.VerdictAbandoned, "tired": pipeline.VerdictAbandoned}
+		// Failures alone never abandon at dedup: persist abandons on a
+		// failure once they span a day (RetriesExhausted).
+		"gone": pipeline.VerdictAbandoned, "tired": pipeline.VerdictNew}
 	for fp, w := range want {
 		if v[fp] != w {
 			t.Errorf("%s: verdict %s, want %s", fp, v[fp], w)

@@ -7,6 +7,11 @@ import "github.com/the-loop/the-loop-diagnose/pipeline"
 // issue). Post and print share it, so both sinks record every verdict alike.
 func Settle(r pipeline.Report) (o pipeline.Outcome, ok bool) {
 	o = pipeline.Outcome{Report: r}
+	if r.Wait != nil && r.Verdict == pipeline.VerdictNew {
+		// An outage or the setup held it back: later, uncharged.
+		o.Status, o.Reason = pipeline.StatusDeferred, r.Wait.String()
+		return o, true
+	}
 	switch r.Verdict {
 	case pipeline.VerdictKnown:
 		o.Status = pipeline.StatusKnown

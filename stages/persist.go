@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -28,6 +30,12 @@ type Summary struct {
 	// agent run, an issue, a settlement, an event): its state is written
 	// at once, never left to a later write (FinishScan's writeBehind).
 	costly bool
+	// Waited are the dependencies this scan found down (what for → why);
+	// worked, the ones it used successfully. FinishScan turns them into
+	// the state's outages and their backoff.
+	Waited map[string]string
+	held   map[string]string
+	worked map[string]bool
 }
 
 func (s *Summary) add(o pipeline.Outcome) {
@@ -37,6 +45,27 @@ func (s *Summary) add(o pipeline.Outcome) {
 		s.ByStatus = map[pipeline.Status]int{}
 	}
 	s.ByStatus[o.Status]++
+	if w := o.Wait; w != nil {
+		seen := &s.Waited // found down this scan: its backoff grows
+		if w.Backoff {
+			seen = &s.held // not tried: an earlier scan's backoff holds
+		}
+		if *seen == nil {
+			*seen = map[string]string{}
+		}
+		if _, ok := (*seen)[w.For]; !ok {
+			(*seen)[w.For] = w.Reason
+		}
+	}
+	if s.worked == nil {
+		s.worked = map[string]bool{}
+	}
+	if o.AgentRan && o.Failure == "" {
+		s.worked[pipeline.WaitAgent] = true
+	}
+	if o.Status == pipeline.StatusFiled || o.Status == pipeline.StatusKnown && o.URL != "" {
+		s.worked[pipeline.WaitGitHub] = true
+	}
 	switch o.Status {
 	case pipeline.StatusFailed, pipeline.StatusAbandoned:
 		s.Failures = append(s.Failures, o.Fingerprint+": "+o.Error)
@@ -52,6 +81,22 @@ func (s *Summary) Count(st pipeline.Status) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.ByStatus[st]
+}
+
+// Waiting is what the scan waited for, one "GitHub: reason" per dependency.
+func (s *Summary) Waiting() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	all := maps.Clone(s.held)
+	if all == nil {
+		all = map[string]string{}
+	}
+	maps.Copy(all, s.Waited)
+	var out []string
+	for _, what := range slices.Sorted(maps.Keys(all)) {
+		out = append(out, (&pipeline.Wait{For: what, Reason: all[what]}).String())
+	}
+	return out
 }
 
 // Failed reports whether any defect failed this scan (a non-zero exit).
@@ -256,14 +301,26 @@ func applyStatus(st *store.State, o pipeline.Outcome, now time.Time, maxRetries 
 				"verdict": o.Settle.Verdict, "reason": o.Settle.Reason, "evidence": o.Settle.Evidence})}
 		}
 	case pipeline.StatusDeferred:
-		if !keepForLater(st, o, now) {
+		already := keepForLater(st, o, now)
+		d := st.Deferred[fp]
+		d.Waiting = ""
+		if o.Wait != nil {
+			d.Waiting = o.Wait.String()
+		}
+		st.Deferred[fp] = d
+		if !already {
 			return []store.Event{ev("diagnosis.deferred", "info", map[string]any{"reason": o.Reason})}
 		}
 	case pipeline.StatusFailed:
 		st.Attempts[fp]++
 		st.Failures[fp] = o.Error
-		if maxRetries > 0 && st.Attempts[fp] >= maxRetries {
-			st.Abandoned[fp] = store.Abandoned{Reason: o.Error, At: now}
+		if st.FirstFailed[fp].IsZero() {
+			st.FirstFailed[fp] = now
+		}
+		if RetriesExhausted(st, fp, now, maxRetries) {
+			keepForLater(st, o, now)
+			pending := st.Deferred[fp]
+			st.Abandoned[fp] = store.Abandoned{Reason: o.Error, At: now, Pending: &pending}
 			delete(st.Deferred, fp)
 			return []store.Event{ev("diagnosis.failed", "warning", map[string]any{
 				"error": o.Error, "attempts": st.Attempts[fp], "abandoned": true})}
@@ -330,6 +387,42 @@ func clearPending(st *store.State, fp string) {
 	delete(st.Intents, fp)
 	delete(st.Attempts, fp)
 	delete(st.Failures, fp)
+	delete(st.FirstFailed, fp)
+}
+
+// AbandonAfter is the least time a defect's failures must span before it is
+// abandoned: maxRetries failures within minutes are more likely one bad
+// hour than a defect no agent or GitHub will ever take.
+const AbandonAfter = 24 * time.Hour
+
+// RetriesExhausted is the one rule for abandoning a defect: maxRetries
+// failures of its own (never an outage's or the setup's), the first of
+// them at least AbandonAfter ago.
+func RetriesExhausted(st *store.State, fp string, now time.Time, maxRetries int) bool {
+	if maxRetries <= 0 || st.Attempts[fp] < maxRetries {
+		return false
+	}
+	first, ok := st.FirstFailed[fp]
+	// A state from before FirstFailed was kept: its count alone decides.
+	return !ok || now.Sub(first) >= AbandonAfter
+}
+
+// Retry brings an abandoned defect back: its backlog entry returns (so the
+// next scan files it without its records), its failures are forgotten.
+// It reports whether fp was abandoned.
+func Retry(st *store.State, fp string) bool {
+	a, ok := st.Abandoned[fp]
+	if !ok {
+		return false
+	}
+	delete(st.Abandoned, fp)
+	delete(st.Attempts, fp)
+	delete(st.Failures, fp)
+	delete(st.FirstFailed, fp)
+	if a.Pending != nil {
+		st.Deferred[fp] = *a.Pending
+	}
+	return true
 }
 
 // FinishScan makes the scan's end durable: the cursor advances (only now,
@@ -343,7 +436,7 @@ func clearPending(st *store.State, fp string) {
 // cursor on disk) costs nothing and changes nothing.
 func FinishScan(s *store.Store, cursor *store.Cursor, incidents *IncidentIndex, eventLog string, sum *Summary, now time.Time, writeBehind time.Duration) error {
 	sum.mu.Lock()
-	ledger, costly := sum.ledger, sum.costly || len(sum.events) > 0
+	ledger, costly := sum.ledger, sum.costly || len(sum.events) > 0 || len(sum.Waited) > 0
 	sum.ledger = nil
 	sum.mu.Unlock()
 	finish := func(st *store.State) {
@@ -354,6 +447,7 @@ func FinishScan(s *store.Store, cursor *store.Cursor, incidents *IncidentIndex, 
 		if incidents != nil {
 			incidents.SaveTo(st)
 		}
+		noteOutages(st, sum, now)
 	}
 	if age, ok := s.WrittenAgo(); ok && writeBehind > 0 && age < writeBehind && !costly && len(ledger) == 0 && !s.Unsynced() {
 		s.Checkpoint(finish)

@@ -120,12 +120,16 @@ func TestComposePassesFailuresThroughUncomposed(t *testing.T) {
 	}
 }
 
+// A defect is abandoned after maxRetries failures of its own spanning at
+// least a day: three failures within an hour (one bad hour) keep it in the
+// backlog; the next failure a day after the first abandons it, keeping its
+// backlog entry for `retry`.
 func TestPersistCountsFailuresThenAbandons(t *testing.T) {
 	st := store.NewState()
 	o := pipeline.Outcome{Status: pipeline.StatusFailed, Error: "agent answer is not JSON"}
 	o.Fingerprint, o.Markdown = "fp", "dossier"
 	for i := 1; i <= 3; i++ {
-		events := Apply(st, o, now, 3)
+		events := Apply(st, o, now.Add(time.Duration(i)*time.Minute), 3)
 		last := events[len(events)-1]
 		if last.Type != "diagnosis.failed" || last.Level != "warning" {
 			t.Fatalf("attempt %d events = %+v", i, events)
@@ -135,11 +139,22 @@ func TestPersistCountsFailuresThenAbandons(t *testing.T) {
 			t.Fatalf("attempt %d events = %+v", i, events)
 		}
 	}
-	if _, ok := st.Abandoned["fp"]; !ok || st.Attempts["fp"] != 3 {
-		t.Fatalf("not abandoned after 3 failures: %+v %+v", st.Abandoned, st.Attempts)
+	if _, ok := st.Abandoned["fp"]; ok || st.Attempts["fp"] != 3 {
+		t.Fatalf("abandoned after 3 failures within minutes: %+v %+v", st.Abandoned, st.Attempts)
 	}
-	if _, ok := st.Deferred["fp"]; ok {
-		t.Fatal("an abandoned defect must leave the backlog")
+	if _, ok := st.Deferred["fp"]; !ok {
+		t.Fatal("a failing defect must stay in the backlog")
+	}
+	Apply(st, o, now.Add(AbandonAfter+time.Minute), 3)
+	a, ok := st.Abandoned["fp"]
+	if !ok {
+		t.Fatalf("not abandoned after failures spanning a day: %+v", st.Attempts)
+	}
+	if _, ok := st.Deferred["fp"]; ok || a.Pending == nil || a.Pending.Dossier == "" {
+		t.Fatalf("an abandoned defect leaves the backlog and keeps its entry for retry: %+v", a)
+	}
+	if !Retry(st, "fp") || st.Deferred["fp"].Dossier == "" || st.Attempts["fp"] != 0 || len(st.Abandoned) != 0 {
+		t.Fatalf("retry did not bring the defect back: %+v", st)
 	}
 }
 

@@ -142,6 +142,11 @@ func referencedDossiers(st *State) map[string]bool {
 			used[d.DossierFile] = true
 		}
 	}
+	for _, a := range st.Abandoned {
+		if a.Pending != nil && a.Pending.DossierFile != "" {
+			used[a.Pending.DossierFile] = true
+		}
+	}
 	return used
 }
 

@@ -136,31 +136,49 @@ func TestDailyCapDefersTheFourthDefectUntilTheWindowMoves(t *testing.T) {
 	}
 }
 
+// An agent whose answer is unusable for a dossier fails that defect: it is
+// retried, and abandoned only after maxRetries such failures spanning a day
+// (three bad scans within an hour are not enough).
 func TestGarbageAgentIsRetriedThenAbandonedAndNothingPosted(t *testing.T) {
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{agentMode: "garbage"})
 	d.appendLog(failure(t0, "dispatch.failed", "boom"))
-	for i := 1; i <= 3; i++ {
-		res := d.run("run")
+	at := []time.Duration{time.Hour, 2 * time.Hour, 3 * time.Hour, 26 * time.Hour}
+	for i, after := range at {
+		res := d.run("run", "--now", t0.Add(after).Format(time.RFC3339))
 		if res.code == 0 {
-			t.Fatalf("run %d: exit 0 although the agent failed\n%s", i, res.stderr)
+			t.Fatalf("run %d: exit 0 although the agent failed\n%s", i+1, res.stderr)
 		}
-		if !strings.Contains(res.stderr, "retried") && i < 3 {
-			t.Errorf("run %d stderr lacks a summary: %s", i, res.stderr)
+		if !strings.Contains(res.stderr, "retried") && i < len(at)-1 {
+			t.Errorf("run %d stderr lacks a summary: %s", i+1, res.stderr)
+		}
+		if abandoned := len(d.stateMap("abandoned")) == 1; abandoned != (i == len(at)-1) {
+			t.Fatalf("run %d: abandoned %v, want only once the failures span a day: %s", i+1, abandoned, d.readState()["abandoned"])
 		}
 	}
 	if gh.CountCreates() != 0 {
 		t.Fatalf("posted %d issues from a garbage answer", gh.CountCreates())
 	}
-	if len(d.stateMap("abandoned")) != 1 {
-		t.Fatalf("not abandoned after 3 failures: %s", d.readState()["abandoned"])
-	}
 	// Abandoned: the next run does nothing and succeeds.
-	if res := d.run("run"); res.code != 0 {
+	if res := d.run("run", "--now", t0.Add(27*time.Hour).Format(time.RFC3339)); res.code != 0 {
 		t.Fatalf("run after abandonment: exit %d\n%s", res.code, res.stderr)
 	}
-	if ev := d.events("diagnosis.failed"); len(ev) != 3 || ev[0]["level"] != "warning" {
+	if ev := d.events("diagnosis.failed"); len(ev) != len(at) || ev[0]["level"] != "warning" {
 		t.Fatalf("diagnosis.failed events = %v", ev)
+	}
+	// retry brings it back with its dossier: filed once the agent answers.
+	if res := d.run("retry", "--all-abandoned"); res.code != 0 || !strings.Contains(res.stdout, "back in the backlog") {
+		t.Fatalf("retry: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	if len(d.stateMap("abandoned")) != 0 || len(d.stateMap("deferred")) != 1 {
+		t.Fatalf("after retry: abandoned %s deferred %s", d.readState()["abandoned"], d.readState()["deferred"])
+	}
+	d.env = append(d.env, "FAKE_AGENT_MODE=valid")
+	if res := d.run("run", "--now", t0.Add(28*time.Hour).Format(time.RFC3339)); res.code != 0 || gh.CountCreates() != 1 {
+		t.Fatalf("after retry: exit %d, %d issues\n%s", res.code, gh.CountCreates(), res.stderr)
+	}
+	if res := d.run("retry", "v3:0000000000000000"); res.code != 1 || !strings.Contains(res.stderr, "not abandoned") {
+		t.Fatalf("retry of an unknown fingerprint: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
 }
 

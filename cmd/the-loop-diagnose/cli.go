@@ -32,6 +32,7 @@ Usage:
   the-loop-diagnose watch   [same flags] [--metrics-addr ADDR]
   the-loop-diagnose replay  --stage read|filter|fingerprint|dedup|dossier|agent|compose --log FIXTURE
   the-loop-diagnose status  [--json]
+  the-loop-diagnose retry   FINGERPRINT... | --all-abandoned
   the-loop-diagnose redact  < strings.jsonl
   the-loop-diagnose version
 `
@@ -65,6 +66,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = cmdReplay(hard, rest, io)
 	case "status":
 		err = cmdStatus(rest, io)
+	case "retry":
+		err = cmdRetry(rest, io)
 	case "redact":
 		err = cmdRedact(rest, io)
 	case "version", "--version":

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -129,8 +130,17 @@ func (s *scanner) runOnce(hard, soft context.Context) error {
 	for _, line := range sum.Settled {
 		fmt.Fprintf(s.io.err, "  settled locally (not filed): %s\n", line)
 	}
+	var msgs []string
+	if waiting := sum.Waiting(); len(waiting) > 0 {
+		// Not the defects' fault: nothing charged, nothing lost.
+		msgs = append(msgs, "the scan stopped early, "+strings.Join(waiting, "; ")+
+			"; its defects stay pending (see status) and the next scan tries again")
+	}
 	if sum.Failed() {
-		return &exitError{code: exitFailed, msg: "some defects failed and will be retried next scan:\n  " + joinLines(sum.Failures)}
+		msgs = append(msgs, "some defects failed and will be retried next scan:\n  "+joinLines(sum.Failures))
+	}
+	if len(msgs) > 0 {
+		return &exitError{code: exitFailed, msg: strings.Join(msgs, "\n")}
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/stages"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
@@ -40,6 +41,8 @@ func cmdStatus(args []string, io stdio) error {
 		"ledger":    store.LedgerPath(cfg.StatePath),
 		"abandoned": st.Abandoned,
 		"attempts":  st.Attempts,
+		// Dependencies the scans wait for, and when they try again.
+		"outages": st.Outages,
 		"window": map[string]any{"issues_used": used, "issues_max": cfg.MaxIssuesPerDay,
 			"diagnoses_used": diagnosed, "diagnoses_max": cfg.MaxDiagnosesPerDay, "hours": stages.Window.Hours()},
 		"cursor": st.Cursor,
@@ -58,6 +61,12 @@ func cmdStatus(args []string, io stdio) error {
 		fmt.Fprintf(w, "warning: issue #%d by @%s carries the marker of %s; ignored (not a trusted author)\n", f.Number, f.Login, f.Fingerprint)
 	}
 	fmt.Fprintf(w, "issues filed in the last 24 h: %d of %d; agent diagnoses: %d of %d\n", used, cfg.MaxIssuesPerDay, diagnosed, cfg.MaxDiagnosesPerDay)
+	for _, what := range store.Fingerprints(st.Outages) {
+		o := st.Outages[what]
+		fmt.Fprintf(w, "%s: %s (since %s, %d scans; next try %s)\n",
+			(&pipeline.Wait{For: what, Reason: o.Reason}).String(), "defects wait, nothing is charged",
+			o.Since.Format(time.RFC3339), o.Scans, o.Next.Format(time.RFC3339))
+	}
 	fmt.Fprintf(w, "\nreported (%d):\n", len(st.Reported))
 	for _, fp := range store.Fingerprints(st.Reported) {
 		r := st.Reported[fp]
@@ -71,6 +80,9 @@ func cmdStatus(args []string, io stdio) error {
 			diagnosed = "diagnosed"
 		}
 		fmt.Fprintf(w, "  %s  %s ×%d since %s, %s, attempts %d\n", fp, d.Event, d.Count, d.Since.Format(time.RFC3339), diagnosed, st.Attempts[fp])
+		if d.Waiting != "" {
+			fmt.Fprintf(w, "      %s\n", d.Waiting)
+		}
 	}
 	fmt.Fprintf(w, "\nsettled by the machine, not filed (%d; evidence in %s):\n", len(st.Settled), store.LedgerPath(cfg.StatePath))
 	for _, fp := range store.Fingerprints(st.Settled) {
@@ -95,6 +107,9 @@ func cmdStatus(args []string, io stdio) error {
 	fmt.Fprintf(w, "\nabandoned (%d):\n", len(st.Abandoned))
 	for _, fp := range store.Fingerprints(st.Abandoned) {
 		fmt.Fprintf(w, "  %s  %s\n", fp, st.Abandoned[fp].Reason)
+	}
+	if len(st.Abandoned) > 0 {
+		fmt.Fprintf(w, "  (the-loop-diagnose retry FP, or retry --all-abandoned, brings them back)\n")
 	}
 	if st.Cursor != nil {
 		fmt.Fprintf(w, "\nread cursor: %s at byte %d (line %d)\n", st.Cursor.Path, st.Cursor.Offset, st.Cursor.Line)

@@ -108,8 +108,11 @@ const (
 // ghFailure classifies err. repoLevel marks routes where 403/404/410 can
 // only mean the repository or token is wrong (list and create issues).
 type ghFailure struct {
-	kind   ghKind
-	wait   time.Duration // for ghRateLimited
+	kind ghKind
+	wait time.Duration // for ghRateLimited
+	// quota: the primary rate limit, which GitHub enforces before doing
+	// anything (a secondary limit or a 429 may come after the work).
+	quota  bool
 	status int
 	setup  *SetupError
 }
@@ -121,7 +124,7 @@ func ghClassify(err error, repo string, repoLevel bool, secondaryWait time.Durat
 		if ra, ok := ghRetryAfter(rl.Response); ok {
 			wait = ra
 		}
-		return ghFailure{kind: ghRateLimited, wait: max(wait, 0), status: http.StatusForbidden}
+		return ghFailure{kind: ghRateLimited, wait: max(wait, 0), status: http.StatusForbidden, quota: true}
 	}
 	var ab *github.AbuseRateLimitError
 	if errors.As(err, &ab) {
@@ -201,8 +204,9 @@ func ghSecondaryWait(resp *http.Response, known *time.Duration, floor time.Durat
 // CheckGitHub is the scan's preflight: one list-issues request that fails
 // with the SetupError a misconfiguration (bad token, unknown repository,
 // issues disabled) would give at the first post — but before any agent has
-// run, so a misconfigured cron job costs no LLM call per scan. Rate limits
-// and transient failures are not its business: the post stage handles them.
+// run, so a misconfigured cron job costs no LLM call per scan. A GitHub
+// that is down (5xx, the network) is an *OutageError: the scan's defects
+// wait. Rate limits are the post stage's business.
 func CheckGitHub(ctx context.Context, c *github.Client, repo string) error {
 	owner, name, ok := strings.Cut(repo, "/")
 	if !ok {
@@ -213,8 +217,13 @@ func CheckGitHub(ctx context.Context, c *github.Client, repo string) error {
 	if err == nil {
 		return nil
 	}
-	if f := ghClassify(err, repo, true, 0); f.kind == ghSetup {
+	switch f := ghClassify(err, repo, true, 0); f.kind {
+	case ghSetup:
 		return f.setup
+	case ghTransient:
+		// Down (5xx, the network): no agent should run for an issue that
+		// cannot be filed; the defects wait for a later scan.
+		return &OutageError{Reason: fmt.Sprintf("list issues: %v", err)}
 	}
 	return nil
 }

@@ -30,6 +30,9 @@ const (
 	DefaultPostRetries       = 3
 	DefaultPostBackoffBase   = time.Second
 	DefaultPostCallTimeout   = 30 * time.Second
+	// DefaultPostCreateSettle is how long a create in doubt is given to
+	// show in GitHub's listing before the defect is filed again.
+	DefaultPostCreateSettle = 10 * time.Minute
 
 	// postOccurrenceEvery throttles edits of the occurrence comment.
 	postOccurrenceEvery = time.Hour
@@ -56,8 +59,11 @@ type PostConfig struct {
 	Retries       int           // retries for 5xx and network errors; default 3, negative for none
 	BackoffBase   time.Duration // first backoff; doubles per retry, with jitter
 	CallTimeout   time.Duration // bound on one HTTP call; default 30s
-	Version       string        // tool/deployment version, for occurrence and recurrence comments
-	Log           zerolog.Logger
+	// CreateSettle is how long a create in doubt (sent, outcome unknown)
+	// is waited for before the defect is filed again; default 10 min.
+	CreateSettle time.Duration
+	Version      string // tool/deployment version, for occurrence and recurrence comments
+	Log          zerolog.Logger
 	// FixedUpstream, when set, is asked before an issue closed as completed
 	// is reopened: a settlement means the fix shipped in a release this
 	// deployment does not run yet, so it is told to upgrade instead. An
@@ -102,6 +108,9 @@ func NewPost(cfg PostConfig) pipeline.Stage[pipeline.Report, pipeline.Outcome] {
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = DefaultPostCallTimeout
 	}
+	if cfg.CreateSettle <= 0 {
+		cfg.CreateSettle = DefaultPostCreateSettle
+	}
 	return func(ctx context.Context, in <-chan pipeline.Report, out chan<- pipeline.Outcome) error {
 		p := &poster{cfg: cfg}
 		for r := range in {
@@ -129,10 +138,15 @@ type poster struct {
 	labelWarned  bool
 	lastWrite    time.Time
 	deferReason  string // set once a rate limit defers the rest of the scan
+	// wait is set once GitHub is found unusable (5xx, the network, a
+	// create in doubt): the rest of the scan asks it nothing more.
+	wait *pipeline.Wait
 
 	// index maps fingerprints to issues seen by marker lookups this scan;
-	// scanned records which list queries already ran to completion.
+	// opens, to every open one (twins to settle); scanned records which
+	// list queries already ran to completion.
 	index   map[string]*github.Issue
+	opens   map[string][]*github.Issue
 	scanned map[string]bool
 }
 
@@ -141,12 +155,31 @@ type postDeferral struct{ reason string }
 
 func (e *postDeferral) Error() string { return e.reason }
 
+// OutageError is GitHub being unusable for this scan: 5xx or the network
+// past the retries (or at the scan's first call), or a create whose outcome
+// is unknown. The defect waits; nothing is charged to it.
+type OutageError struct{ Reason string }
+
+func (e *OutageError) Error() string { return "GitHub is unavailable: " + e.Reason }
+
+// postInDoubt is a create that was sent and failed in a way that leaves
+// its outcome unknown (a timeout, a lost connection, a 5xx, a rate limit).
+type postInDoubt struct{ err error }
+
+func (e *postInDoubt) Error() string { return e.err.Error() }
+func (e *postInDoubt) Unwrap() error { return e.err }
+
 func (p *poster) handle(ctx context.Context, r pipeline.Report) (pipeline.Outcome, error) {
 	o, settled := Settle(r)
 	if settled {
-		if r.Verdict == pipeline.VerdictKnown && o.Status == pipeline.StatusKnown && p.deferReason == "" {
+		if r.Verdict == pipeline.VerdictKnown && o.Status == pipeline.StatusKnown && p.deferReason == "" && p.wait == nil {
 			return p.finish(o, p.refreshKnown(ctx, &o), true)
 		}
+		return o, nil
+	}
+	if p.wait != nil {
+		w := *p.wait
+		o.Wait, o.Status, o.Reason = &w, pipeline.StatusDeferred, w.String()
 		return o, nil
 	}
 	if p.deferReason != "" {
@@ -172,11 +205,21 @@ func (p *poster) finish(o pipeline.Outcome, err error, lenient bool) (pipeline.O
 	}
 	var setup *SetupError
 	var deferral *postDeferral
+	var outage *OutageError
 	switch {
 	case errors.As(err, &setup):
 		return o, setup
 	case postCancelled(err):
 		return o, err
+	case errors.As(err, &outage):
+		p.wait = &pipeline.Wait{For: pipeline.WaitGitHub, Reason: outage.Reason}
+		p.cfg.Log.Warn().Str("fingerprint", o.Fingerprint).Msg(p.wait.String() + "; the rest of this scan waits")
+		w := *p.wait
+		o.Wait = &w
+		if !lenient {
+			o.Status, o.Reason = pipeline.StatusDeferred, w.String()
+		}
+		return o, nil
 	case errors.As(err, &deferral):
 		p.deferReason = deferral.reason
 		p.cfg.Log.Warn().Str("fingerprint", o.Fingerprint).Msg(deferral.reason + "; deferring the rest of this scan")
@@ -217,9 +260,10 @@ func (p *poster) post(ctx context.Context, o *pipeline.Outcome) error {
 	fp := o.Fingerprint
 	var ref store.IssueRef
 	var cached, intent bool
+	var pending store.Intent
 	p.cfg.Store.View(func(st *store.State) {
 		ref, cached = st.Issues[fp]
-		_, intent = st.Intents[fp]
+		pending, intent = st.Intents[fp]
 	})
 	if err := p.ensureLogin(ctx); err != nil {
 		return err
@@ -234,21 +278,67 @@ func (p *poster) post(ctx context.Context, o *pipeline.Outcome) error {
 			found = is
 		}
 	}
+	fps := MarkerFingerprints(o.Group)
 	if found == nil {
-		is, err := p.lookup(ctx, MarkerFingerprints(o.Group), false)
+		// A create in doubt is looked for afresh, not in this scan's index.
+		is, err := p.lookup(ctx, fps, intent && pending.InDoubt)
 		if err != nil {
 			return err
 		}
-		found = is
+		if found, err = p.settleTwins(ctx, fps, is); err != nil {
+			return err
+		}
 	}
 	if found != nil {
 		if intent && p.mine(found) {
-			// Our own create from a run that died before recording it.
+			// Our own create from a run that died before recording it, or
+			// one whose answer never came.
 			return p.filed(o, found)
 		}
 		return p.existing(ctx, o, found)
 	}
+	if intent && pending.InDoubt {
+		if since := p.cfg.Now().Sub(pending.At); since < p.cfg.CreateSettle {
+			return &OutageError{Reason: fmt.Sprintf("the create of %s %s ago is in doubt and GitHub does not list it yet: waiting up to %s before filing it again",
+				fp, since.Round(time.Second), p.cfg.CreateSettle)}
+		}
+		p.cfg.Log.Info().Str("fingerprint", fp).Msg("the create in doubt never showed on GitHub: filing the defect again")
+	}
 	return p.create(ctx, o)
+}
+
+// settleTwins keeps, of the open issues carrying one of fps' markers (a
+// create in doubt that did happen, deployments racing), the oldest and
+// closes the others as its duplicates, whenever a lookup finds more than
+// one. It returns the issue that stands (found when it has no twin).
+func (p *poster) settleTwins(ctx context.Context, fps []string, found *github.Issue) (*github.Issue, error) {
+	if found == nil || found.GetState() != "open" {
+		return found, nil
+	}
+	var open []*github.Issue
+	for _, fp := range fps {
+		for _, is := range p.opens[fp] {
+			if !slices.ContainsFunc(open, func(o *github.Issue) bool { return o.GetNumber() == is.GetNumber() }) {
+				open = append(open, is)
+			}
+		}
+	}
+	if len(open) < 2 {
+		return found, nil
+	}
+	slices.SortFunc(open, func(a, b *github.Issue) int { return a.GetNumber() - b.GetNumber() })
+	first := open[0]
+	for _, twin := range open[1:] {
+		why := fmt.Sprintf("Duplicate of #%d: the same defect was filed twice (a create whose answer was lost, or two deployments at once). Follow #%d.", first.GetNumber(), first.GetNumber())
+		if err := p.closeDuplicate(ctx, twin, first, why); err != nil {
+			return nil, err
+		}
+		twin.State = github.String("closed")
+	}
+	for _, fp := range fps {
+		p.opens[fp] = slices.DeleteFunc(p.opens[fp], func(is *github.Issue) bool { return is.GetNumber() != first.GetNumber() })
+	}
+	return first, nil
 }
 
 func (p *poster) mine(is *github.Issue) bool {
@@ -689,17 +779,35 @@ func (p *poster) create(ctx context.Context, o *pipeline.Outcome) error {
 	}
 	var created *github.Issue
 	answered := false // created is the create call's own answer
-	err = p.do(ctx, ghCall{what: "create issue", write: true, repoLevel: true}, func(ctx context.Context) error {
+	err = p.do(ctx, ghCall{what: "create issue", write: true, repoLevel: true, once: true}, func(ctx context.Context) error {
 		is, _, err := p.cfg.Client.Issues.Create(ctx, p.owner, p.name, &github.IssueRequest{
 			Title: github.String(title), Body: github.String(body), Labels: &[]string{p.cfg.Label},
 		})
 		created, answered = is, err == nil
 		return err
-	}, func(ctx context.Context) (bool, error) {
-		is, err := p.lookup(ctx, fps, true)
-		created, answered = is, false
-		return is != nil, err
-	})
+	}, nil)
+	var doubt *postInDoubt
+	if errors.As(err, &doubt) {
+		// GitHub may have applied it: never sent again this scan. A later
+		// scan's lookup finds it, or after CreateSettle files it anew.
+		if uerr := p.cfg.Store.Update(func(st *store.State) error {
+			in := st.Intents[fp]
+			in.InDoubt = true
+			st.Intents[fp] = in
+			return nil
+		}); uerr != nil {
+			return uerr
+		}
+		// It may show at once (a 5xx after the work): look, never resend.
+		is, lerr := p.lookup(ctx, fps, true)
+		if lerr != nil {
+			return lerr
+		}
+		if is != nil && p.mine(is) {
+			return p.filed(o, is)
+		}
+		return &OutageError{Reason: fmt.Sprintf("the create of %s is in doubt (%v): it is looked for on GitHub by the next scan, not sent again", fp, doubt.err)}
+	}
 	if err != nil {
 		return err
 	}
@@ -887,7 +995,7 @@ func (p *poster) lookup(ctx context.Context, fps []string, fresh bool) (*github.
 		return nil, err
 	}
 	if fresh || p.index == nil {
-		p.index, p.scanned = map[string]*github.Issue{}, map[string]bool{}
+		p.index, p.opens, p.scanned = map[string]*github.Issue{}, map[string][]*github.Issue{}, map[string]bool{}
 	}
 	type query struct {
 		key   string
@@ -961,7 +1069,10 @@ func (p *poster) indexed(fps []string) *github.Issue {
 // otherwise the newest (lists arrive newest first).
 func (p *poster) indexIssue(fp string, is *github.Issue) {
 	if p.index == nil {
-		p.index, p.scanned = map[string]*github.Issue{}, map[string]bool{}
+		p.index, p.opens, p.scanned = map[string]*github.Issue{}, map[string][]*github.Issue{}, map[string]bool{}
+	}
+	if is.GetState() == "open" && !slices.ContainsFunc(p.opens[fp], func(o *github.Issue) bool { return o.GetNumber() == is.GetNumber() }) {
+		p.opens[fp] = append(p.opens[fp], is)
 	}
 	old := p.index[fp]
 	if old == nil || (old.GetState() != "open" && is.GetState() == "open") || old.GetNumber() == is.GetNumber() {
@@ -974,12 +1085,17 @@ type ghCall struct {
 	what      string
 	write     bool // spaced ≥ WriteSpacing from the previous write
 	repoLevel bool // 403/404/410 mean setup, not this request
+	// once: a write that must not be repeated blind (a create): a failure
+	// that leaves its outcome unknown returns postInDoubt at once.
+	once bool
 }
 
 // do runs fn under the retry policy: 5xx and network failures back off
 // (exponentially, with jitter) and retry up to Retries times, running
-// reconcile first when given (done=true ends the call as a success);
-// rate limits wait up to MaxWait, uncounted, or defer; the rest return.
+// reconcile first when given (done=true ends the call as a success), then
+// end the scan's use of GitHub (OutageError); rate limits wait up to
+// MaxWait, uncounted, or defer; the rest return. A once call that fails
+// in a way that leaves its outcome unknown returns postInDoubt at once.
 func (p *poster) do(ctx context.Context, c ghCall, fn func(context.Context) error, reconcile func(context.Context) (bool, error)) error {
 	// The scan's GitHub check runs before its first request, whichever it
 	// is (a known defect seen again within the hour makes none).
@@ -1016,6 +1132,9 @@ func (p *poster) do(ctx context.Context, c ghCall, fn func(context.Context) erro
 			return ctx.Err()
 		}
 		f := ghClassify(err, p.cfg.Repo, c.repoLevel, p.cfg.SecondaryWait)
+		if c.once && (f.kind == ghTransient || f.kind == ghRateLimited && !f.quota) {
+			return &postInDoubt{err: fmt.Errorf("%s: %w", c.what, err)}
+		}
 		switch f.kind {
 		case ghSetup:
 			return f.setup
@@ -1030,7 +1149,7 @@ func (p *poster) do(ctx context.Context, c ghCall, fn func(context.Context) erro
 			}
 		case ghTransient:
 			if retries >= p.cfg.Retries {
-				return fmt.Errorf("%s: %w (gave up after %d attempts)", c.what, err, retries+1)
+				return &OutageError{Reason: fmt.Sprintf("%s: %v (gave up after %d attempts)", c.what, err, retries+1)}
 			}
 			retries++
 			inDoubt = c.write

@@ -566,34 +566,58 @@ func TestPostAmbiguousCreateIsReconciledNotDuplicated(t *testing.T) {
 	}
 }
 
-func TestPostRetriesServerErrorsThenFiles(t *testing.T) {
+// A create that fails in a way that leaves its outcome unknown (a 5xx) is
+// never sent again blind: the scan looks for it, and when GitHub does not
+// list it the defect waits, uncharged, with its intent in doubt. Only after
+// CreateSettle with nothing listed is it created again; an applied create
+// behind a 5xx is found, not repeated.
+func TestPostNeverRepeatsACreateBlind(t *testing.T) {
 	h := newPostHarness(t, fakegh.Options{}, "")
-	h.srv.Inject(fakegh.RouteCreateIssue, fakegh.ServerError(500), fakegh.ServerError(503))
+	h.srv.Inject(fakegh.RouteCreateIssue, fakegh.ServerError(500), fakegh.ServerErrorAfter(502))
 	o := h.runOne(t, postReport("fp-5"))
-	if o.Status != pipeline.StatusFiled || h.srv.CountCreates() != 1 {
-		t.Fatalf("outcome %+v creates %d", o, h.srv.CountCreates())
+	if o.Status != pipeline.StatusDeferred || o.Wait == nil || o.Wait.For != pipeline.WaitGitHub || o.Error != "" {
+		t.Fatalf("a create in doubt: outcome %+v, want deferred, waiting for GitHub", o)
 	}
-	if n := len(h.srv.RequestsTo(fakegh.RouteCreateIssue)); n != 3 {
-		t.Fatalf("%d create requests, want 3", n)
+	if in := h.state().Intents["fp-5"]; !in.InDoubt {
+		t.Fatalf("the intent is not marked in doubt: %+v", in)
+	}
+	// Within CreateSettle: looked for, not sent.
+	h.now = h.now.Add(time.Minute)
+	if o = h.runOne(t, postReport("fp-5")); o.Status != pipeline.StatusDeferred {
+		t.Fatalf("within the settle time: %+v", o)
+	}
+	if n := len(h.srv.RequestsTo(fakegh.RouteCreateIssue)); n != 1 {
+		t.Fatalf("%d create requests within the settle time, want 1", n)
+	}
+	// Past it, nothing listed: created again; that create's 5xx came after
+	// the work, and the lookup finds the issue.
+	h.now = h.now.Add(DefaultPostCreateSettle)
+	if o = h.runOne(t, postReport("fp-5")); o.Status != pipeline.StatusFiled || o.Number != 1 {
+		t.Fatalf("after the settle time: %+v", o)
+	}
+	if n := len(h.srv.RequestsTo(fakegh.RouteCreateIssue)); n != 2 || h.srv.CountCreates() != 1 || len(h.state().Intents) != 0 {
+		t.Fatalf("%d create requests, %d issues, intents %v", n, h.srv.CountCreates(), h.state().Intents)
 	}
 }
 
-func TestPostRetriesAreBoundedAndIntentReconciledNextScan(t *testing.T) {
+// GitHub down past the retries (a list that keeps failing) is an outage:
+// this defect and the rest of the scan wait, nothing is counted as a
+// failure, and no later report asks GitHub anything.
+func TestPostOutageDefersTheRestOfTheScan(t *testing.T) {
 	h := newPostHarness(t, fakegh.Options{}, "")
 	h.cfg.Retries = 1
-	h.srv.Inject(fakegh.RouteCreateIssue, fakegh.ServerError(502), fakegh.ServerErrorAfter(502))
-	o := h.runOne(t, postReport("fp-b"))
-	if o.Status != pipeline.StatusFailed || !strings.Contains(o.Error, "gave up after 2 attempts") {
-		t.Fatalf("outcome %+v", o)
+	h.srv.Inject(fakegh.RouteListIssues, fakegh.ServerError(503), fakegh.ServerError(503))
+	out, err := h.run(t, postReport("fp-1"), postReport("fp-2"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, ok := h.state().Intents["fp-b"]; !ok {
-		t.Fatal("the intent must survive a failed create")
+	for _, o := range out {
+		if o.Status != pipeline.StatusDeferred || o.Wait == nil || o.Error != "" || !strings.Contains(o.Reason, "waiting for GitHub") {
+			t.Fatalf("outcome %+v, want deferred waiting for GitHub", o)
+		}
 	}
-	// The last attempt did create the issue. The next scan reconciles it as
-	// our own create: filed, once.
-	o = h.runOne(t, postReport("fp-b"))
-	if o.Status != pipeline.StatusFiled || h.srv.CountCreates() != 1 {
-		t.Fatalf("next scan: %+v, %d creates", o, h.srv.CountCreates())
+	if n := len(h.srv.RequestsTo(fakegh.RouteListIssues)); n != 2 || h.srv.CountCreates() != 0 {
+		t.Fatalf("%d list requests, %d creates: the scan kept asking GitHub", n, h.srv.CountCreates())
 	}
 }
 
@@ -618,23 +642,31 @@ func TestPostRateLimits(t *testing.T) {
 	t.Run("secondary without Retry-After waits SecondaryWait", func(t *testing.T) {
 		h := newPostHarness(t, fakegh.Options{}, "")
 		h.cfg.SecondaryWait = 150 * time.Millisecond
-		h.srv.Inject(fakegh.RouteCreateIssue, fakegh.SecondaryRateLimit(-1))
+		h.srv.Inject(fakegh.RouteListIssues, fakegh.SecondaryRateLimit(-1))
 		o := h.runOne(t, postReport("fp-s"))
 		if o.Status != pipeline.StatusFiled {
 			t.Fatalf("outcome %+v", o)
 		}
-		creates := h.srv.RequestsTo(fakegh.RouteCreateIssue)
-		if len(creates) != 2 || creates[1].At.Sub(creates[0].At) < 150*time.Millisecond {
-			t.Fatalf("the wait was not honoured: %d creates", len(creates))
+		lists := h.srv.RequestsTo(fakegh.RouteListIssues)
+		if len(lists) < 2 || lists[1].At.Sub(lists[0].At) < 150*time.Millisecond {
+			t.Fatalf("the wait was not honoured: %d lists", len(lists))
 		}
 	})
 	t.Run("secondary Retry-After is honoured", func(t *testing.T) {
 		h := newPostHarness(t, fakegh.Options{}, "")
+		h.srv.Inject(fakegh.RouteListIssues, fakegh.SecondaryRateLimit(time.Second))
+		o := h.runOne(t, postReport("fp-s"))
+		lists := h.srv.RequestsTo(fakegh.RouteListIssues)
+		if o.Status != pipeline.StatusFiled || len(lists) < 2 || lists[1].At.Sub(lists[0].At) < time.Second {
+			t.Fatalf("outcome %+v, %d lists", o, len(lists))
+		}
+	})
+	t.Run("a secondary limit on a create puts it in doubt", func(t *testing.T) {
+		h := newPostHarness(t, fakegh.Options{}, "")
 		h.srv.Inject(fakegh.RouteCreateIssue, fakegh.SecondaryRateLimit(time.Second))
 		o := h.runOne(t, postReport("fp-s"))
-		creates := h.srv.RequestsTo(fakegh.RouteCreateIssue)
-		if o.Status != pipeline.StatusFiled || len(creates) != 2 || creates[1].At.Sub(creates[0].At) < time.Second {
-			t.Fatalf("outcome %+v, %d creates", o, len(creates))
+		if o.Status != pipeline.StatusDeferred || !h.state().Intents["fp-s"].InDoubt || len(h.srv.RequestsTo(fakegh.RouteCreateIssue)) != 1 {
+			t.Fatalf("outcome %+v, intents %+v", o, h.state().Intents)
 		}
 	})
 	t.Run("primary waits for x-ratelimit-reset", func(t *testing.T) {
@@ -823,7 +855,7 @@ func TestPostPassesThroughWhatItMustNotPost(t *testing.T) {
 func TestPostHonoursCancellationDuringBackoff(t *testing.T) {
 	h := newPostHarness(t, fakegh.Options{}, "")
 	h.cfg.BackoffBase = time.Hour
-	h.srv.Inject(fakegh.RouteCreateIssue, fakegh.ServerError(503))
+	h.srv.Inject(fakegh.RouteListIssues, fakegh.ServerError(503))
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	_, err := pipeline.Collect(ctx, NewPost(h.cfg), postReport("fp-1"))

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	fakegh "github.com/the-loop/the-loop-diagnose/fakes/github"
+	"github.com/the-loop/the-loop-diagnose/stages"
 )
 
 var markerRE = regexp.MustCompile(`<!-- the-loop-diagnose fingerprint:(\S+) -->`)
@@ -456,25 +457,25 @@ func TestClosedAsNotPlannedIsRespected(t *testing.T) {
 	}
 }
 
-func TestSecondaryRateLimitIsWaitedOutThenFiled(t *testing.T) {
+// A secondary rate limit on a create may come after GitHub did the work:
+// the create is never sent again blind. The scan waits, the defect stays
+// pending uncharged, and a later scan that still finds nothing listed,
+// after the settle time, files it once.
+func TestASecondaryRateLimitOnACreateIsNeverRepeatedBlind(t *testing.T) {
 	gh := newGitHub(t)
 	gh.Inject(fakegh.RouteCreateIssue, fakegh.SecondaryRateLimit(time.Second))
 	d := newDeployment(t, gh, deployOpts{})
 	d.appendLog(killDefects()[0])
-	start := time.Now()
 	res := d.run("run")
-	if res.code != 0 || gh.CountCreates() != 1 {
-		t.Fatalf("exit %d, %d issues\n%s", res.code, gh.CountCreates(), res.stderr)
+	if res.code != 1 || gh.CountCreates() != 0 || !strings.Contains(res.stderr, "waiting for GitHub") {
+		t.Fatalf("exit %d, %d issues, want 1 and a wait\n%s", res.code, gh.CountCreates(), res.stderr)
 	}
-	creates := gh.RequestsTo(fakegh.RouteCreateIssue)
-	if len(creates) != 2 || creates[0].Status != 403 || creates[1].Status != 201 {
-		t.Fatalf("create requests: %v", creates)
+	if len(d.stateMap("attempts")) != 0 || len(d.stateMap("deferred")) != 1 {
+		t.Fatalf("the defect must wait uncharged: attempts %s deferred %s", d.readState()["attempts"], d.readState()["deferred"])
 	}
-	if gap := creates[1].At.Sub(creates[0].At); gap < time.Second {
-		t.Fatalf("retried %v after Retry-After: 1", gap)
-	}
-	if took := time.Since(start); took > 20*time.Second {
-		t.Fatalf("took %v", took)
+	res = d.run("run", "--now", time.Now().Add(stages.DefaultPostCreateSettle+time.Minute).UTC().Format(time.RFC3339))
+	if res.code != 0 || gh.CountCreates() != 1 || len(gh.RequestsTo(fakegh.RouteCreateIssue)) != 2 {
+		t.Fatalf("exit %d, %d issues, %d creates\n%s", res.code, gh.CountCreates(), len(gh.RequestsTo(fakegh.RouteCreateIssue)), res.stderr)
 	}
 }
 

@@ -50,6 +50,7 @@ type Config struct {
 	SecondaryWait time.Duration
 	MaxWait       time.Duration
 	HTTPRetries   int
+	HTTPTimeout   time.Duration // one GitHub call; 0: stages.DefaultPostCallTimeout
 }
 
 // DefaultConfig is the-loop's defaults.
@@ -189,6 +190,8 @@ func LoadConfig(path string) (Config, error) {
 			err = seconds(full, &cfg.MaxWait, n)
 		case "httpRetries":
 			err = decodeKey(path, full, n, &cfg.HTTPRetries)
+		case "httpTimeoutSeconds":
+			err = seconds(full, &cfg.HTTPTimeout, n)
 		case "maxDiagnosesPerScan":
 			err = decodeKey(path, full, n, &cfg.MaxDiagnosesPerScan)
 		case "maxDiagnosesPerDay":

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -84,8 +85,8 @@ func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, 
 
 func (s *scanner) newDedup(st *store.Store, backlog bool, candidates *atomic.Int64) pipeline.Stage[pipeline.Occurrence, pipeline.Group] {
 	return stages.NewDedup(stages.DedupConfig{Store: st, Now: s.now, Candidates: candidates, Policy: stages.Policy{
-		MaxRetries: s.cfg.MaxRetries, MaxDiagnosesPerScan: s.cfg.MaxDiagnosesPerScan,
-		MaxDiagnosesPerDay: s.cfg.MaxDiagnosesPerDay, Backlog: backlog, Triage: s.cfg.Triage}})
+		MaxDiagnosesPerScan: s.cfg.MaxDiagnosesPerScan,
+		MaxDiagnosesPerDay:  s.cfg.MaxDiagnosesPerDay, Backlog: backlog, Triage: s.cfg.Triage}})
 }
 
 func (s *scanner) newDossier(st *store.Store) pipeline.Stage[pipeline.Group, pipeline.Dossier] {
@@ -149,6 +150,7 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time
 	occurrences := pipeline.Then(r, candidates, stages.NewFingerprint(fp, s.incidents))
 	groups := pipeline.Then(r, occurrences, s.newDedup(st, !s.skipBacklog, &candidateCount))
 	dossiers := pipeline.Then(r, groups, s.newDossier(st))
+	dossiers = pipeline.Then(r, dossiers, stages.NewOutageGate(st, s.now))
 	dossiers = pipeline.Then(r, dossiers, check.beforeAgent())
 	findings := pipeline.Then(r, pipeline.Then(r, dossiers, s.agent), s.newGate(st))
 	reports := pipeline.Then(r, findings, s.newCompose())
@@ -256,7 +258,8 @@ func (s *scanner) newPost(st *store.Store, check *githubPreflight) (pipeline.Sta
 	return stages.NewPost(stages.PostConfig{
 		Client: client, Repo: s.cfg.Repo, Label: s.cfg.Label, Store: st, Now: s.now,
 		WriteSpacing: orNone(s.cfg.WriteSpacing), SecondaryWait: max(s.cfg.SecondaryWait, time.Nanosecond),
-		MaxWait: orNone(s.cfg.MaxWait), Retries: orNoRetries(s.cfg.HTTPRetries), Version: version, Log: s.log,
+		MaxWait: orNone(s.cfg.MaxWait), Retries: orNoRetries(s.cfg.HTTPRetries), CallTimeout: s.cfg.HTTPTimeout,
+		Version: version, Log: s.log,
 		FixedUpstream: s.fixedUpstream(), Preflight: check.run, TrustedAuthors: s.cfg.TrustedAuthors,
 	}), nil
 }
@@ -287,7 +290,13 @@ func (p *githubPreflight) beforeAgent() pipeline.Stage[pipeline.Dossier, pipelin
 	return pipeline.Map(func(ctx context.Context, d pipeline.Dossier) (pipeline.Dossier, bool, error) {
 		if stages.AgentWillRun(d) {
 			if err := p.run(ctx); err != nil {
-				return d, false, err
+				var down *stages.OutageError
+				if !errors.As(err, &down) {
+					return d, false, err
+				}
+				// GitHub is down: no agent runs for an issue that cannot
+				// be filed; the defect waits.
+				d.Wait = &pipeline.Wait{For: pipeline.WaitGitHub, Reason: down.Reason}
 			}
 		}
 		return d, true, nil

@@ -23,6 +23,10 @@ type Fault struct {
 	// Status: the ambiguous case where the write happened but the caller
 	// saw an error.
 	AfterEffect bool
+	// LateEffect does the work once Delay has passed, whether or not the
+	// caller is still waiting: GitHub applied a create after the client's
+	// timeout, and listings show it only from then on.
+	LateEffect bool
 	// Before runs when the fault fires, before the request is served: a
 	// test's way to make something happen on GitHub at that exact moment
 	// (another deployment filing the same issue).
@@ -134,6 +138,10 @@ func Slow(d time.Duration) Fault { return Fault{Delay: d} }
 // SlowAfter does the work, then holds the response back by d: a client that
 // times out has created the issue without learning so.
 func SlowAfter(d time.Duration) Fault { return Fault{Delay: d, AfterEffect: true} }
+
+// AppliedLate does the work d after the request arrived, even when the
+// client gave up before: a create slower than the client's timeout.
+func AppliedLate(d time.Duration) Fault { return Fault{Delay: d, LateEffect: true} }
 
 // Inject queues faults for route; each fires once, in order, on the next
 // matching requests. RouteAny faults fire on whichever route comes next,

@@ -228,6 +228,10 @@ func (s *Server) handle(r *http.Request, body []byte, rec *Request) response {
 		fault.Before()
 	}
 	var resp response
+	if fault.LateEffect {
+		time.Sleep(fault.Delay) // the client may be gone; the work happens regardless
+		return s.dispatch(c)
+	}
 	if fault.AfterEffect {
 		// The write happens first; the caller then waits, or sees an error.
 		resp = s.dispatch(c)

@@ -738,6 +738,9 @@ func (n *normalizer) quoted(c string) {
 	n.out = append(n.out, q)
 	switch {
 	case inner == "":
+	case n.v3 && isPath(inner) && strings.IndexAny(inner[strings.LastIndexAny(inner, `/\`)+1:], " \t") < 0:
+		// A quoted path may hold spaces ("/Users/John Smith/x.yaml").
+		n.path(inner)
 	case strings.IndexAny(inner, " \t") >= 0:
 		if sp := strings.IndexByte(inner, ' '); sp > 0 && httpMethods[inner[:sp]] {
 			// A request line: the method is the operation, the rest data.

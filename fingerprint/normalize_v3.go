@@ -33,6 +33,9 @@ func canonV3(s string) string {
 		s = jsonTokenOld.ReplaceAllString(s, "Unexpected token '$1' in JSON")
 		s = jsonTokenNew.ReplaceAllString(s, "Unexpected token '$1' in JSON")
 	}
+	if strings.Contains(s, "Exception in thread \"") {
+		s = javaPreamble.ReplaceAllString(s, "$1")
+	}
 	if strings.Contains(s, "[Source: ") {
 		s = stripJacksonLocation(s)
 	}
@@ -97,6 +100,12 @@ var (
 // such host"). The server is the environment's, so it is dropped.
 var resolverServer = regexp.MustCompile(`(lookup \S+) on \S+:\d+:`)
 
+// The JVM's uncaught-exception handler prefixes what escaped a thread with
+// 'Exception in thread "main" '; a logger or a framework prints the same
+// exception without it. Who printed it is not the defect: the preamble is
+// dropped (the thread's name is masked anywhere else).
+var javaPreamble = regexp.MustCompile(`Exception in thread "[^"\n]*" ([\w$]+\.[\w.$]+)`)
+
 // stripJacksonLocation: Jackson ends a parse error with where in the input
 // it failed — " at [Source: (String)"{...}"; line: 1, column: 243]" (or
 // "[Source: REDACTED (...)"): the echoed input and its position are data,
@@ -136,13 +145,35 @@ func stripJacksonLocation(s string) string {
 // prefix becomes "sh: ". dash's "foo: not found" and zsh's "command not
 // found: foo" are bash's "foo: command not found".
 var (
-	shellWhere    = regexp.MustCompile(`(^|[\s'"(])(?:/[^\s:'"]+|[\w.-]+\.(?:sh|bash)|(?:ba|z|k|da)?sh)(?:: -c)?: ?(?:line )?\d+: `)
+	shellLine     = regexp.MustCompile(`: line \d+: `)
+	shellWhere    = regexp.MustCompile(`(^|[\s'"(])(?:ba|z|k|da)?sh(?:: -c)?: ?\d+: `)
 	shellName     = regexp.MustCompile(`(^|[\s'"(])(?:ba|z|k|da)sh: `)
 	shellNotFound = regexp.MustCompile(`\bsh: ([^\s:]+): not found`)
 	zshNotFound   = regexp.MustCompile(`\bsh: command not found: (\S+)`)
 )
 
 func canonShell(s string) string {
+	if strings.Contains(s, ": line ") {
+		var b strings.Builder
+		at := 0
+		for _, m := range shellLine.FindAllStringIndex(s, -1) {
+			// The script: back to the line's start or the last ": ".
+			from := strings.LastIndexByte(s[:m[0]], '\n') + 1
+			if c := strings.LastIndex(s[from:m[0]], ": "); c >= 0 {
+				from += c + 2
+			}
+			if from < at || !isScriptName(s[from:m[0]]) {
+				continue
+			}
+			b.WriteString(s[at:from])
+			b.WriteString("sh: ")
+			at = m[1]
+		}
+		if at > 0 {
+			b.WriteString(s[at:])
+			s = b.String()
+		}
+	}
 	s = shellWhere.ReplaceAllString(s, "${1}sh: ")
 	if strings.Contains(s, "sh: ") {
 		s = shellName.ReplaceAllString(s, "${1}sh: ")
@@ -150,6 +181,16 @@ func canonShell(s string) string {
 		s = zshNotFound.ReplaceAllString(s, "sh: $1: command not found")
 	}
 	return s
+}
+
+// isScriptName: a shell's name, or a script's name or path (spaces allowed).
+func isScriptName(s string) bool {
+	s = strings.TrimSpace(s)
+	switch s {
+	case "sh", "bash", "zsh", "ksh", "dash", "/bin/sh", "/bin/bash", "/usr/bin/bash", "bash: -c", "sh: -c":
+		return true
+	}
+	return s != "" && (strings.HasSuffix(s, ".sh") || strings.HasSuffix(s, ".bash") || isPath(s))
 }
 
 // The Kubernetes scheduler's "0/5 nodes are available: 4 node(s) had
@@ -578,6 +619,10 @@ func isQuotedDataV3(inner string) bool {
 // letters and digits with a digit or no vowel, then a 5-character suffix),
 // or 0.
 func podWorkload(seg string) int {
+	// The kubelet writes a pod as "<pod>_<namespace>": both are masked.
+	if u := strings.IndexByte(seg, '_'); u > 0 {
+		seg = seg[:u]
+	}
 	last := strings.LastIndexByte(seg, '-')
 	if last < 0 || len(seg)-last-1 != 5 || !lowerAlnum(seg[last+1:]) {
 		return 0
@@ -682,7 +727,17 @@ func appendSingular(b []byte, w string) []byte {
 // lower-case run of 5+ letters without a vowel after '-' or '_' (a
 // Kubernetes hash or pod suffix, "api-bdfkq") is not a word either.
 // mixedCaseGenerated reports the first.
-func mixedCaseGenerated(run string) bool {
+func mixedCaseGenerated(run string) bool { return mixedCaseShape(run, false) }
+
+// mixedCaseShape judges a mixed-case run of letters by its humps: a new
+// hump starts at a capital after a lower-case letter, and at the last
+// capital of an acronym followed by a lower-case letter. A hump after the
+// first is a word when it is a capital and two or more lower-case letters,
+// an acronym of two or more capitals, or a two-letter word (By, Id, ...).
+// Anywhere, a run is generated when most of its later humps are not words
+// (and at least two); in a token's suffix (after '-', '_' or '.'), where
+// names are rarely camelCase, one such hump suffices.
+func mixedCaseShape(run string, suffix bool) bool {
 	upper, lower := 0, 0
 	for i := 0; i < len(run); i++ {
 		switch c := run[i]; {
@@ -697,10 +752,7 @@ func mixedCaseGenerated(run string) bool {
 	if upper == 0 || lower == 0 || upper == 1 && run[0] <= 'Z' {
 		return false
 	}
-	// Humps: a new one starts at a capital after a lower-case letter, and
-	// at the last capital of an acronym followed by a lower-case letter.
-	humps, short := 0, 0
-	start := 0
+	humps, bad := 0, 0
 	isUp := func(c byte) bool { return c >= 'A' && c <= 'Z' }
 	end := func(s, e int) {
 		if s == 0 {
@@ -709,10 +761,11 @@ func mixedCaseGenerated(run string) bool {
 		humps++
 		h := run[s:e]
 		acronym := len(h) >= 2 && isUp(h[len(h)-1])
-		if len(h) <= 2 && !acronym {
-			short++
+		if len(h) <= 2 && !acronym && !twoLetterWords[h] {
+			bad++
 		}
 	}
+	start := 0
 	for i := 1; i < len(run); i++ {
 		if isUp(run[i]) && !isUp(run[i-1]) || isUp(run[i]) && isUp(run[i-1]) && i+1 < len(run) && !isUp(run[i+1]) {
 			end(start, i)
@@ -720,7 +773,17 @@ func mixedCaseGenerated(run string) bool {
 		}
 	}
 	end(start, len(run))
-	return short >= 2 && 2*short > humps
+	if suffix {
+		return bad >= 1
+	}
+	return bad >= 2 && 2*bad > humps
+}
+
+// twoLetterWords are humps of camelCase names: findByIdAndUpdate, isOk.
+var twoLetterWords = map[string]bool{
+	"By": true, "Id": true, "Of": true, "On": true, "In": true, "To": true, "At": true, "Is": true,
+	"Or": true, "No": true, "Up": true, "Ok": true, "Io": true, "Db": true, "Ui": true, "Js": true,
+	"Os": true, "As": true, "If": true, "Go": true, "Do": true, "Me": true, "My": true, "An": true,
 }
 
 // noVowelRun: lower-case letters only, none of them a vowel (y counts).
@@ -748,7 +811,8 @@ func generatedRun(s string, i, j int, lastWasMask bool) bool {
 	if len(run) < 5 {
 		return false
 	}
-	if mixedCaseGenerated(run) {
+	inSuffix := i > 0 && (s[i-1] == '-' || s[i-1] == '_' || s[i-1] == '.') && len(run) <= 12
+	if mixedCaseShape(run, inSuffix) {
 		return true
 	}
 	if i > 0 && (s[i-1] == '-' || s[i-1] == '_') && noVowelRun(run) {

@@ -416,7 +416,7 @@ func isThreadNameAfterKeyword(c string) bool {
 }
 
 func isThreadName(c string) bool {
-	if len(c) < 6 || !strings.ContainsAny(c, "0123456789") {
+	if len(c) < 6 || !isDigit(c[len(c)-1]) || strings.IndexByte(c, '-') < 0 {
 		return false
 	}
 	return strings.HasPrefix(c, "Thread-") || strings.Contains(c, "-thread-") || strings.Contains(c, "-exec-") ||
@@ -448,8 +448,19 @@ var comparisonOps = map[string]bool{"==": true, "!=": true, "===": true, "!==": 
 
 // isAssertWord: "assert", "AssertionError:", "assertEqual(", "expect(x)".
 func isAssertWord(w string) bool {
-	w = strings.TrimLeft(w, "([{")
-	return len(w) >= 6 && (w[0]|0x20 == 'a' && strings.EqualFold(w[:6], "assert") || strings.HasPrefix(w, "expect("))
+	for len(w) > 0 && (w[0] == '(' || w[0] == '[' || w[0] == '{') {
+		w = w[1:]
+	}
+	if len(w) < 6 {
+		return false
+	}
+	switch w[0] {
+	case 'a', 'A':
+		return strings.EqualFold(w[:6], "assert")
+	case 'e':
+		return strings.HasPrefix(w, "expect(")
+	}
+	return false
 }
 
 // isSmallNumber: an integer of up to 6 digits or a short decimal, signed.

@@ -167,3 +167,100 @@ func proseWords(s string) []string {
 	}
 	return out
 }
+
+// FuzzNormalizeV3: no panic, the cap holds, valid UTF-8 stays valid, and —
+// as FuzzVolatileSubstitution checks for v2 — two draws of volatile values
+// between fuzzed prose words give one template; a digit run replaced by
+// another of the same length, outside the values v3 keeps (assertion
+// operands), gives one template too.
+func FuzzNormalizeV3(f *testing.F) {
+	for _, p := range volatilePairs {
+		f.Add(p.a, uint64(1), uint8(0))
+	}
+	for _, g := range v3Same {
+		f.Add(g.texts[len(g.texts)-1], uint64(2), uint8(3))
+	}
+	f.Add(pyTrace, uint64(3), uint8(5))
+	f.Add(javaTrace, uint64(4), uint8(7))
+	f.Add("0/5 nodes are available: 4 node(s) had untolerated taint {a: }, 1 Insufficient cpu. preemption: 0/5", uint64(5), uint8(1))
+	f.Add("/x/y.sh: line 3: z: not found\nLINE 1: SELECT\n ^\n=== 1 failed in 2s ===", uint64(6), uint8(2))
+	f.Fuzz(func(t *testing.T, s string, seed uint64, kind uint8) {
+		a := NormalizeV3(s)
+		if len(a) > maxTemplate {
+			t.Fatalf("template of %d bytes exceeds the cap", len(a))
+		}
+		if utf8.ValidString(s) && !utf8.ValidString(a) {
+			t.Fatalf("valid input gave an invalid UTF-8 template %q", a)
+		}
+		words := proseWordsV3(s)
+		if len(words) == 0 {
+			return
+		}
+		gen := volatileKinds[int(kind)%len(volatileKinds)]
+		build := func(r *rand.Rand) string {
+			var b strings.Builder
+			for i, w := range words {
+				b.WriteString(w)
+				b.WriteByte(' ')
+				if i%2 == 0 {
+					b.WriteString(gen(r))
+					b.WriteByte(' ')
+				}
+			}
+			return b.String()
+		}
+		x := build(rand.New(rand.NewSource(int64(seed))))
+		y := build(rand.New(rand.NewSource(int64(seed) + 1)))
+		if tx, ty := NormalizeV3(x), NormalizeV3(y); tx != ty {
+			t.Fatalf("volatile values split a defect:\n  %q -> %q\n  %q -> %q", x, tx, y, ty)
+		}
+		if z := substituteDigitRun(x, seed); z != x {
+			if tx, tz := NormalizeV3(x), NormalizeV3(z); tx != tz {
+				t.Fatalf("a digit run of the same length split a defect:\n  %q -> %q\n  %q -> %q", x, tx, z, tz)
+			}
+		}
+	})
+}
+
+// proseWordsV3 is proseWords without the words after which v3 keeps a
+// number (assertion and comparison words) or masks the next name (thread,
+// namespace, host, resolver words).
+func proseWordsV3(s string) []string {
+	var out []string
+	for _, w := range proseWords(s) {
+		core := strings.ToLower(strings.Trim(w, ".,:;()-"))
+		if assertWords.hasFold(core) || threadWords.hasFold(core) || namespaceWords.hasFold(core) ||
+			hostWords.hasFold(core) || resolverWords.hasFold(core) || strings.HasPrefix(core, "assert") {
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// substituteDigitRun replaces one run of digits (chosen by seed) with
+// another of the same length.
+func substituteDigitRun(s string, seed uint64) string {
+	var runs [][2]int
+	for i := 0; i < len(s); {
+		if !isDigit(s[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(s) && isDigit(s[j]) {
+			j++
+		}
+		runs = append(runs, [2]int{i, j})
+		i = j
+	}
+	if len(runs) == 0 {
+		return s
+	}
+	r := runs[seed%uint64(len(runs))]
+	b := []byte(s)
+	for k := r[0]; k < r[1]; k++ {
+		b[k] = '0' + (b[k]-'0'+1+byte(seed%9))%10
+	}
+	return string(b)
+}

@@ -22,17 +22,20 @@ const maxTemplate = 2048
 // values, key=value values, user names). Multi-line errors (Python, Go,
 // Java, Node stack traces) are reduced to the exception and its top in-app
 // frame first.
-func Normalize(errorText string) string {
+func Normalize(errorText string) string { return normalize(errorText, false) }
+
+// normalize is Normalize (v2) or, with v3, NormalizeV3 after its text pass.
+func normalize(errorText string, v3 bool) string {
 	if strings.Contains(errorText, "' panicked at ") {
 		errorText = rustPanic(errorText)
 	}
 	if strings.IndexByte(errorText, '\n') >= 0 {
-		if t, ok := normalizeTrace(errorText); ok {
+		if t, ok := normalizeTrace(errorText, v3); ok {
 			return t
 		}
-		return normalizeLines(errorText)
+		return normalizeLines(errorText, v3)
 	}
-	n := normalizer{out: make([]byte, 0, len(errorText)+16)}
+	n := normalizer{out: make([]byte, 0, len(errorText)+16), v3: v3}
 	n.line(errorText)
 	return n.finish()
 }
@@ -57,8 +60,9 @@ func rustPanic(text string) string {
 // are the call path, which varies per occurrence: Ruby's "from x.rb:9:in
 // `run'" lines are dropped, and of numbered frames ("#0 /x.php(31): f()",
 // gdb's "#1  0x7f… in g ()") only the first, innermost, is kept.
-func normalizeLines(text string) string {
-	var n normalizer
+func normalizeLines(text string, v3 bool) string {
+	n := normalizer{v3: v3}
+	dropOptional := v3 && hasRequiredLine(text)
 	numberedFrame := false
 	for len(text) > 0 && len(n.out) < maxTemplate {
 		line := text
@@ -68,7 +72,7 @@ func normalizeLines(text string) string {
 			text = ""
 		}
 		t := strings.TrimSpace(line)
-		if t == "" || isRubyCaller(line, t) {
+		if t == "" || isRubyCaller(line, t) || dropOptional && isOptionalLine(t) {
 			continue
 		}
 		if isNumberedFrame(t) || isRubyFrame(line, t) {
@@ -154,6 +158,13 @@ type normalizer struct {
 	// mark a quoted token as the value a message echoes ("invalid literal
 	// for int() with base 10: 'abc'"), not a name ("KeyError: 'user_id'").
 	valueSeen, prevColon bool
+	// v3 turns on NormalizeV3's rules (normalize_v3.go); prevRaw is the
+	// previous raw word, and absorbParen says a masked thread name may be
+	// followed by its "(target)".
+	v3          bool
+	prevRaw     string
+	absorbParen bool
+	assertLine  bool // an assert... word came earlier on the line
 }
 
 func (n *normalizer) finish() string {
@@ -178,6 +189,7 @@ func isSpace(c byte) bool {
 func (n *normalizer) line(s string) {
 	n.prev = ""
 	n.valueSeen, n.prevColon = false, false
+	n.assertLine, n.prevRaw = false, ""
 	n.lastMasked = false
 	n.accessLog = false
 	n.dateRun = -1
@@ -194,6 +206,9 @@ func (n *normalizer) line(s string) {
 		j := nextEnd
 		if j <= i {
 			j = wordEnd(s, i)
+		}
+		if n.v3 {
+			j = joinPathWords(s, i, j)
 		}
 		// The next word, for the few rules that look ahead ("404 Not Found").
 		k := j
@@ -288,6 +303,14 @@ func (n *normalizer) word(w string, lineStart int) {
 		trail--
 	}
 	prefix, core, suffix := w[:lead], w[lead:trail], w[trail:]
+	if n.absorbParen {
+		// "Thread-1 (worker):": Python 3.10+ adds the thread's target.
+		n.absorbParen = false
+		if n.lastMasked && prefix == "(" && strings.HasPrefix(suffix, ")") && isIdentifier(core) {
+			n.out = append(n.out[:n.maskEnd], suffix[1:]...)
+			return
+		}
+	}
 	if core == "" {
 		if n.lastMasked && isEmptyBrackets(w) {
 			// "from <*> ()" and "from <*> (<*>)": an absent value.
@@ -381,6 +404,10 @@ func (n *normalizer) word(w string, lineStart int) {
 
 // noteWord records what the next word needs to know about this one.
 func (n *normalizer) noteWord(w string) {
+	n.prevRaw = w
+	if n.v3 && !n.assertLine && len(w) >= 6 {
+		n.assertLine = isAssertWord(w)
+	}
 	n.prevColon = strings.HasSuffix(w, ":")
 	if valueWords.hasFold(trimPunct(w)) {
 		n.valueSeen = true
@@ -568,6 +595,11 @@ var httpMethods = map[string]bool{
 // core appends the normalized form of a word stripped of surrounding
 // brackets and punctuation, and reports whether it was wholly masked.
 func (n *normalizer) core(c string) bool {
+	if n.v3 {
+		if done, masked := n.coreV3(c); done {
+			return masked
+		}
+	}
 	if isQuote(c[0]) {
 		if len(c) >= 2 && c[len(c)-1] == c[0] {
 			n.quoted(c)
@@ -587,6 +619,8 @@ func (n *normalizer) core(c string) bool {
 			return n.mask()
 		case isBoolean(c), len(c) >= minHexWord && volatileRun(c):
 			return n.mask()
+		case n.v3:
+			return n.lettersV3(c)
 		}
 		n.out = append(n.out, c...)
 		return false
@@ -597,6 +631,10 @@ func (n *normalizer) core(c string) bool {
 		n.out = append(n.out, c...)
 		return false
 	case c[0] == '/' && n.prevIs(lowerHTTPMethods) && strings.IndexByte(c, '{') < 0:
+		if n.v3 {
+			n.route(c)
+			return false
+		}
 		return n.mask()
 	case n.prev != "" && n.prevIs(userWords) && isPlainName(c):
 		return n.mask()
@@ -613,6 +651,9 @@ func (n *normalizer) core(c string) bool {
 		n.out = append(n.out, c[:k+3]...)
 		n.out = append(n.out, Mask...)
 		n.urlSeen = true
+		if n.v3 {
+			n.urlRoute(c[k+3:])
+		}
 		return false
 	}
 	if eq := keyValueSplit(c); eq > 0 {
@@ -622,7 +663,7 @@ func (n *normalizer) core(c string) bool {
 	switch {
 	case isPath(c):
 		return n.path(c)
-	case isIP(c), isHostName(c), isBoolean(c), isUUID(c), isEmail(c), isUserAtHost(c):
+	case isIP(c), isHostName(c), isBoolean(c), isUUID(c), isEmail(c), isUserAtHost(c), n.v3 && isUserAtHostV3(c):
 		return n.mask()
 	case isVendorCode(c):
 		n.out = append(n.out, c...)
@@ -638,7 +679,7 @@ func (n *normalizer) core(c string) bool {
 		return n.mask()
 	}
 	start := len(n.out)
-	n.out = appendTokenMasked(n.out, c)
+	n.out = appendMasked(n.out, c, false, n.v3)
 	if onlyMasksAndSymbols(n.out[start:]) {
 		// "#3#", "+0x1d", "$5": a number dressed in symbols.
 		n.out = append(n.out[:start], Mask...)
@@ -697,6 +738,9 @@ func (n *normalizer) quoted(c string) {
 	n.out = append(n.out, q)
 	switch {
 	case inner == "":
+	case n.v3 && isPath(inner) && strings.IndexAny(inner[strings.LastIndexAny(inner, `/\`)+1:], " \t") < 0:
+		// A quoted path may hold spaces ("/Users/John Smith/x.yaml").
+		n.path(inner)
 	case strings.IndexAny(inner, " \t") >= 0:
 		if sp := strings.IndexByte(inner, ' '); sp > 0 && httpMethods[inner[:sp]] {
 			// A request line: the method is the operation, the rest data.
@@ -705,10 +749,10 @@ func (n *normalizer) quoted(c string) {
 			n.out = append(n.out, ' ')
 		}
 		n.out = append(n.out, Mask...)
-	case isQuotedData(inner), n.prev != "" && n.prevIs(valueWords), n.valueSeen && n.prevColon:
+	case isQuotedData(inner), n.prev != "" && n.prevIs(valueWords), n.valueSeen && n.prevColon, n.v3 && isQuotedDataV3(inner):
 		n.out = append(n.out, Mask...)
 	default:
-		sub := normalizer{out: n.out, dateRun: -1}
+		sub := normalizer{out: n.out, dateRun: -1, v3: n.v3}
 		sub.word(inner, len(n.out))
 		n.out = sub.out
 	}
@@ -928,14 +972,16 @@ func keyValueSplit(c string) int {
 // names one run, not the defect, and is masked as a whole, keeping only a
 // project file's name at its end. API and module major versions (api/v2,
 // loop/v2/internal) are not data.
-func appendTokenMasked(b []byte, s string) []byte { return appendMasked(b, s, false) }
+func appendTokenMasked(b []byte, s string) []byte { return appendMasked(b, s, false, false) }
 
 // appendFileNameMasked masks a file's base name. Unlike prose, a file name
 // holds no device names: "run-abc0.json" and "run-abc1.json" are two runs
 // of one defect, so every run with a digit is data (code names excepted).
-func appendFileNameMasked(b []byte, s string) []byte { return appendMasked(b, s, true) }
+func appendFileNameMasked(b []byte, s string) []byte { return appendMasked(b, s, true, false) }
 
-func appendMasked(b []byte, s string, fileName bool) []byte {
+// appendMasked masks a token; v3 adds NormalizeV3's generated names
+// (letters-only ids, Kubernetes suffixes, GitHub node ids).
+func appendMasked(b []byte, s string, fileName, v3 bool) []byte {
 	lastWasMask := false
 	sepStart := 0 // start in s of the separators not yet written
 	writeMask := func(i int) {
@@ -961,7 +1007,18 @@ func appendMasked(b []byte, s string, fileName bool) []byte {
 				e++
 			}
 			seg := s[i:e]
-			if hasLongID(seg) {
+			if v3 {
+				if w := podWorkload(seg); w > 0 {
+					// A pod: its workload's name, then the generated parts.
+					b = append(b, s[sepStart:i+w]...)
+					b = append(b, '-')
+					b = append(b, Mask...)
+					lastWasMask = true
+					sepStart, i = e, e
+					continue
+				}
+			}
+			if hasLongID(seg) || v3 && isGeneratedID(seg) {
 				writeMask(i)
 				sepStart, i = e, e
 				continue
@@ -992,7 +1049,7 @@ func appendMasked(b []byte, s string, fileName bool) []byte {
 		}
 		j := runEnd(s, i)
 		inFileName := fileName || i >= fileFrom && i < fileTo
-		if run := s[i:j]; volatileRun(run) || inFileName && fileNameData(run) {
+		if run := s[i:j]; volatileRun(run) || inFileName && fileNameData(run) || v3 && generatedRun(s, i, j, lastWasMask) {
 			writeMask(i)
 		} else {
 			b = append(b, s[sepStart:i]...)
@@ -1240,7 +1297,12 @@ func (n *normalizer) path(c string) bool {
 		return n.mask()
 	}
 	n.out = append(n.out, Mask...)
-	n.out = append(n.out, c[last])
+	if n.v3 {
+		// One file on Windows and on POSIX: the separator is the OS's.
+		n.out = append(n.out, '/')
+	} else {
+		n.out = append(n.out, c[last])
+	}
 	n.out = appendFileNameMasked(n.out, base)
 	return false
 }
@@ -1363,5 +1425,5 @@ func isMonthOrDay(lower string) bool { return monthsAndDays[lower] }
 // NormalizeV3 is the v3 template normalizer: Normalize, plus what varies
 // across environments and library versions (see the package comment).
 func NormalizeV3(errorText string) string {
-	return Normalize(errorText)
+	return normalize(canonV3(errorText), true)
 }

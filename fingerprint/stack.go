@@ -29,31 +29,36 @@ const (
 
 // normalizeTrace recognises Python tracebacks, Go panics and Java/Node
 // stack traces. ok is false for other multi-line text.
-func normalizeTrace(text string) (string, bool) {
+func normalizeTrace(text string, v3 bool) (string, bool) {
 	lines := strings.Split(text, "\n")
 	for i := range lines {
 		lines[i] = strings.TrimRight(lines[i], "\r")
 	}
-	if t, ok := pythonTrace(lines); ok {
+	if t, ok := pythonTrace(lines, v3); ok {
 		return t, true
 	}
-	if t, ok := goPanic(lines); ok {
+	if t, ok := goPanic(lines, v3); ok {
 		return t, true
 	}
-	if t, ok := rustBacktrace(lines); ok {
+	if t, ok := rustBacktrace(lines, v3); ok {
 		return t, true
 	}
-	if t, ok := atFrames(lines); ok {
+	if t, ok := atFrames(lines, v3); ok {
 		return t, true
 	}
 	return "", false
 }
 
 // render writes the normalized message lines and the chosen frame.
-func render(message []string, frames []frame) string {
-	var n normalizer
+func render(message []string, frames []frame, v3 bool) string {
+	n := normalizer{v3: v3}
+	dropOptional := false
+	if v3 {
+		optional, required := optionalLines(message)
+		dropOptional = optional && required
+	}
 	for _, m := range message {
-		if strings.TrimSpace(m) == "" {
+		if t := strings.TrimSpace(m); t == "" || dropOptional && isOptionalLine(t) {
 			continue
 		}
 		if len(n.out) > 0 {
@@ -122,7 +127,7 @@ func pyTraceStart(l string) (prefix string, ok bool) {
 
 // pythonTrace handles "Traceback (most recent call last):" blocks. With
 // chained exceptions the last traceback is the one that escaped.
-func pythonTrace(lines []string) (string, bool) {
+func pythonTrace(lines []string, v3 bool) (string, bool) {
 	start := -1
 	for i, l := range lines {
 		if _, ok := pyTraceStart(l); ok {
@@ -167,7 +172,7 @@ func pythonTrace(lines []string) (string, bool) {
 	for a, b := 0, len(frames)-1; a < b; a, b = a+1, b-1 {
 		frames[a], frames[b] = frames[b], frames[a]
 	}
-	return render(message, frames), true
+	return render(message, frames, v3), true
 }
 
 // pythonFrame parses `File "/x/y.py", line 12, in func`.
@@ -194,7 +199,7 @@ func pythonFrame(t string) frame {
 
 // goPanic handles "panic: ..." / "fatal error: ..." followed by a
 // "goroutine N [state]:" dump.
-func goPanic(lines []string) (string, bool) {
+func goPanic(lines []string, v3 bool) (string, bool) {
 	first, dump := -1, -1
 	for i, l := range lines {
 		if first < 0 && (strings.HasPrefix(l, "panic: ") || strings.HasPrefix(l, "fatal error: ")) {
@@ -233,7 +238,7 @@ func goPanic(lines []string) (string, bool) {
 		}
 		frames = append(frames, frame{function: fn, file: file, origin: goOrigin(fn, loc)})
 	}
-	return render(message, frames), true
+	return render(message, frames, v3), true
 }
 
 // goOrigin: runtime and standard-library internals that every panic passes
@@ -253,7 +258,7 @@ func goOrigin(fn, loc string) origin {
 // rustBacktrace handles a Rust panic's "stack backtrace:" block, whose
 // frames are numbered lines ("  2: app::store::Store::load") each followed
 // by an indented "at src/store.rs:41:9".
-func rustBacktrace(lines []string) (string, bool) {
+func rustBacktrace(lines []string, v3 bool) (string, bool) {
 	bt := -1
 	for i, l := range lines {
 		if strings.TrimSpace(l) == "stack backtrace:" {
@@ -290,7 +295,7 @@ func rustBacktrace(lines []string) (string, bool) {
 	if len(frames) == 0 {
 		return "", false
 	}
-	return render(lines[:bt], frames), true
+	return render(lines[:bt], frames, v3), true
 }
 
 func rustOrigin(fn, loc string) origin {
@@ -308,7 +313,7 @@ var rustRuntime = []string{"std::", "core::", "alloc::", "rust_begin_unwind", "_
 // atFrames handles Java/Kotlin/Scala ("\tat com.x.Y.m(Y.java:42)") and
 // Node ("    at fn (/x/y.js:10:5)") traces: the lines before the first
 // frame are the exception; "Caused by:" lines name the root cause.
-func atFrames(lines []string) (string, bool) {
+func atFrames(lines []string, v3 bool) (string, bool) {
 	var message []string
 	var frames []frame
 	seenFrame := false
@@ -330,7 +335,7 @@ func atFrames(lines []string) (string, bool) {
 	if !seenFrame || len(frames) == 0 {
 		return "", false
 	}
-	return render(message, frames), true
+	return render(message, frames, v3), true
 }
 
 // runtimePrefixes are the language runtimes' packages (JVM, .NET);

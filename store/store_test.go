@@ -97,6 +97,34 @@ func TestMalformedStateIsAnErrorNamingTheFile(t *testing.T) {
 	}
 }
 
+// A state file that exists but holds nothing (a full disk, a crash while
+// copying it back) is an error, never a fresh start; only a missing file is.
+func TestEmptyOrCutOffStateIsAnErrorNotAFreshStart(t *testing.T) {
+	for name, content := range map[string]string{
+		"zero bytes": "", "white space": " \n\t\n", "cut off": `{"reported": {"v3:abc": {"url": "https://github.com/o/r/issues/1"`,
+	} {
+		path := filepath.Join(t.TempDir(), "state.json")
+		os.WriteFile(path, []byte(content), 0o600)
+		for _, readOnly := range []bool{false, true} {
+			_, err := Open(path, readOnly)
+			var corrupt *CorruptStateError
+			if !errors.As(err, &corrupt) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "delete it to start afresh") {
+				t.Fatalf("%s (read-only %v): Open = %v, want a CorruptStateError naming %s and what to do", name, readOnly, err, path)
+			}
+		}
+		if _, err := Load(path); err == nil {
+			t.Fatalf("%s: Load took it as a state", name)
+		}
+		if b, _ := os.ReadFile(path); string(b) != content {
+			t.Fatalf("%s: the file was changed", name)
+		}
+	}
+	st, err := Load(filepath.Join(t.TempDir(), "missing.json"))
+	if err != nil || st == nil {
+		t.Fatalf("a missing state file is a fresh start: %v", err)
+	}
+}
+
 func TestReadOnlyStoreWritesNothing(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.json")
 	os.WriteFile(path, []byte(theLoopState), 0o644)

@@ -201,8 +201,9 @@ func ghSecondaryWait(resp *http.Response, known *time.Duration, floor time.Durat
 // CheckGitHub is the scan's preflight: one list-issues request that fails
 // with the SetupError a misconfiguration (bad token, unknown repository,
 // issues disabled) would give at the first post — but before any agent has
-// run, so a misconfigured cron job costs no LLM call per scan. Rate limits
-// and transient failures are not its business: the post stage handles them.
+// run, so a misconfigured cron job costs no LLM call per scan. A GitHub
+// that does not answer is an *UnavailableError; rate limits are the post
+// stage's business.
 func CheckGitHub(ctx context.Context, c *github.Client, repo string) error {
 	owner, name, ok := strings.Cut(repo, "/")
 	if !ok {
@@ -213,8 +214,30 @@ func CheckGitHub(ctx context.Context, c *github.Client, repo string) error {
 	if err == nil {
 		return nil
 	}
-	if f := ghClassify(err, repo, true, 0); f.kind == ghSetup {
+	switch f := ghClassify(err, repo, true, 0); f.kind {
+	case ghSetup:
 		return f.setup
+	case ghTransient:
+		return &UnavailableError{Status: f.status, Err: err}
 	}
 	return nil
 }
+
+// UnavailableError says GitHub did not answer the preflight (a 5xx, a
+// refused connection, a failed DNS lookup, a timeout): nothing about the
+// setup or a defect, so no retry count should move. A caller that will try
+// again soon (a watcher) stops the scan on it; one that will not may let
+// the post stage's own retries ride out a blip.
+type UnavailableError struct {
+	Status int // 0: no HTTP answer
+	Err    error
+}
+
+func (e *UnavailableError) Error() string {
+	if e.Status != 0 {
+		return "GitHub is not answering (HTTP " + strconv.Itoa(e.Status) + ")"
+	}
+	return "GitHub cannot be reached: " + e.Err.Error()
+}
+
+func (e *UnavailableError) Unwrap() error { return e.Err }

@@ -172,9 +172,12 @@ func (p *poster) finish(o pipeline.Outcome, err error, lenient bool) (pipeline.O
 	}
 	var setup *SetupError
 	var deferral *postDeferral
+	var down *UnavailableError // from the preflight: the scan stops, no defect is charged
 	switch {
 	case errors.As(err, &setup):
 		return o, setup
+	case errors.As(err, &down):
+		return o, down
 	case postCancelled(err):
 		return o, err
 	case errors.As(err, &deferral):

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -48,6 +49,9 @@ type scanner struct {
 	// writeBehind lets a watcher's scan that saw only recurrences keep its
 	// state in memory while the file is younger than this (FinishScan).
 	writeBehind time.Duration
+	// watching is set for `watch`: GitHub not answering stops its scan
+	// before any agent runs, and it retries after a backoff.
+	watching bool
 	// skipBacklog is set by a watcher woken by new lines: the backlog is
 	// retried on the interval, not on every append.
 	skipBacklog bool
@@ -227,7 +231,7 @@ func (s *scanner) githubClient() (*github.Client, error) {
 	}
 	client, err := stages.NewGitHubClientWithTransport(apiURL, os.Getenv, s.metrics.transport(nil))
 	if err != nil {
-		return nil, &exitError{code: exitFailed, msg: err.Error()}
+		return nil, &setupError{err} // no token, or a bad API URL: the environment will not change by itself
 	}
 	s.gh = client
 	return client, nil
@@ -244,7 +248,14 @@ func (s *scanner) newPreflight() (*githubPreflight, error) {
 		return nil, err
 	}
 	return &githubPreflight{check: func(ctx context.Context) error {
-		return stages.CheckGitHub(ctx, client, s.cfg.Repo)
+		err := stages.CheckGitHub(ctx, client, s.cfg.Repo)
+		var down *stages.UnavailableError
+		if errors.As(err, &down) && !s.watching {
+			// A cron run's next chance is an interval away: the post
+			// stage's retries may ride out a blip. A watcher backs off.
+			return nil
+		}
+		return err
 	}}, nil
 }
 

@@ -199,9 +199,6 @@ type Group struct {
 type Wait struct {
 	For    string `json:"for"` // WaitGitHub or WaitAgent
 	Reason string `json:"reason"`
-	// Backoff: not tried this scan, because earlier scans found it down
-	// and their backoff has not run out.
-	Backoff bool `json:"backoff,omitempty"`
 }
 
 // What a scan can wait for.

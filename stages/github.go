@@ -205,8 +205,9 @@ func ghSecondaryWait(resp *http.Response, known *time.Duration, floor time.Durat
 // with the SetupError a misconfiguration (bad token, unknown repository,
 // issues disabled) would give at the first post — but before any agent has
 // run, so a misconfigured cron job costs no LLM call per scan. A GitHub
-// that is down (5xx, the network) is an *OutageError: the scan's defects
-// wait. Rate limits are the post stage's business.
+// that is down (5xx, the network) is an *OutageError: no agent runs for an
+// issue that cannot be filed, and the scan's defects wait. Rate limits are
+// the post stage's business.
 func CheckGitHub(ctx context.Context, c *github.Client, repo string) error {
 	owner, name, ok := strings.Cut(repo, "/")
 	if !ok {
@@ -221,9 +222,10 @@ func CheckGitHub(ctx context.Context, c *github.Client, repo string) error {
 	case ghSetup:
 		return f.setup
 	case ghTransient:
-		// Down (5xx, the network): no agent should run for an issue that
-		// cannot be filed; the defects wait for a later scan.
-		return &OutageError{Reason: fmt.Sprintf("list issues: %v", err)}
+		if f.status != 0 {
+			return &OutageError{Reason: "GitHub is not answering (HTTP " + strconv.Itoa(f.status) + ")"}
+		}
+		return &OutageError{Reason: "GitHub cannot be reached: " + err.Error()}
 	}
 	return nil
 }

@@ -2,8 +2,10 @@ package stages
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"sync/atomic"
 
@@ -33,6 +35,14 @@ type segment struct {
 	complete bool          // rotated away: no writer will finish a last partial line
 }
 
+// LogMissingError says the event log does not exist (yet): the-loop has
+// not written one, or a rotation is between its rename and the new file.
+// Nothing is wrong with the setup: a cron run has nothing to read, and a
+// watcher waits for the file.
+type LogMissingError struct{ Path string }
+
+func (e *LogMissingError) Error() string { return "event log " + e.Path + " does not exist yet" }
+
 // OpenLog opens path and decides, from the previous cursor, what to read.
 // Close it when the scan is over.
 func OpenLog(path string, prev *store.Cursor) (*LogSource, error) {
@@ -42,7 +52,9 @@ func OpenLog(path string, prev *store.Cursor) (*LogSource, error) {
 		f, ls.stdin = os.Stdin, true
 	} else {
 		var err error
-		if f, err = os.Open(path); err != nil {
+		if f, err = os.Open(path); errors.Is(err, fs.ErrNotExist) {
+			return nil, &LogMissingError{Path: path}
+		} else if err != nil {
 			return nil, fmt.Errorf("event log %s: %w", path, err)
 		}
 	}

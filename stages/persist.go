@@ -32,9 +32,8 @@ type Summary struct {
 	costly bool
 	// Waited are the dependencies this scan found down (what for → why);
 	// worked, the ones it used successfully. FinishScan turns them into
-	// the state's outages and their backoff.
+	// the state's outages.
 	Waited map[string]string
-	held   map[string]string
 	worked map[string]bool
 }
 
@@ -46,15 +45,11 @@ func (s *Summary) add(o pipeline.Outcome) {
 	}
 	s.ByStatus[o.Status]++
 	if w := o.Wait; w != nil {
-		seen := &s.Waited // found down this scan: its backoff grows
-		if w.Backoff {
-			seen = &s.held // not tried: an earlier scan's backoff holds
+		if s.Waited == nil {
+			s.Waited = map[string]string{}
 		}
-		if *seen == nil {
-			*seen = map[string]string{}
-		}
-		if _, ok := (*seen)[w.For]; !ok {
-			(*seen)[w.For] = w.Reason
+		if _, ok := s.Waited[w.For]; !ok {
+			s.Waited[w.For] = w.Reason
 		}
 	}
 	if s.worked == nil {
@@ -87,14 +82,9 @@ func (s *Summary) Count(st pipeline.Status) int {
 func (s *Summary) Waiting() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	all := maps.Clone(s.held)
-	if all == nil {
-		all = map[string]string{}
-	}
-	maps.Copy(all, s.Waited)
 	var out []string
-	for _, what := range slices.Sorted(maps.Keys(all)) {
-		out = append(out, (&pipeline.Wait{For: what, Reason: all[what]}).String())
+	for _, what := range slices.Sorted(maps.Keys(s.Waited)) {
+		out = append(out, (&pipeline.Wait{For: what, Reason: s.Waited[what]}).String())
 	}
 	return out
 }

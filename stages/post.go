@@ -160,7 +160,7 @@ func (e *postDeferral) Error() string { return e.reason }
 // is unknown. The defect waits; nothing is charged to it.
 type OutageError struct{ Reason string }
 
-func (e *OutageError) Error() string { return "GitHub is unavailable: " + e.Reason }
+func (e *OutageError) Error() string { return e.Reason }
 
 // postInDoubt is a create that was sent and failed in a way that leaves
 // its outcome unknown (a timeout, a lost connection, a 5xx, a rate limit).

@@ -3,7 +3,6 @@ package store
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -75,10 +74,11 @@ func fileID(fi os.FileInfo) (device, inode uint64) {
 }
 
 // Resume decides where to start reading f given the previous cursor: at the
-// cursor when f is the same file and has not shrunk; when f is a new file
-// and the cursor's file was renamed within the same directory (rotation),
-// first the rest of that one, then f from the beginning; from the beginning,
-// with a warning, when it was truncated or replaced.
+// cursor when f is the same file and has not shrunk; when the bytes the
+// cursor was in moved elsewhere in the log's directory (renamed by a
+// rotation, or copied by copytruncate), first the rest of them, then f from
+// the beginning; from the beginning, with a warning, only when they are
+// nowhere to be found.
 func Resume(f *os.File, path string, prev *Cursor) (Position, error) {
 	fi, err := f.Stat()
 	if err != nil {
@@ -96,36 +96,53 @@ func Resume(f *os.File, path string, prev *Cursor) (Position, error) {
 		return Position{}, err
 	}
 	sameInode := same.Device == prev.Device && same.Inode == prev.Inode
-	switch {
-	case sameInode && fi.Size() < prev.Offset:
-		// logrotate's copytruncate: the old content was copied to a sibling
-		// first. Finish that copy from the cursor, then the log from 0.
-		if copied, err := findCopied(path, prev, fi); err != nil || copied != nil {
-			pos, ferr := fresh("")
-			pos.Rotated = copied
-			return pos, errors.Join(err, ferr)
-		}
-		return fresh(fmt.Sprintf("event log shrank from %d to %d bytes (truncated): reading it from the beginning", prev.Offset, fi.Size()))
-	case sameInode && same.HeadHash != prev.HeadHash:
-		return fresh("event log was replaced since the last scan: reading it from the beginning")
-	case !sameInode:
-		rot, warning, err := findRotated(path, prev)
+	if sameInode && fi.Size() >= prev.Offset && same.HeadHash == prev.HeadHash {
+		// Same file: keep the identity hash growing up to headBytes as it fills.
+		id, err := Identify(f, path, fi.Size())
 		if err != nil {
 			return Position{}, err
 		}
-		pos, err := fresh(warning)
-		pos.Rotated = rot
-		if err == nil && rot != nil {
-			pos.Between, err = rotatedSince(path, rot, fi)
-		}
-		return pos, err
+		return Position{Offset: prev.Offset, Line: prev.Line, Cursor: id}, nil
 	}
-	// Same file: keep the identity hash growing up to headBytes as it fills.
-	id, err := Identify(f, path, fi.Size())
-	if err != nil {
+	var old *Rotated
+	var warning string
+	if sameInode {
+		// Truncated in place, and perhaps written past the cursor again
+		// since (then only the first bytes tell): logrotate's copytruncate
+		// copied the old content to a sibling first.
+		what := fmt.Sprintf("shrank from %d to %d bytes (truncated)", prev.Offset, fi.Size())
+		if fi.Size() >= prev.Offset {
+			what = "was replaced in place (its first bytes changed)"
+		}
+		warning = lostWarning(path, what)
+	} else if old, warning, err = findRotated(path, prev); err != nil {
 		return Position{}, err
 	}
-	return Position{Offset: prev.Offset, Line: prev.Line, Cursor: id}, nil
+	if old == nil {
+		// Not renamed: copied (copytruncate, or copy then recreate)?
+		copied, err := findCopied(path, prev, fi)
+		if err != nil {
+			return Position{}, err
+		}
+		if copied != nil {
+			old, warning = copied, ""
+		}
+	}
+	pos, err := fresh(warning)
+	pos.Rotated = old
+	if err == nil && old != nil {
+		pos.Between, err = rotatedSince(path, old, fi)
+	}
+	return pos, err
+}
+
+// replacedElsewhere is what happened when the file the cursor was in is no
+// longer the log and no file in its directory is it.
+const replacedElsewhere = "was replaced since the last scan (the file the cursor was in is no longer in its directory)"
+
+// lostWarning says the old bytes past the cursor are nowhere to be found.
+func lostWarning(path, what string) string {
+	return fmt.Sprintf("event log %s %s and no rotated copy holds what the last scan read: reading it from the beginning; lines written since the last scan may have been missed", path, what)
 }
 
 // findRotated looks in path's directory for the file the cursor was in (the
@@ -134,7 +151,7 @@ func Resume(f *os.File, path string, prev *Cursor) (Position, error) {
 // (deleted, compressed, moved elsewhere) and what was not read of it is lost:
 // the warning says so.
 func findRotated(path string, prev *Cursor) (*Rotated, string, error) {
-	const replaced = "event log was replaced since the last scan (the file the cursor was in is no longer in its directory): reading it from the beginning"
+	replaced := lostWarning(path, replacedElsewhere)
 	dir := filepath.Dir(path)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -166,7 +183,7 @@ func findRotated(path string, prev *Cursor) (*Rotated, string, error) {
 			size = st.Size()
 		}
 		if size < prev.Offset {
-			return nil, fmt.Sprintf("rotated event log %s shrank below the cursor (%d < %d bytes): reading the new log from the beginning", old, size, prev.Offset), nil
+			return nil, lostWarning(path, fmt.Sprintf("was rotated to %s, which then shrank below the cursor (%d < %d bytes),", old, size, prev.Offset)), nil
 		}
 		// Identify the open file, not the name: it may have been renamed again.
 		if id.Device != prev.Device || id.Inode != prev.Inode || id.HeadHash != prev.HeadHash {

@@ -97,13 +97,12 @@ type Deferred struct {
 }
 
 // Outage is a dependency the scans are waiting for (GitHub, the agent):
-// since when, why, how many scans in a row found it down, and when the next
-// scan may try it again (the backoff across scans).
+// since when, why, how many scans in a row found it down, the last one.
 type Outage struct {
 	Since  time.Time `json:"since"`
 	Reason string    `json:"reason"`
 	Scans  int       `json:"scans"`
-	Next   time.Time `json:"next"`
+	Last   time.Time `json:"last"`
 }
 
 // Settlement is a machine verdict that kept a defect from a human.

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -93,8 +94,9 @@ func OpenMemory() *Store {
 	return &Store{readOnly: true, state: NewState()}
 }
 
-// Load reads a state file; a missing file is an empty state. A malformed
-// file is an error naming it: it is never silently replaced.
+// Load reads a state file; a missing file is an empty state. An empty,
+// blank or malformed file is a *CorruptStateError naming it: it is never
+// silently replaced.
 func Load(path string) (*State, error) {
 	st, _, err := load(path)
 	return st, err
@@ -120,14 +122,32 @@ func load(path string) (*State, fileIdentity, error) {
 	if err != nil {
 		return nil, fileIdentity{}, fmt.Errorf("state %s: %w", path, err)
 	}
-	st := NewState()
-	if len(b) == 0 {
-		return st, id, nil
+	// Only a missing file is a fresh start. An empty or cut-off one is what
+	// a full disk or a crash mid-copy leaves: taking it as empty state would
+	// rerun every agent and reset the daily cap, so a person decides.
+	if len(bytes.TrimSpace(b)) == 0 {
+		problem := "is empty (0 bytes)"
+		if len(b) > 0 {
+			problem = "holds only white space"
+		}
+		return nil, fileIdentity{}, &CorruptStateError{Path: path, Problem: problem}
 	}
+	st := NewState()
 	if err := json.Unmarshal(b, st); err != nil {
-		return nil, fileIdentity{}, fmt.Errorf("state %s is not valid state JSON (%v): fix or move it aside", path, err)
+		return nil, fileIdentity{}, &CorruptStateError{Path: path, Problem: fmt.Sprintf("is not valid state JSON (%v)", err)}
 	}
 	return st, id, nil
+}
+
+// CorruptStateError says the state file exists but holds no state: it is
+// never silently replaced, since what it held (filed defects, retry counts,
+// the daily window, the cursor) would be forgotten.
+type CorruptStateError struct {
+	Path, Problem string
+}
+
+func (e *CorruptStateError) Error() string {
+	return fmt.Sprintf("state file %s %s: restore it from a backup, or delete it to start afresh (the event log is then read again from its beginning)", e.Path, e.Problem)
 }
 
 // Path is the state file's path.

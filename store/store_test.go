@@ -97,6 +97,34 @@ func TestMalformedStateIsAnErrorNamingTheFile(t *testing.T) {
 	}
 }
 
+// A state file that exists but holds nothing (a full disk, a crash while
+// copying it back) is an error, never a fresh start; only a missing file is.
+func TestEmptyOrCutOffStateIsAnErrorNotAFreshStart(t *testing.T) {
+	for name, content := range map[string]string{
+		"zero bytes": "", "white space": " \n\t\n", "cut off": `{"reported": {"v3:abc": {"url": "https://github.com/o/r/issues/1"`,
+	} {
+		path := filepath.Join(t.TempDir(), "state.json")
+		os.WriteFile(path, []byte(content), 0o600)
+		for _, readOnly := range []bool{false, true} {
+			_, err := Open(path, readOnly)
+			var corrupt *CorruptStateError
+			if !errors.As(err, &corrupt) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "delete it to start afresh") {
+				t.Fatalf("%s (read-only %v): Open = %v, want a CorruptStateError naming %s and what to do", name, readOnly, err, path)
+			}
+		}
+		if _, err := Load(path); err == nil {
+			t.Fatalf("%s: Load took it as a state", name)
+		}
+		if b, _ := os.ReadFile(path); string(b) != content {
+			t.Fatalf("%s: the file was changed", name)
+		}
+	}
+	st, err := Load(filepath.Join(t.TempDir(), "missing.json"))
+	if err != nil || st == nil {
+		t.Fatalf("a missing state file is a fresh start: %v", err)
+	}
+}
+
 func TestReadOnlyStoreWritesNothing(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.json")
 	os.WriteFile(path, []byte(theLoopState), 0o644)
@@ -243,7 +271,7 @@ func TestHoldsOlderVersionsTellsOlderFingerprintsFromOurs(t *testing.T) {
 func TestEveryFieldRoundTripsOnce(t *testing.T) {
 	st := NewState()
 	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	st.Outages["github"] = Outage{Since: at, Reason: "503", Scans: 1, Next: at.Add(time.Minute)}
+	st.Outages["github"] = Outage{Since: at, Reason: "503", Scans: 1, Last: at}
 	st.FirstFailed["fp"] = at
 	st.Incidents = []IncidentFailure{{At: at, Values: []string{"a"}, Fingerprint: "v3:x"}}
 	st.IncidentKeys = []string{"work_item"}
@@ -255,7 +283,7 @@ func TestEveryFieldRoundTripsOnce(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	back.Outages["github"] = Outage{Since: at, Reason: "503", Scans: 2, Next: at.Add(2 * time.Minute)}
+	back.Outages["github"] = Outage{Since: at, Reason: "503", Scans: 2, Last: at.Add(time.Hour)}
 	again, err := json.Marshal(&back)
 	if err != nil {
 		t.Fatal(err)

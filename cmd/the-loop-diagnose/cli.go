@@ -85,6 +85,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 type exitError struct {
 	code int
 	msg  string
+	// waiting: the scan ran and recorded everything, but stopped early for
+	// GitHub or the agent being down; a watcher backs off as for trouble.
+	waiting bool
 }
 
 func (e *exitError) Error() string { return e.msg }
@@ -116,6 +119,14 @@ func exitCode(err error, stderr io.Writer) int {
 	fmt.Fprintln(stderr, "the-loop-diagnose:", err)
 	return exitFailed
 }
+
+// setupError is a problem only a person can fix: the state file, its lock,
+// the token's absence. A watcher stops on it instead of waiting it out; it
+// prints and exits as the error it wraps.
+type setupError struct{ err error }
+
+func (e *setupError) Error() string { return e.err.Error() }
+func (e *setupError) Unwrap() error { return e.err }
 
 func usageErr(format string, a ...any) error {
 	return &exitError{code: exitUsage, msg: fmt.Sprintf(format, a...)}

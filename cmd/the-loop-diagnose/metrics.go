@@ -35,6 +35,9 @@ type metrics struct {
 	lastScanTook   prometheus.Gauge
 	lastScan       prometheus.Gauge
 	lastScanAt     atomic.Int64 // unix seconds, for /healthz
+	// trouble is what the watcher is waiting out ("" or nil: none), for
+	// /healthz: it answers 503 with it until a scan succeeds again.
+	trouble atomic.Pointer[string]
 }
 
 func newMetrics() *metrics {
@@ -116,6 +119,14 @@ func (m *metrics) scanned(sum *stages.Summary, candidates int64, took time.Durat
 	m.lastScanAt.Store(now.Unix())
 }
 
+// troubled records what the watcher is waiting out; "" when nothing.
+func (m *metrics) troubled(reason string) {
+	if m == nil {
+		return
+	}
+	m.trouble.Store(&reason)
+}
+
 // transport counts GitHub requests by status and rate limits.
 func (m *metrics) transport(next http.RoundTripper) http.RoundTripper {
 	if m == nil {
@@ -144,7 +155,8 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // serve exposes /metrics and /healthz on addr until ctx ends. /healthz is
-// healthy while the last scan finished within staleAfter (or none is due yet).
+// healthy while the last scan finished within staleAfter (or none is due yet)
+// and the watcher is not waiting out trouble.
 func (m *metrics) serve(ctx context.Context, addr string, staleAfter time.Duration) (string, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -154,6 +166,10 @@ func (m *metrics) serve(ctx context.Context, addr string, staleAfter time.Durati
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if t := m.trouble.Load(); t != nil && *t != "" {
+			http.Error(w, "waiting out trouble, retrying: "+*t, http.StatusServiceUnavailable)
+			return
+		}
 		last := time.Unix(m.lastScanAt.Load(), 0)
 		if m.lastScanAt.Load() == 0 {
 			last = started

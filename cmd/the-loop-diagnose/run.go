@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"net/http"
 	"strings"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
 
+	"github.com/the-loop/the-loop-diagnose/stages"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
@@ -53,7 +56,14 @@ func cmdRun(hard, soft context.Context, args []string, io stdio, watch bool) err
 		return err
 	}
 	if !watch {
-		return sc.runOnce(hard, soft)
+		err := sc.runOnce(hard, soft)
+		var missing *stages.LogMissingError
+		if errors.As(err, &missing) {
+			// Not an error for cron: the-loop has not written a log yet.
+			fmt.Fprintf(io.err, "the-loop-diagnose: event log %s does not exist yet: nothing to diagnose\n", missing.Path)
+			return nil
+		}
+		return err
 	}
 	if *dryRun {
 		// A dry-run watcher keeps its (never written) state in memory, so
@@ -118,7 +128,7 @@ func (s *scanner) runOnce(hard, soft context.Context) error {
 			return nil
 		}
 		if err != nil {
-			return err
+			return &setupError{err} // corrupt, a link, no permission: waiting will not fix it
 		}
 		defer st.Close()
 	}
@@ -140,47 +150,88 @@ func (s *scanner) runOnce(hard, soft context.Context) error {
 		msgs = append(msgs, "some defects failed and will be retried next scan:\n  "+joinLines(sum.Failures))
 	}
 	if len(msgs) > 0 {
-		return &exitError{code: exitFailed, msg: strings.Join(msgs, "\n")}
+		return &exitError{code: exitFailed, msg: strings.Join(msgs, "\n"), waiting: len(sum.Waiting()) > 0}
 	}
 	return nil
 }
 
 // watch scans at start, then on every interval tick and shortly after the
 // log changes (fsnotify, with the interval as the polling fallback). The first
-// signal lets the running scan drain and persist, then exits 0.
+// signal lets the running scan drain and persist, then exits 0. Trouble that
+// passes by itself (GitHub rejecting the token or not answering, the log
+// not there yet, anything else not known to need a person) is logged and
+// retried after a backoff, with /healthz answering 503 meanwhile; only a
+// setup error a person must fix (watchStops) ends the watcher.
 func (s *scanner) watch(hard, soft context.Context) error {
 	changed := make(chan struct{}, 1)
-	if w, err := fsnotify.NewWatcher(); err == nil {
+	var w *fsnotify.Watcher
+	if nw, err := fsnotify.NewWatcher(); err == nil {
+		w = nw
 		defer w.Close()
-		// Watch the directory: rotation replaces the file itself.
-		if err := w.Add(dirOf(s.cfg.EventLog)); err == nil {
-			go func() {
-				for ev := range w.Events {
-					if ev.Name == s.cfg.EventLog || baseOf(ev.Name) == baseOf(s.cfg.EventLog) {
-						select {
-						case changed <- struct{}{}:
-						default:
-						}
+		go func() {
+			for ev := range w.Events {
+				if ev.Name == s.cfg.EventLog || baseOf(ev.Name) == baseOf(s.cfg.EventLog) {
+					select {
+					case changed <- struct{}{}:
+					default:
 					}
 				}
-			}()
-		} else {
-			s.log.Warn().Err(err).Msg("cannot watch the event log's directory: polling every interval")
-		}
+			}
+		}()
 	}
+	watching, warned := false, false
 	ticker := time.NewTicker(s.cfg.Interval)
 	defer ticker.Stop()
+	retry := newBackoff(s.cfg.Interval)
 	// Debounce: a burst of appends becomes one scan.
 	const settle = 2 * time.Second
+	trouble := ""
 	for {
-		if err := s.runOnce(hard, soft); err != nil {
-			var ee *exitError
-			if !errors.As(err, &ee) || ee.code != exitFailed {
-				return err
+		if w != nil && !watching {
+			// Watch the directory: rotation replaces the file itself. One
+			// that does not exist yet is tried again after every scan.
+			if err := w.Add(dirOf(s.cfg.EventLog)); err == nil {
+				watching = true
+			} else if !warned {
+				warned = true
+				s.log.Warn().Err(err).Msg("cannot watch the event log's directory: polling every interval")
 			}
-			s.log.Warn().Msg(ee.msg)
+		}
+		err := s.runOnce(hard, soft)
+		var ee *exitError
+		switch {
+		case err == nil:
+		case errors.As(err, &ee) && ee.code == exitFailed && !ee.waiting:
+			s.log.Warn().Msg(ee.msg) // the scan ran: its failed defects are retried next scan
+			err = nil
+		case watchStops(err):
+			return err
 		}
 		s.skipBacklog = false
+		if err != nil {
+			trouble = err.Error()
+			s.metrics.troubled(trouble)
+			wait := retry.next()
+			s.log.Warn().Str("retry_in", wait.String()).Msg(trouble + ": still watching; retrying")
+			// A missing log ends when it appears: a change wakes the retry.
+			var appeared <-chan struct{}
+			if errors.As(err, new(*stages.LogMissingError)) {
+				appeared = changed
+			}
+			select {
+			case <-soft.Done():
+				return nil
+			case <-time.After(wait):
+			case <-appeared:
+			}
+			continue
+		}
+		if trouble != "" {
+			s.log.Info().Msg("recovered, scanning normally again after: " + trouble)
+			trouble = ""
+			s.metrics.troubled("")
+			retry.reset()
+		}
 		select {
 		case <-soft.Done():
 			return nil
@@ -196,6 +247,55 @@ func (s *scanner) watch(hard, soft context.Context) error {
 		}
 	}
 }
+
+// watchStops reports whether err is a setup error a watcher cannot wait
+// out: a bad config, the state file or its lock, a permission, a GitHub
+// setup a person must change (repository, issues, the token's rights, no
+// token at all) — or the second signal. A token GitHub rejects is waited
+// out: it may be rotated or reinstated while the watcher runs.
+func watchStops(err error) bool {
+	var setup *setupError
+	var config *ConfigError
+	var ee *exitError
+	var gh *stages.SetupError
+	switch {
+	case errors.As(err, &setup), errors.As(err, &config), errors.Is(err, fs.ErrPermission), errors.Is(err, context.Canceled):
+		return true
+	case errors.As(err, &ee):
+		return ee.code != exitFailed
+	case errors.As(err, &gh):
+		return !credentialsRejected(gh)
+	}
+	return false
+}
+
+// credentialsRejected: GitHub refused the token itself (401, or a 403 that
+// says bad credentials), as opposed to the token's rights or the repository.
+func credentialsRejected(e *stages.SetupError) bool {
+	return e.Status == http.StatusUnauthorized ||
+		e.Status == http.StatusForbidden && strings.Contains(strings.ToLower(e.Cause), "bad credentials")
+}
+
+// backoff spaces a troubled watcher's retries: from the scan interval (at
+// most a minute: most trouble is short), doubling, up to ten intervals or
+// 15 minutes, whichever is less. intervalSeconds scales it for tests.
+type backoff struct{ first, limit, wait time.Duration }
+
+func newBackoff(interval time.Duration) backoff {
+	first := min(interval, time.Minute)
+	return backoff{first: first, limit: max(first, min(10*interval, 15*time.Minute))}
+}
+
+func (b *backoff) next() time.Duration {
+	if b.wait == 0 {
+		b.wait = b.first
+	}
+	d := b.wait
+	b.wait = min(2*b.wait, b.limit)
+	return d
+}
+
+func (b *backoff) reset() { b.wait = 0 }
 
 func drain(ch chan struct{}) {
 	select {

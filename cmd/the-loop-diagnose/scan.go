@@ -150,7 +150,6 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time
 	occurrences := pipeline.Then(r, candidates, stages.NewFingerprint(fp, s.incidents))
 	groups := pipeline.Then(r, occurrences, s.newDedup(st, !s.skipBacklog, &candidateCount))
 	dossiers := pipeline.Then(r, groups, s.newDossier(st))
-	dossiers = pipeline.Then(r, dossiers, stages.NewOutageGate(st, s.now))
 	dossiers = pipeline.Then(r, dossiers, check.beforeAgent())
 	findings := pipeline.Then(r, pipeline.Then(r, dossiers, s.agent), s.newGate(st))
 	reports := pipeline.Then(r, findings, s.newCompose())
@@ -229,7 +228,7 @@ func (s *scanner) githubClient() (*github.Client, error) {
 	}
 	client, err := stages.NewGitHubClientWithTransport(apiURL, os.Getenv, s.metrics.transport(nil))
 	if err != nil {
-		return nil, &exitError{code: exitFailed, msg: err.Error()}
+		return nil, &setupError{err} // no token, or a bad API URL: the environment will not change by itself
 	}
 	s.gh = client
 	return client, nil

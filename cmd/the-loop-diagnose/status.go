@@ -63,9 +63,8 @@ func cmdStatus(args []string, io stdio) error {
 	fmt.Fprintf(w, "issues filed in the last 24 h: %d of %d; agent diagnoses: %d of %d\n", used, cfg.MaxIssuesPerDay, diagnosed, cfg.MaxDiagnosesPerDay)
 	for _, what := range store.Fingerprints(st.Outages) {
 		o := st.Outages[what]
-		fmt.Fprintf(w, "%s: %s (since %s, %d scans; next try %s)\n",
-			(&pipeline.Wait{For: what, Reason: o.Reason}).String(), "defects wait, nothing is charged",
-			o.Since.Format(time.RFC3339), o.Scans, o.Next.Format(time.RFC3339))
+		fmt.Fprintf(w, "%s (since %s, %d scans, the last at %s): its defects wait, nothing is charged\n",
+			(&pipeline.Wait{For: what, Reason: o.Reason}).String(), o.Since.Format(time.RFC3339), o.Scans, o.Last.Format(time.RFC3339))
 	}
 	fmt.Fprintf(w, "\nreported (%d):\n", len(st.Reported))
 	for _, fp := range store.Fingerprints(st.Reported) {

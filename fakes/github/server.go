@@ -109,6 +109,7 @@ type Server struct {
 	requests       []Request
 	created        int // issues created through the API (AddIssue excluded)
 	issuesDisabled bool
+	outage         int // SetOutage: the status every request answers; 0: none
 	nextID         int64
 }
 
@@ -209,6 +210,12 @@ func (s *Server) handle(r *http.Request, body []byte, rec *Request) response {
 	if route == "" {
 		return jsonResponse(http.StatusNotFound, errorBody("Not Found", "https://docs.github.com/rest"))
 	}
+	s.mu.Lock()
+	outage := s.outage
+	s.mu.Unlock()
+	if outage != 0 {
+		return ServerError(outage).response(s.opts.Now())
+	}
 	token, ok := s.authenticate(r)
 	if !ok {
 		msg := "Bad credentials"
@@ -277,6 +284,29 @@ func (s *Server) AddToken(token string, t Token) {
 	}
 	tokens[token] = t
 	s.opts.Tokens = tokens // the caller's Options map is never written
+}
+
+// RemoveToken revokes a token: every request carrying it answers 401 Bad
+// credentials until AddToken lets it in again (a token suspended or rotated
+// while a watcher runs).
+func (s *Server) RemoveToken(token string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tokens := make(map[string]Token, len(s.opts.Tokens))
+	for k, v := range s.opts.Tokens {
+		if k != token {
+			tokens[k] = v
+		}
+	}
+	s.opts.Tokens = tokens
+}
+
+// SetOutage makes every API request answer status (502, 503) without doing
+// anything, as GitHub in an outage does, until SetOutage(0).
+func (s *Server) SetOutage(status int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.outage = status
 }
 
 func (s *Server) write(w http.ResponseWriter, resp response) {

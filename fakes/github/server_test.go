@@ -466,3 +466,34 @@ func TestEachTokenActsAsItsOwnLogin(t *testing.T) {
 		t.Fatalf("requests do not record who asked: %+v", reqs)
 	}
 }
+
+func TestRemovedTokenAndOutageAreSwitches(t *testing.T) {
+	srv, c := start(t, fakegh.Options{})
+	ctx := context.Background()
+	status := func() int {
+		_, resp, _ := c.Issues.ListByRepo(ctx, "acme", "widgets", nil)
+		if resp == nil {
+			return 0
+		}
+		return resp.StatusCode
+	}
+	srv.RemoveToken("test-token")
+	if a, b := status(), status(); a != http.StatusUnauthorized || b != http.StatusUnauthorized {
+		t.Fatalf("revoked token: %d, %d; want 401 until it is let in again", a, b)
+	}
+	srv.AddToken("test-token", fakegh.Token{Login: "loop-bot", Triage: true})
+	if s := status(); s != http.StatusOK {
+		t.Fatalf("token let in again: %d", s)
+	}
+	srv.SetOutage(http.StatusServiceUnavailable)
+	if a, b := status(), status(); a != http.StatusServiceUnavailable || b != http.StatusServiceUnavailable {
+		t.Fatalf("outage: %d, %d", a, b)
+	}
+	if rs := srv.RequestsTo(fakegh.RouteListIssues); rs[len(rs)-1].Status != http.StatusServiceUnavailable {
+		t.Fatal("an outage's answers must be recorded under their route")
+	}
+	srv.SetOutage(0)
+	if s := status(); s != http.StatusOK {
+		t.Fatalf("after the outage: %d", s)
+	}
+}

@@ -141,10 +141,10 @@ func TestOpenIssuesPerDefectOnADeploymentShapedLog(t *testing.T) {
 		// most is the highest ratio allowed.
 		most float64
 	}{
-		{2000, 3, 1.10},
-		{20000, 2, 1.10},
-		{20000, 4, 1.10},
-		{20000, 5, 1.10},
+		{2000, 3, 1.05},
+		{20000, 2, 1.05},
+		{20000, 4, 1.05},
+		{20000, 5, 1.05},
 	} {
 		t.Run(fmt.Sprintf("%d-lines-seed-%d", tc.lines, tc.seed), func(t *testing.T) {
 			gh := newGitHub(t)
@@ -171,7 +171,7 @@ func TestTwoDeploymentsFileOneIssuePerDefect(t *testing.T) {
 			defects[fp][id] = true
 		}
 	}
-	checkIssuesPerDefect(t, gh, defects, 1.10)
+	checkIssuesPerDefect(t, gh, defects, 1.05)
 }
 
 var bulkDeployOpts = deployOpts{harness: "builtin", maxPerDay: 1000,

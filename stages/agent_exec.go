@@ -52,7 +52,8 @@ func agentRunProcess(ctx context.Context, cfg AgentConfig, d pipeline.Dossier) (
 	if err := os.Mkdir(workDir, 0o700); err != nil {
 		return fail("agent: cannot create a working directory: %v", err)
 	}
-	if err := os.WriteFile(filepath.Join(workDir, agentDossierFile), []byte(d.Markdown), 0o600); err != nil {
+	// The same carriable text the prompt quotes inline, so the two agree.
+	if err := os.WriteFile(filepath.Join(workDir, agentDossierFile), []byte(AgentCarriable(d.Markdown)), 0o600); err != nil {
 		return fail("agent: cannot write the dossier: %v", err)
 	}
 	if cfg.Harness == AgentHarnessCursor {
@@ -118,6 +119,26 @@ func agentArgv(cfg AgentConfig, prompt, promptFile, workDir string) ([]string, e
 	return nil, fmt.Errorf("harness %q does not run a process", cfg.Harness)
 }
 
+// agentUncarriable names the first argv element or environment entry exec
+// cannot pass (one holding a NUL), or returns "". Log text never does
+// (AgentPrompt is carriable); this catches the configuration's own
+// (a YAML "\0" in selfDiagnosis.command or model), with a reason that says
+// where, instead of exec's bare "invalid argument".
+func agentUncarriable(argv, env []string) string {
+	for i, a := range argv {
+		if strings.IndexByte(a, 0) >= 0 {
+			return fmt.Sprintf("agent: argument %d of the agent's command line holds a NUL byte, which exec cannot pass: check selfDiagnosis.command and model", i)
+		}
+	}
+	for _, kv := range env {
+		if strings.IndexByte(kv, 0) >= 0 {
+			name, _, _ := strings.Cut(kv, "=")
+			return fmt.Sprintf("agent: environment variable %q holds a NUL byte, which exec cannot pass", name)
+		}
+	}
+	return ""
+}
+
 func agentArgvUses(argv []string, placeholder string) bool {
 	for _, a := range argv {
 		if strings.Contains(a, placeholder) {
@@ -153,6 +174,9 @@ func agentExec(ctx context.Context, timeout time.Duration, dir string, argv, env
 	// relative Dir would start it where we run, beside the event log.
 	if fi, err := os.Lstat(dir); err != nil || !filepath.IsAbs(dir) || !fi.IsDir() {
 		return agentExecResult{failure: fmt.Sprintf("agent: working directory %q is not a directory of its own", dir)}
+	}
+	if why := agentUncarriable(argv, env); why != "" {
+		return agentExecResult{failure: why}
 	}
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

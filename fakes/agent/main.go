@@ -12,6 +12,14 @@
 //	slow            sleeps for an hour
 //	spawn           starts `sleep 3600` in its process group, writes the
 //	                child's pid to FAKE_AGENT_PIDFILE, then hangs
+//	sleep           writes its own pid to FAKE_AGENT_PIDFILE, then sleeps
+//	                for an hour
+//	setsid          starts `sleep 3600` as a daemon would (setsid: a
+//	                session and group of its own, stdio on /dev/null),
+//	                writes its own pid and then the daemon's, one a line, to
+//	                FAKE_AGENT_PIDFILE, then sleeps for an hour
+//	setsid-answer   as setsid, but then answers as raw does and exits 0,
+//	                leaving the daemon behind
 //	crash           a nil-pointer panic (abnormal exit)
 //	injection       a valid finding echoing the dossier, "the-loop stop"
 //	                and a fake token
@@ -247,6 +255,27 @@ func behave(inv invocation, dossier string) error {
 		return nil
 	case "spawn":
 		return spawn()
+	case "sleep":
+		if err := writePids(os.Getpid()); err != nil {
+			return err
+		}
+		time.Sleep(time.Hour)
+		return nil
+	case "setsid", "setsid-answer":
+		child := exec.Command("sleep", "3600")
+		child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := child.Start(); err != nil {
+			return err
+		}
+		if err := writePids(os.Getpid(), child.Process.Pid); err != nil {
+			return err
+		}
+		if inv.mode == "setsid-answer" {
+			_, err := os.Stdout.Write(append(mustJSON(validFinding), '\n'))
+			return err
+		}
+		time.Sleep(time.Hour)
+		return nil
 	case "crash":
 		var f *finding
 		fmt.Println(f.Title) // nil dereference: the runtime panics
@@ -366,6 +395,23 @@ func spawn() error {
 	}
 	time.Sleep(time.Hour)
 	return nil
+}
+
+// writePids writes pids, one a line, to FAKE_AGENT_PIDFILE through a
+// rename, so a test polling the file never reads half of it.
+func writePids(pids ...int) error {
+	path := os.Getenv("FAKE_AGENT_PIDFILE")
+	if path == "" {
+		return nil
+	}
+	var b strings.Builder
+	for _, p := range pids {
+		fmt.Fprintf(&b, "%d\n", p)
+	}
+	if err := os.WriteFile(path+".tmp", []byte(b.String()), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(path+".tmp", path)
 }
 
 func answer(text string, envelope bool) error {

@@ -83,8 +83,10 @@ type record struct {
 	DossierInPrompt bool     `json:"dossier_in_prompt"` // the dossier's text appears in the prompt
 	Model           string   `json:"model"`
 	OwnGroup        bool     `json:"own_group"` // it leads its own process group
-	Pid             int      `json:"pid"`
-	StartNano       int64    `json:"start_nano"`
+	// ParentDeathSignal is the signal it gets when its parent dies (Linux).
+	ParentDeathSignal int   `json:"parent_death_signal"`
+	Pid               int   `json:"pid"`
+	StartNano         int64 `json:"start_nano"`
 	// GitHubToken: a GitHub token variable reached the agent's environment.
 	GitHubToken bool `json:"github_token"`
 	// Env is the whole environment the agent was given.
@@ -164,18 +166,19 @@ func writeRecord(path string, inv invocation, dossier string) error {
 	sort.Strings(files)
 	pgid, _ := syscall.Getpgid(0)
 	line, err := json.Marshal(record{
-		Argv:            os.Args,
-		Cwd:             cwd,
-		Files:           files,
-		Prompt:          inv.prompt,
-		PromptFile:      inv.promptFile,
-		DossierInPrompt: dossier != "" && strings.Contains(inv.prompt, strings.TrimRight(dossier, "\n")),
-		Model:           inv.model,
-		OwnGroup:        pgid == os.Getpid(),
-		Pid:             os.Getpid(),
-		StartNano:       time.Now().UnixNano(),
-		GitHubToken:     os.Getenv("GH_TOKEN")+os.Getenv("GITHUB_TOKEN")+os.Getenv("GH_ENTERPRISE_TOKEN")+os.Getenv("GITHUB_ENTERPRISE_TOKEN") != "",
-		Env:             os.Environ(),
+		Argv:              os.Args,
+		Cwd:               cwd,
+		Files:             files,
+		Prompt:            inv.prompt,
+		PromptFile:        inv.promptFile,
+		DossierInPrompt:   dossier != "" && strings.Contains(inv.prompt, strings.TrimRight(dossier, "\n")),
+		Model:             inv.model,
+		OwnGroup:          pgid == os.Getpid(),
+		ParentDeathSignal: parentDeathSignal(),
+		Pid:               os.Getpid(),
+		StartNano:         time.Now().UnixNano(),
+		GitHubToken:       os.Getenv("GH_TOKEN")+os.Getenv("GITHUB_TOKEN")+os.Getenv("GH_ENTERPRISE_TOKEN")+os.Getenv("GITHUB_ENTERPRISE_TOKEN") != "",
+		Env:               os.Environ(),
 	})
 	if err != nil {
 		return err

@@ -39,12 +39,18 @@ func agentRunProcess(ctx context.Context, cfg AgentConfig, d pipeline.Dossier) (
 	fail := func(format string, args ...any) (pipeline.Finding, error) {
 		return pipeline.Finding{Dossier: d, Failure: fmt.Sprintf(format, args...)}, nil
 	}
+	// What runs that died (SIGKILLed with their supervisor) left behind.
+	if removed := agentSweepStale(cfg.Timeout); len(removed) > 0 {
+		cfg.Log.Info().Strs("removed", removed).Msg("removed the temporary directories of agent runs that died")
+	}
 	// root holds the working directory and, beside it, the prompt file, so
 	// the agent's cwd holds nothing but the dossier.
-	root, err := os.MkdirTemp("", "the-loop-diagnose-agent-*")
+	root, err := os.MkdirTemp("", agentDirPrefix+"*")
 	if err != nil {
 		return fail("agent: cannot create a working directory: %v", err)
 	}
+	// Locked while it lives (SweepAgentDirs), unlocked once removed.
+	defer agentLockDir(root)()
 	defer os.RemoveAll(root)
 	if root, err = filepath.Abs(root); err != nil { // a relative TMPDIR
 		return fail("agent: cannot create a working directory: %v", err)

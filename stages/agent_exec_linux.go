@@ -150,7 +150,9 @@ func agentRunSupervised(ctx context.Context, p agentProc) error {
 	select {
 	case raw = <-reported:
 	case <-time.After(agentWaitDelay):
-		reportR.Close() // only the supervisor held the other end: cannot happen
+		// Only the supervisor held the other end (the agent never does),
+		// so it closed when the supervisor exited; bounded all the same.
+		reportR.Close()
 		raw = <-reported
 	}
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,12 +39,18 @@ func agentRunProcess(ctx context.Context, cfg AgentConfig, d pipeline.Dossier) (
 	fail := func(format string, args ...any) (pipeline.Finding, error) {
 		return pipeline.Finding{Dossier: d, Failure: fmt.Sprintf(format, args...)}, nil
 	}
+	// What runs that died (SIGKILLed with their supervisor) left behind.
+	if removed := agentSweepStale(cfg.Timeout); len(removed) > 0 {
+		cfg.Log.Info().Strs("removed", removed).Msg("removed the temporary directories of agent runs that died")
+	}
 	// root holds the working directory and, beside it, the prompt file, so
 	// the agent's cwd holds nothing but the dossier.
-	root, err := os.MkdirTemp("", "the-loop-diagnose-agent-*")
+	root, err := os.MkdirTemp("", agentDirPrefix+"*")
 	if err != nil {
 		return fail("agent: cannot create a working directory: %v", err)
 	}
+	// Locked while it lives (SweepAgentDirs), unlocked once removed.
+	defer agentLockDir(root)()
 	defer os.RemoveAll(root)
 	if root, err = filepath.Abs(root); err != nil { // a relative TMPDIR
 		return fail("agent: cannot create a working directory: %v", err)
@@ -52,7 +59,8 @@ func agentRunProcess(ctx context.Context, cfg AgentConfig, d pipeline.Dossier) (
 	if err := os.Mkdir(workDir, 0o700); err != nil {
 		return fail("agent: cannot create a working directory: %v", err)
 	}
-	if err := os.WriteFile(filepath.Join(workDir, agentDossierFile), []byte(d.Markdown), 0o600); err != nil {
+	// The same carriable text the prompt quotes inline, so the two agree.
+	if err := os.WriteFile(filepath.Join(workDir, agentDossierFile), []byte(AgentCarriable(d.Markdown)), 0o600); err != nil {
 		return fail("agent: cannot write the dossier: %v", err)
 	}
 	if cfg.Harness == AgentHarnessCursor {
@@ -75,7 +83,7 @@ func agentRunProcess(ctx context.Context, cfg AgentConfig, d pipeline.Dossier) (
 		}
 	}
 
-	res := agentExec(ctx, cfg.Timeout, workDir, argv, agentEnv(os.Environ(), append(slices.Clone(agentHarnessEnv[cfg.Harness]), cfg.Env...)), cfg.Scrub)
+	res := agentExec(ctx, cfg.Timeout, root, workDir, argv, agentEnv(os.Environ(), append(slices.Clone(agentHarnessEnv[cfg.Harness]), cfg.Env...)), cfg.Scrub)
 	if err := ctx.Err(); err != nil {
 		// The scan is being stopped: no finding, the group is retried later.
 		return pipeline.Finding{}, err
@@ -123,6 +131,26 @@ func agentArgv(cfg AgentConfig, prompt, promptFile, workDir string) ([]string, e
 	return nil, fmt.Errorf("harness %q does not run a process", cfg.Harness)
 }
 
+// agentUncarriable names the first argv element or environment entry exec
+// cannot pass (one holding a NUL), or returns "". Log text never does
+// (AgentPrompt is carriable); this catches the configuration's own
+// (a YAML "\0" in selfDiagnosis.command or model), with a reason that says
+// where, instead of exec's bare "invalid argument".
+func agentUncarriable(argv, env []string) string {
+	for i, a := range argv {
+		if strings.IndexByte(a, 0) >= 0 {
+			return fmt.Sprintf("agent: argument %d of the agent's command line holds a NUL byte, which exec cannot pass: check selfDiagnosis.command and model", i)
+		}
+	}
+	for _, kv := range env {
+		if strings.IndexByte(kv, 0) >= 0 {
+			name, _, _ := strings.Cut(kv, "=")
+			return fmt.Sprintf("agent: environment variable %q holds a NUL byte, which exec cannot pass", name)
+		}
+	}
+	return ""
+}
+
 func agentArgvUses(argv []string, placeholder string) bool {
 	for _, a := range argv {
 		if strings.Contains(a, placeholder) {
@@ -147,17 +175,23 @@ type agentExecResult struct {
 }
 
 // agentExec runs argv (no shell) in dir in its own process group and kills
-// the whole group on timeout, cancellation or runaway output, so the
-// agent's children die with it.
+// the whole group on timeout, cancellation or runaway output, and when the
+// agent exits leaving children behind, so the agent's children die with
+// it. On Linux the agent also dies with us, however we die, and so do its
+// descendants that left its group (agentSpawn in agent_exec_linux.go);
+// root, the run's temporary directory, is then removed for us.
 //
 // scrub (nil for none) cleans the stderr tail before it is cut to the few
 // hundred characters a failure reason quotes: a cut must never stop a rule
 // from seeing the context (a key name, a BEGIN line) it needs.
-func agentExec(ctx context.Context, timeout time.Duration, dir string, argv, env []string, scrub func(string) string) agentExecResult {
+func agentExec(ctx context.Context, timeout time.Duration, root, dir string, argv, env []string, scrub func(string) string) agentExecResult {
 	// The agent's directory must be the fresh one we made: an empty or
 	// relative Dir would start it where we run, beside the event log.
 	if fi, err := os.Lstat(dir); err != nil || !filepath.IsAbs(dir) || !fi.IsDir() {
 		return agentExecResult{failure: fmt.Sprintf("agent: working directory %q is not a directory of its own", dir)}
+	}
+	if why := agentUncarriable(argv, env); why != "" {
+		return agentExecResult{failure: why}
 	}
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -170,36 +204,21 @@ func agentExec(ctx context.Context, timeout time.Duration, dir string, argv, env
 			name = abs
 		}
 	}
-	cmd := exec.CommandContext(runCtx, name, argv[1:]...)
-	cmd.Args[0] = argv[0]
-	if errors.Is(cmd.Err, exec.ErrNotFound) || errors.Is(cmd.Err, os.ErrNotExist) {
+	// Resolved here, with our PATH, as exec.Command would: the supervisor
+	// that starts it on Linux is given the path.
+	path, err := exec.LookPath(name)
+	switch {
+	case errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist):
 		return agentExecResult{failure: fmt.Sprintf("agent executable not found: %q", argv[0])}
+	case errors.Is(err, exec.ErrDot): // found only through a relative PATH entry: refused, as exec does
+		return agentExecResult{failure: fmt.Sprintf("agent could not run %q: %v", argv[0], err)}
+	case err != nil: // there but not executable: starting it says why
+		path = name
 	}
-	cmd.Dir = dir
-	cmd.Env = env   // an explicit list: exec adds no PWD to it
-	cmd.Stdin = nil // /dev/null: a one-shot agent must not wait for input
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error {
-		// The group id is the child's pid (Setpgid); a negative pid
-		// signals every process in the group.
-		err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		if errors.Is(err, syscall.ESRCH) {
-			return os.ErrProcessDone
-		}
-		return err
-	}
-	cmd.WaitDelay = agentWaitDelay
 	stdout := &agentCappedBuffer{limit: agentStdoutCap, overflow: cancel}
 	stderr := &agentTailBuffer{limit: agentStderrTail}
-	cmd.Stdout = stdout
-	cmd.Stderr = stderr
 
-	err := cmd.Run()
-	// Reap the rest of the group even when the leader exited on its own: a
-	// background child must not outlive its one-shot run.
-	if cmd.Process != nil {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
+	err = agentSpawn(runCtx, agentProc{path: path, argv: argv, root: root, dir: dir, env: env, stdout: stdout, stderr: stderr})
 	switch {
 	case stdout.overflowed:
 		return agentExecResult{failure: fmt.Sprintf("agent output exceeded %d bytes", agentStdoutCap)}
@@ -212,9 +231,9 @@ func agentExec(ctx context.Context, timeout time.Duration, dir string, argv, env
 	case errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist):
 		return agentExecResult{failure: fmt.Sprintf("agent executable not found: %q", argv[0])}
 	}
-	var exitErr *exec.ExitError
+	var exitErr *agentExitError
 	if errors.As(err, &exitErr) {
-		return agentExecResult{failure: fmt.Sprintf("agent exited with %s%s", exitErr.ProcessState, agentStderrSuffix(stderr, scrub))}
+		return agentExecResult{failure: fmt.Sprintf("agent exited with %s%s", exitErr.status, agentStderrSuffix(stderr, scrub))}
 	}
 	if errors.Is(err, exec.ErrWaitDelay) {
 		// Exit status 0, but a leftover child kept the output open; the
@@ -222,6 +241,62 @@ func agentExec(ctx context.Context, timeout time.Duration, dir string, argv, env
 		return agentExecResult{stdout: stdout.Bytes()}
 	}
 	return agentExecResult{failure: fmt.Sprintf("agent could not run %q: %v", argv[0], err)}
+}
+
+// agentProc is one agent process to start: path is argv[0] resolved.
+type agentProc struct {
+	path      string
+	argv      []string
+	root, dir string
+	env       []string
+	stdout    io.Writer
+	stderr    io.Writer
+}
+
+// agentExitError is an agent that exited with a status other than 0, as
+// os.ProcessState prints it ("exit status 3", "signal: killed").
+type agentExitError struct{ status string }
+
+func (e *agentExitError) Error() string { return "agent " + e.status }
+
+// agentRunDirect starts the agent as our own child in a process group of
+// its own, and kills the group once the agent exits or ctx is done:
+// children that stay in its group die with it, as do (on Linux, by the
+// parent-death signal) the agent itself if we are killed. What left its
+// group outlives it: agentSpawn prefers a supervisor where it can run one.
+func agentRunDirect(ctx context.Context, p agentProc) error {
+	cmd := exec.CommandContext(ctx, p.path, p.argv[1:]...)
+	cmd.Args[0] = p.argv[0]
+	cmd.Dir = p.dir
+	cmd.Env = p.env // an explicit list: exec adds no PWD to it
+	cmd.Stdin = nil // /dev/null: a one-shot agent must not wait for input
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	unlock := agentDieWithUs(cmd.SysProcAttr)
+	defer unlock()
+	cmd.Cancel = func() error {
+		// The group id is the child's pid (Setpgid); a negative pid
+		// signals every process in the group.
+		err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		if errors.Is(err, syscall.ESRCH) {
+			return os.ErrProcessDone
+		}
+		return err
+	}
+	cmd.WaitDelay = agentWaitDelay
+	cmd.Stdout = p.stdout
+	cmd.Stderr = p.stderr
+
+	err := cmd.Run()
+	// Reap the rest of the group even when the leader exited on its own: a
+	// background child must not outlive its one-shot run.
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		return &agentExitError{status: exitErr.ProcessState.String()}
+	}
+	return err
 }
 
 // agentStderrSuffix renders the end of stderr for a failure reason: the

@@ -12,6 +12,14 @@
 //	slow            sleeps for an hour
 //	spawn           starts `sleep 3600` in its process group, writes the
 //	                child's pid to FAKE_AGENT_PIDFILE, then hangs
+//	sleep           writes its own pid to FAKE_AGENT_PIDFILE, then sleeps
+//	                for an hour
+//	setsid          starts `sleep 3600` as a daemon would (setsid: a
+//	                session and group of its own, stdio on /dev/null),
+//	                writes its own pid and then the daemon's, one a line, to
+//	                FAKE_AGENT_PIDFILE, then sleeps for an hour
+//	setsid-answer   as setsid, but then answers as raw does and exits 0,
+//	                leaving the daemon behind
 //	crash           a nil-pointer panic (abnormal exit)
 //	injection       a valid finding echoing the dossier, "the-loop stop"
 //	                and a fake token
@@ -75,8 +83,10 @@ type record struct {
 	DossierInPrompt bool     `json:"dossier_in_prompt"` // the dossier's text appears in the prompt
 	Model           string   `json:"model"`
 	OwnGroup        bool     `json:"own_group"` // it leads its own process group
-	Pid             int      `json:"pid"`
-	StartNano       int64    `json:"start_nano"`
+	// ParentDeathSignal is the signal it gets when its parent dies (Linux).
+	ParentDeathSignal int   `json:"parent_death_signal"`
+	Pid               int   `json:"pid"`
+	StartNano         int64 `json:"start_nano"`
 	// GitHubToken: a GitHub token variable reached the agent's environment.
 	GitHubToken bool `json:"github_token"`
 	// Env is the whole environment the agent was given.
@@ -156,18 +166,19 @@ func writeRecord(path string, inv invocation, dossier string) error {
 	sort.Strings(files)
 	pgid, _ := syscall.Getpgid(0)
 	line, err := json.Marshal(record{
-		Argv:            os.Args,
-		Cwd:             cwd,
-		Files:           files,
-		Prompt:          inv.prompt,
-		PromptFile:      inv.promptFile,
-		DossierInPrompt: dossier != "" && strings.Contains(inv.prompt, strings.TrimRight(dossier, "\n")),
-		Model:           inv.model,
-		OwnGroup:        pgid == os.Getpid(),
-		Pid:             os.Getpid(),
-		StartNano:       time.Now().UnixNano(),
-		GitHubToken:     os.Getenv("GH_TOKEN")+os.Getenv("GITHUB_TOKEN")+os.Getenv("GH_ENTERPRISE_TOKEN")+os.Getenv("GITHUB_ENTERPRISE_TOKEN") != "",
-		Env:             os.Environ(),
+		Argv:              os.Args,
+		Cwd:               cwd,
+		Files:             files,
+		Prompt:            inv.prompt,
+		PromptFile:        inv.promptFile,
+		DossierInPrompt:   dossier != "" && strings.Contains(inv.prompt, strings.TrimRight(dossier, "\n")),
+		Model:             inv.model,
+		OwnGroup:          pgid == os.Getpid(),
+		ParentDeathSignal: parentDeathSignal(),
+		Pid:               os.Getpid(),
+		StartNano:         time.Now().UnixNano(),
+		GitHubToken:       os.Getenv("GH_TOKEN")+os.Getenv("GITHUB_TOKEN")+os.Getenv("GH_ENTERPRISE_TOKEN")+os.Getenv("GITHUB_ENTERPRISE_TOKEN") != "",
+		Env:               os.Environ(),
 	})
 	if err != nil {
 		return err
@@ -247,6 +258,27 @@ func behave(inv invocation, dossier string) error {
 		return nil
 	case "spawn":
 		return spawn()
+	case "sleep":
+		if err := writePids(os.Getpid()); err != nil {
+			return err
+		}
+		time.Sleep(time.Hour)
+		return nil
+	case "setsid", "setsid-answer":
+		child := exec.Command("sleep", "3600")
+		child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := child.Start(); err != nil {
+			return err
+		}
+		if err := writePids(os.Getpid(), child.Process.Pid); err != nil {
+			return err
+		}
+		if inv.mode == "setsid-answer" {
+			_, err := os.Stdout.Write(append(mustJSON(validFinding), '\n'))
+			return err
+		}
+		time.Sleep(time.Hour)
+		return nil
 	case "crash":
 		var f *finding
 		fmt.Println(f.Title) // nil dereference: the runtime panics
@@ -366,6 +398,23 @@ func spawn() error {
 	}
 	time.Sleep(time.Hour)
 	return nil
+}
+
+// writePids writes pids, one a line, to FAKE_AGENT_PIDFILE through a
+// rename, so a test polling the file never reads half of it.
+func writePids(pids ...int) error {
+	path := os.Getenv("FAKE_AGENT_PIDFILE")
+	if path == "" {
+		return nil
+	}
+	var b strings.Builder
+	for _, p := range pids {
+		fmt.Fprintf(&b, "%d\n", p)
+	}
+	if err := os.WriteFile(path+".tmp", []byte(b.String()), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(path+".tmp", path)
 }
 
 func answer(text string, envelope bool) error {

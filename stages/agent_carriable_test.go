@@ -1,0 +1,84 @@
+package stages
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestAgentCarriableShowsNULAndKeepsEverythingElse(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                           "",
+		"plain":                      "plain",
+		"a\x00b":                     "a\u2400b",
+		"\x00\x00":                   "\u2400\u2400",
+		"soh\x01 esc\x1b tab\t nl\n": "soh\x01 esc\x1b tab\t nl\n", // exec carries these
+		"lone surrogate \ufffd":      "lone surrogate \ufffd",
+		`literal \x00 and \u0000`:    `literal \x00 and \u0000`, // text, not a NUL
+	} {
+		got := AgentCarriable(in)
+		if got != want {
+			t.Errorf("AgentCarriable(%q) = %q, want %q", in, got, want)
+		}
+		if strings.IndexByte(got, 0) >= 0 {
+			t.Errorf("AgentCarriable(%q) still holds a NUL", in)
+		}
+		if AgentCarriable(got) != got {
+			t.Errorf("AgentCarriable is not idempotent on %q", in)
+		}
+	}
+}
+
+// The inline limit is measured on the carriable text: a dossier of NULs
+// under the limit grows past it when each NUL becomes three bytes, and
+// must then be left to ./dossier.md rather than overflow an argv element.
+func TestAgentPromptIsCarriableAndFitsAnArgument(t *testing.T) {
+	d := agentTestDossier("fp", "worker crashed: \x00 in name\n")
+	p := AgentPrompt(d)
+	if strings.IndexByte(p, 0) >= 0 || !strings.Contains(p, "worker crashed: \u2400 in name") {
+		t.Errorf("prompt does not show the NUL as U+2400:\n%s", p)
+	}
+	nuls := agentTestDossier("fp", strings.Repeat("\x00", agentInlineLimit/2))
+	if bp := AgentPrompt(nuls); strings.Contains(bp, "\u2400") || len(bp) > 4096 {
+		t.Errorf("a dossier over the inline limit once carriable was quoted (%d bytes prompt)", len(bp))
+	}
+}
+
+// Through every harness that puts the prompt in argv (claude's and
+// cursor's -p, a command's {prompt}), a NUL in the dossier reaches the
+// agent as U+2400, in the prompt and in dossier.md alike, and the run
+// answers instead of failing in exec.
+func TestAgentRunsWithANULInTheDossier(t *testing.T) {
+	d := agentTestDossier("fp", "worker 7 crashed: name \"a\x00b\" \x01 \ufffd\n")
+	for name, cfg := range map[string]AgentConfig{
+		"claude":  {Harness: "claude", Binary: agentFakeBinary},
+		"cursor":  {Harness: "cursor", Binary: agentFakeBinary},
+		"command": {Harness: "command", Command: []string{agentFakeBinary, "--fake-mode", "raw", "-p", "{prompt}"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			record := agentUseFake(t, "valid")
+			f := agentRun(t, cfg, d)[0]
+			if f.Answer == nil {
+				t.Fatalf("no answer: %s", f.Failure)
+			}
+			rec := agentOneRecord(t, record)
+			if !strings.Contains(rec.Prompt, "name \"a\u2400b\" \x01 \ufffd") || strings.IndexByte(rec.Prompt, 0) >= 0 {
+				t.Errorf("the prompt the agent got does not carry the NUL as U+2400:\n%q", rec.Prompt)
+			}
+			if !rec.DossierInPrompt {
+				t.Error("dossier.md and the inline copy differ")
+			}
+		})
+	}
+}
+
+func TestAgentConfigNULIsNamedNotExecuted(t *testing.T) {
+	record := agentUseFake(t, "raw")
+	f := agentRun(t, AgentConfig{Harness: "command", Command: []string{agentFakeBinary, "bad\x00arg"}}, agentTestDossier("fp", "d"))[0]
+	if !strings.Contains(f.Failure, "argument 1 of the agent's command line holds a NUL byte") {
+		t.Errorf("failure = %q, want one naming the argument", f.Failure)
+	}
+	if _, err := os.Stat(record); err == nil {
+		t.Error("the agent ran")
+	}
+}

@@ -1,0 +1,54 @@
+package stages
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// A sweep removes only a directory of ours that is old and unlocked: not a
+// young one, a live run's, one named otherwise, a symbolic link (nor what
+// it points at), or a file.
+func TestSweepAgentDirs(t *testing.T) {
+	tmp := t.TempDir()
+	old := time.Now().Add(-time.Hour)
+	mk := func(name string, age time.Time) string {
+		p := filepath.Join(tmp, name)
+		if err := os.MkdirAll(filepath.Join(p, "work"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		os.Chtimes(p, age, age)
+		return p
+	}
+	stale := mk(agentDirPrefix+"stale", old)
+	young := mk(agentDirPrefix+"young", time.Now())
+	// Older than the timeout but younger than the floor.
+	recent := mk(agentDirPrefix+"recent", time.Now().Add(-agentSweepMinAge/2))
+	locked := mk(agentDirPrefix+"locked", old)
+	other := mk("other-stale", old)
+	outside := mk("outside-target", old)
+	os.WriteFile(filepath.Join(outside, "keep"), []byte("k"), 0o600)
+	link := filepath.Join(tmp, agentDirPrefix+"link")
+	os.Symlink(outside, link)
+	file := filepath.Join(tmp, agentDirPrefix+"file")
+	os.WriteFile(file, nil, 0o600)
+	os.Chtimes(file, old, old)
+
+	unlock := agentLockDir(locked)
+	os.Chtimes(locked, old, old)
+	removed := SweepAgentDirs(tmp, time.Second)
+	if len(removed) != 1 || removed[0] != stale {
+		t.Errorf("removed %q, want only %s", removed, stale)
+	}
+	for _, p := range []string{young, recent, locked, other, link, file, filepath.Join(outside, "keep")} {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("%s was removed", p)
+		}
+	}
+	// Once its run is gone, the locked one goes too.
+	unlock()
+	if removed := SweepAgentDirs(tmp, time.Second); len(removed) != 1 || removed[0] != locked {
+		t.Errorf("after unlock removed %q, want %s", removed, locked)
+	}
+}

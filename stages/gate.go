@@ -70,7 +70,8 @@ func AgentSettlement(a *pipeline.Answer, dossier string, threshold float64) *pip
 	default:
 		return nil
 	}
-	quotes, why := VerifyEvidence(a.Evidence, dossier)
+	// The agent read the dossier as it was carried (a NUL shown as ␀).
+	quotes, why := VerifyEvidence(a.Evidence, AgentCarriable(dossier))
 	if why != "" {
 		return nil
 	}

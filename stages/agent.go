@@ -46,6 +46,10 @@ type AgentConfig struct {
 	// Scrub cleans a failure reason before it is logged or kept: it quotes
 	// the agent's output, which may echo a secret from the dossier's source.
 	Scrub func(string) string
+	// BeforeRun, when set, is called right before each agent run (in the
+	// run's own goroutine, after the pass-through rules): it charges the
+	// run durably. Its error stops the scan.
+	BeforeRun func(pipeline.Dossier) error
 }
 
 // agentRunner diagnoses one dossier. A non-nil error means the context was
@@ -187,6 +191,11 @@ func agentDiagnose(ctx context.Context, cfg AgentConfig, run agentRunner, d pipe
 			f, err = pipeline.Finding{Dossier: d, Failure: reason}, nil
 		}
 	}()
+	if cfg.BeforeRun != nil {
+		if err := cfg.BeforeRun(d); err != nil {
+			return pipeline.Finding{}, err
+		}
+	}
 	start := time.Now()
 	log.Debug().Msg("agent started")
 	f, err = run(ctx, d)

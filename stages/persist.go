@@ -282,6 +282,7 @@ func applyStatus(st *store.State, o pipeline.Outcome, now time.Time, maxRetries 
 		clearPending(st, fp)
 	case pipeline.StatusSettled:
 		delete(st.Deferred, fp)
+		delete(st.Answers, fp)
 		if o.Settle != nil {
 			level := "info"
 			if o.Settle.Verdict == SettledEnvironment {
@@ -342,9 +343,7 @@ func recordTriage(st *store.State, o pipeline.Outcome, now time.Time, settleFor 
 	for i := 0; i < o.Healed; i++ {
 		st.Heals[o.Fingerprint] = append(st.Heals[o.Fingerprint], now)
 	}
-	if o.AgentRan {
-		st.Diagnosed = append(st.Diagnosed, now)
-	}
+	settleCharge(st, o, now)
 }
 
 // keepForLater puts a defect in the backlog with what a later scan needs to
@@ -378,6 +377,7 @@ func clearPending(st *store.State, fp string) {
 	delete(st.Attempts, fp)
 	delete(st.Failures, fp)
 	delete(st.FirstFailed, fp)
+	delete(st.Answers, fp)
 }
 
 // AbandonAfter is the least time a defect's failures must span before it is

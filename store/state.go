@@ -142,6 +142,12 @@ type State struct {
 	// FirstFailed is when each defect's first defect-specific failure in a
 	// row happened: abandoning needs maxRetries of them spanning a day.
 	FirstFailed map[string]time.Time `json:"first_failed,omitempty"`
+	// Charged are the agent runs charged to the budget (Diagnosed) before
+	// they started, by fingerprint, until the scan's outcome settles them.
+	Charged map[string]time.Time `json:"charged,omitempty"`
+	// Answers are agents' answers kept the moment they came, until the
+	// defect is filed: a diagnosis is paid for once.
+	Answers map[string]KeptAnswer `json:"answers,omitempty"`
 	// Outages are the dependencies being waited for, by name ("github",
 	// "agent").
 	Outages map[string]Outage `json:"outages,omitempty"`
@@ -216,6 +222,12 @@ func (s *State) init() {
 	}
 	if s.Outages == nil {
 		s.Outages = map[string]Outage{}
+	}
+	if s.Charged == nil {
+		s.Charged = map[string]time.Time{}
+	}
+	if s.Answers == nil {
+		s.Answers = map[string]KeptAnswer{}
 	}
 	if s.Posted == nil {
 		s.Posted = []time.Time{}
@@ -307,6 +319,11 @@ func (s *State) PostedSince(t time.Time) int { return CountSince(s.Posted, t) }
 func (s *State) PrunePosted(t time.Time) {
 	s.Posted = since(s.Posted, t)
 	s.Diagnosed = since(s.Diagnosed, t)
+	for fp, at := range s.Charged { // a run charged by a scan that died
+		if at.Before(t) {
+			delete(s.Charged, fp)
+		}
+	}
 	for fp, times := range s.Heals {
 		if kept := since(times, t); len(kept) > 0 {
 			s.Heals[fp] = kept
@@ -475,4 +492,12 @@ type IncidentFailure struct {
 	Template    string    `json:"t,omitempty"`
 	Aliases     []string  `json:"a,omitempty"`
 	Ended       bool      `json:"ended,omitempty"`
+}
+
+// KeptAnswer is an agent's answer for a defect, reused only for the same
+// harness, model and prompt version (Key).
+type KeptAnswer struct {
+	Key    string          `json:"key"`
+	Answer json.RawMessage `json:"answer"`
+	At     time.Time       `json:"at"`
 }

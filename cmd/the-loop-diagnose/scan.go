@@ -28,12 +28,15 @@ type scanner struct {
 	log    zerolog.Logger
 	dryRun bool
 
-	fp       *fingerprint.Fingerprinter
-	red      *redact.Redactor
-	agent    pipeline.Stage[pipeline.Dossier, pipeline.Finding]
-	metrics  *metrics       // nil unless watch --metrics-addr
-	gh       *github.Client // made at the first scan that posts (githubClient)
-	dryState *store.Store   // a dry-run watcher's in-memory state, kept across scans
+	fp    *fingerprint.Fingerprinter
+	red   *redact.Redactor
+	agent pipeline.Stage[pipeline.Dossier, pipeline.Finding]
+	// chargeRun charges an agent run to this scan's state before it starts
+	// (stages.ChargeAgentRun); set by each scan.
+	chargeRun func(pipeline.Dossier) error
+	metrics   *metrics       // nil unless watch --metrics-addr
+	gh        *github.Client // made at the first scan that posts (githubClient)
+	dryState  *store.Store   // a dry-run watcher's in-memory state, kept across scans
 	// state keeps the state a watcher last read or wrote, so a scan does not
 	// read and parse the file again when nobody else changed it.
 	state store.Cache
@@ -61,15 +64,21 @@ func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, 
 		return nil, &ConfigError{File: "config", Key: "selfDiagnosis.fingerprintRules", Err: err}
 	}
 	red := redact.FromEnvironment()
-	agent, err := stages.NewAgent(stages.AgentConfig{
+	s := &scanner{cfg: cfg, now: now, io: io, log: log, dryRun: dryRun, fp: fp, red: red,
+		incidents: stages.NewIncidentIndex(stages.IncidentKeysWith(cfg.Triage.CorrelationKeys), stages.IncidentMaxFailures)}
+	s.agent, err = stages.NewAgent(stages.AgentConfig{
 		Harness: cfg.Harness, Command: cfg.Command, Model: cfg.Model,
 		Timeout: cfg.Timeout, Parallel: cfg.AgentParallel, Env: cfg.AgentEnv, Log: log, Scrub: red.Scrub,
+		BeforeRun: func(d pipeline.Dossier) error {
+			if s.chargeRun == nil { // replay: nothing is charged
+				return nil
+			}
+			return s.chargeRun(d)
+		},
 	})
 	if err != nil {
 		return nil, err
 	}
-	s := &scanner{cfg: cfg, now: now, io: io, log: log, dryRun: dryRun, fp: fp, red: red, agent: agent,
-		incidents: stages.NewIncidentIndex(stages.IncidentKeysWith(cfg.Triage.CorrelationKeys), stages.IncidentMaxFailures)}
 	if dryRun {
 		s.sink = func(*store.Store, *githubPreflight) (pipeline.Stage[pipeline.Report, pipeline.Outcome], error) {
 			return stages.NewPrint(io.out), nil
@@ -151,7 +160,12 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time
 	groups := pipeline.Then(r, occurrences, s.newDedup(st, !s.skipBacklog, &candidateCount))
 	dossiers := pipeline.Then(r, groups, s.newDossier(st))
 	dossiers = pipeline.Then(r, dossiers, check.beforeAgent())
-	findings := pipeline.Then(r, pipeline.Then(r, dossiers, s.agent), s.newGate(st))
+	answerKey := stages.AgentAnswerKey(s.cfg.Harness, s.cfg.Model)
+	dossiers = pipeline.Then(r, dossiers, stages.NewReuseAnswers(st, answerKey))
+	s.chargeRun = stages.ChargeAgentRun(st, s.now)
+	findings := pipeline.Then(r, dossiers, s.agent)
+	findings = pipeline.Then(r, findings, stages.NewKeepAnswers(st, s.now, answerKey))
+	findings = pipeline.Then(r, findings, s.newGate(st))
 	reports := pipeline.Then(r, findings, s.newCompose())
 	outcomes := pipeline.Then(r, reports, sink)
 	persist := stages.NewPersist(stages.PersistConfig{

@@ -254,6 +254,15 @@ type Finding struct {
 	// answer): it counts toward the diagnosis budget.
 	AgentRan  bool          `json:"agent_ran,omitempty"`
 	AgentTook time.Duration `json:"agent_took,omitempty"`
+	// Cost is what the harness said the run cost, when it says (claude).
+	Cost *Cost `json:"cost,omitempty"`
+}
+
+// Cost is one agent run's spend as its harness reported it.
+type Cost struct {
+	USD          float64 `json:"usd"`
+	InputTokens  int64   `json:"input_tokens"` // cache reads and writes included
+	OutputTokens int64   `json:"output_tokens"`
 }
 
 // Report is a finding composed into an issue ready to post.

@@ -23,6 +23,29 @@ type agentEnvelope struct {
 	Subtype string  `json:"subtype"`
 	IsError bool    `json:"is_error"`
 	Result  *string `json:"result"`
+	// claude reports what the run cost; cursor-agent does not.
+	TotalCostUSD *float64 `json:"total_cost_usd"`
+	Usage        *struct {
+		InputTokens   int64 `json:"input_tokens"`
+		CacheCreation int64 `json:"cache_creation_input_tokens"`
+		CacheRead     int64 `json:"cache_read_input_tokens"`
+		OutputTokens  int64 `json:"output_tokens"`
+	} `json:"usage"`
+}
+
+// cost is what the envelope says the run cost, or nil when it says nothing.
+func (e agentEnvelope) cost() *pipeline.Cost {
+	if e.TotalCostUSD == nil && e.Usage == nil {
+		return nil
+	}
+	c := &pipeline.Cost{}
+	if e.TotalCostUSD != nil && *e.TotalCostUSD >= 0 {
+		c.USD = *e.TotalCostUSD
+	}
+	if u := e.Usage; u != nil {
+		c.InputTokens, c.OutputTokens = u.InputTokens+u.CacheCreation+u.CacheRead, u.OutputTokens
+	}
+	return c
 }
 
 // agentReportedError is the CLI saying, in its own envelope, that the run
@@ -32,47 +55,44 @@ type agentReportedError struct{ msg string }
 
 func (e *agentReportedError) Error() string { return e.msg }
 
-// agentAnswer extracts the answer from a harness's stdout.
-func agentAnswer(harness string, stdout []byte) (*pipeline.Answer, error) {
-	switch harness {
-	case AgentHarnessClaude, AgentHarnessCursor:
-		result, err := agentUnwrapEnvelope(stdout)
-		if err != nil {
-			return nil, err
-		}
-		return ParseAnswer([]byte(result))
-	default:
-		// An operator's command may well be a claude invocation of its
-		// own, so an envelope is unwrapped when that is what came back.
-		if result, err := agentUnwrapEnvelope(stdout); err == nil {
-			return ParseAnswer([]byte(result))
-		} else if !errors.Is(err, errAgentNoEnvelope) {
-			return nil, err
-		}
-		return ParseAnswer(stdout)
+// agentAnswer extracts the answer from a harness's stdout, and what the
+// run cost when the harness says (even for a failed run: it was spent).
+func agentAnswer(harness string, stdout []byte) (*pipeline.Answer, *pipeline.Cost, error) {
+	result, cost, err := agentUnwrapEnvelope(stdout)
+	switch {
+	case err == nil:
+		a, err := ParseAnswer([]byte(result))
+		return a, cost, err
+	case harness == AgentHarnessClaude || harness == AgentHarnessCursor || !errors.Is(err, errAgentNoEnvelope):
+		return nil, cost, err
 	}
+	// An operator's command without an envelope: its stdout is the answer.
+	// (One that is a claude invocation of its own is unwrapped above.)
+	a, err := ParseAnswer(stdout)
+	return a, nil, err
 }
 
 var errAgentNoEnvelope = errors.New("agent output is not a JSON result envelope")
 
-// agentUnwrapEnvelope returns the envelope's result string.
-func agentUnwrapEnvelope(stdout []byte) (string, error) {
+// agentUnwrapEnvelope returns the envelope's result string and what the
+// run cost.
+func agentUnwrapEnvelope(stdout []byte) (string, *pipeline.Cost, error) {
 	var env agentEnvelope
 	trimmed := bytes.TrimSpace(stdout)
 	if err := json.Unmarshal(trimmed, &env); err != nil || env.Type != "result" {
-		return "", fmt.Errorf("%w: %s", errAgentNoEnvelope, agentExcerpt(trimmed, 200))
+		return "", nil, fmt.Errorf("%w: %s", errAgentNoEnvelope, agentExcerpt(trimmed, 200))
 	}
 	if env.IsError {
 		msg := ""
 		if env.Result != nil {
 			msg = *env.Result
 		}
-		return "", &agentReportedError{fmt.Sprintf("agent reported an error (%s): %s", agentOr(env.Subtype, "no subtype"), agentExcerpt([]byte(msg), 200))}
+		return "", env.cost(), &agentReportedError{fmt.Sprintf("agent reported an error (%s): %s", agentOr(env.Subtype, "no subtype"), agentExcerpt([]byte(msg), 200))}
 	}
 	if env.Result == nil || strings.TrimSpace(*env.Result) == "" {
-		return "", fmt.Errorf("agent returned an empty result (%s)", agentOr(env.Subtype, "no subtype"))
+		return "", env.cost(), fmt.Errorf("agent returned an empty result (%s)", agentOr(env.Subtype, "no subtype"))
 	}
-	return *env.Result, nil
+	return *env.Result, env.cost(), nil
 }
 
 // agentMaxRescans bounds how often the object scan backs up after an

@@ -91,16 +91,17 @@ func agentRunProcess(ctx context.Context, cfg AgentConfig, d pipeline.Dossier) (
 	if res.failure != "" {
 		return fail("%s", res.failure)
 	}
-	answer, err := agentAnswer(cfg.Harness, res.stdout)
+	answer, cost, err := agentAnswer(cfg.Harness, res.stdout)
 	if err != nil {
 		f, _ := fail("%v", err)
+		f.Cost = cost
 		// It ran and answered: the answer is this dossier's failure, unless
 		// the CLI itself reported that the run failed.
 		var reported *agentReportedError
 		f.Unusable = !errors.As(err, &reported)
 		return f, nil
 	}
-	return pipeline.Finding{Dossier: d, Answer: answer}, nil
+	return pipeline.Finding{Dossier: d, Answer: answer, Cost: cost}, nil
 }
 
 // agentArgv builds the argv for the configured harness. An operator's

@@ -3,6 +3,7 @@ package stages
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"sort"
 	"sync/atomic"
@@ -21,6 +22,9 @@ const DefaultSamples = 20
 type Policy struct {
 	MaxDiagnosesPerScan int // agent runs per scan (default 5)
 	MaxDiagnosesPerDay  int // agent runs per rolling 24 h (default 20)
+	// MaxAgentCostPerDay is the agents' spend (USD, as their harnesses
+	// report it) per rolling 24 h; 0 means no cap.
+	MaxAgentCostPerDay float64
 	// Backlog brings back defects deferred by earlier scans; a watcher woken
 	// by new lines leaves them for the interval scan.
 	Backlog bool
@@ -210,6 +214,11 @@ func Decide(groups []pipeline.Group, st *store.State, now time.Time, p Policy) [
 		fresh = append(fresh, g)
 	}
 	budget := p.MaxDiagnosesPerDay - store.CountSince(st.Diagnosed, now.Add(-Window))
+	why := "diagnosis budget reached"
+	if spent := st.CostSince(now.Add(-Window)).USD; p.MaxAgentCostPerDay > 0 && spent >= p.MaxAgentCostPerDay {
+		// The day's spend is reached: no run until it rolls off.
+		budget, why = 0, fmt.Sprintf("agent cost budget reached ($%.2f of maxAgentCostPerDay $%.2f in 24 h)", spent, p.MaxAgentCostPerDay)
+	}
 	if p.MaxDiagnosesPerScan < budget {
 		budget = p.MaxDiagnosesPerScan
 	}
@@ -222,7 +231,7 @@ func Decide(groups []pipeline.Group, st *store.State, now time.Time, p Policy) [
 			budget--
 			g.Verdict = pipeline.VerdictNew
 		default:
-			g.Verdict, g.Reason = pipeline.VerdictDeferred, "diagnosis budget reached"
+			g.Verdict, g.Reason = pipeline.VerdictDeferred, why
 		}
 	}
 	// Emit in priority order: the issue cap after diagnosis takes them first come.

@@ -294,9 +294,9 @@ func applyStatus(st *store.State, o pipeline.Outcome, now time.Time, maxRetries 
 	case pipeline.StatusDeferred:
 		already := keepForLater(st, o, now)
 		d := st.Deferred[fp]
-		d.Waiting = ""
+		d.Waiting, d.Reason = "", o.Reason
 		if o.Wait != nil {
-			d.Waiting = o.Wait.String()
+			d.Waiting, d.Reason = o.Wait.String(), ""
 		}
 		st.Deferred[fp] = d
 		if !already {
@@ -344,6 +344,12 @@ func recordTriage(st *store.State, o pipeline.Outcome, now time.Time, settleFor 
 		st.Heals[o.Fingerprint] = append(st.Heals[o.Fingerprint], now)
 	}
 	settleCharge(st, o, now)
+	if c := o.Cost; c != nil {
+		st.Costs = append(st.Costs, store.CostEntry{At: now, Fingerprint: o.Fingerprint, USD: c.USD,
+			InputTokens: c.InputTokens, OutputTokens: c.OutputTokens})
+		t := &st.CostTotal
+		t.Runs, t.USD, t.InputTokens, t.OutputTokens = t.Runs+1, t.USD+c.USD, t.InputTokens+c.InputTokens, t.OutputTokens+c.OutputTokens
+	}
 }
 
 // keepForLater puts a defect in the backlog with what a later scan needs to

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"github.com/the-loop/the-loop-diagnose/fingerprint"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -94,6 +95,8 @@ type Deferred struct {
 	// Waiting says what the defect waits for when an outage or the
 	// operator's setup, not the defect, kept it back ("GitHub: 503 ...").
 	Waiting string `json:"waiting,omitempty"`
+	// Reason is why it was deferred otherwise (a cap, a budget).
+	Reason string `json:"reason,omitempty"`
 }
 
 // Outage is a dependency the scans are waiting for (GitHub, the agent):
@@ -145,6 +148,10 @@ type State struct {
 	// Charged are the agent runs charged to the budget (Diagnosed) before
 	// they started, by fingerprint, until the scan's outcome settles them.
 	Charged map[string]time.Time `json:"charged,omitempty"`
+	// Costs are the agent runs' spend of the last 24 h (the daily cost
+	// budget); CostTotal sums every run's since the state began.
+	Costs     []CostEntry `json:"costs,omitempty"`
+	CostTotal CostTotal   `json:"cost_total,omitzero"`
 	// Answers are agents' answers kept the moment they came, until the
 	// defect is filed: a diagnosis is paid for once.
 	Answers map[string]KeptAnswer `json:"answers,omitempty"`
@@ -319,6 +326,7 @@ func (s *State) PostedSince(t time.Time) int { return CountSince(s.Posted, t) }
 func (s *State) PrunePosted(t time.Time) {
 	s.Posted = since(s.Posted, t)
 	s.Diagnosed = since(s.Diagnosed, t)
+	s.Costs = slices.DeleteFunc(s.Costs, func(e CostEntry) bool { return e.At.Before(t) })
 	for fp, at := range s.Charged { // a run charged by a scan that died
 		if at.Before(t) {
 			delete(s.Charged, fp)
@@ -492,6 +500,37 @@ type IncidentFailure struct {
 	Template    string    `json:"t,omitempty"`
 	Aliases     []string  `json:"a,omitempty"`
 	Ended       bool      `json:"ended,omitempty"`
+}
+
+// CostEntry is one agent run's spend, as its harness reported it.
+type CostEntry struct {
+	At           time.Time `json:"at"`
+	Fingerprint  string    `json:"fp"`
+	USD          float64   `json:"usd"`
+	InputTokens  int64     `json:"in,omitempty"`
+	OutputTokens int64     `json:"out,omitempty"`
+}
+
+// CostTotal sums runs' spend.
+type CostTotal struct {
+	Runs         int     `json:"runs"`
+	USD          float64 `json:"usd"`
+	InputTokens  int64   `json:"in"`
+	OutputTokens int64   `json:"out"`
+}
+
+// CostSince sums the spend of the runs at or after t.
+func (s *State) CostSince(t time.Time) CostTotal {
+	var c CostTotal
+	for _, e := range s.Costs {
+		if !e.At.Before(t) {
+			c.Runs++
+			c.USD += e.USD
+			c.InputTokens += e.InputTokens
+			c.OutputTokens += e.OutputTokens
+		}
+	}
+	return c
 }
 
 // KeptAnswer is an agent's answer for a defect, reused only for the same

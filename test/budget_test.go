@@ -2,6 +2,7 @@ package test
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,5 +78,41 @@ func TestAFailedPostNeverPaysForTheDiagnosisAgain(t *testing.T) {
 	}
 	if a := d.stateMap("answers"); len(a) != 0 {
 		t.Fatalf("the kept answer outlived the filed issue: %v", a)
+	}
+}
+
+// What a run cost, as claude reports it (total_cost_usd, usage), is kept,
+// summed in status, and caps the day's runs: once the day's spend reaches
+// maxAgentCostPerDay, the next defect waits for the spend to roll off.
+func TestAgentCostIsRecordedShownAndCapped(t *testing.T) {
+	gh := newGitHub(t)
+	// The fake agent prints claude's result envelope, cost and usage
+	// included, when asked for --output-format json.
+	d := newDeployment(t, gh, deployOpts{agentMode: "valid",
+		harness: "command\n  command: [" + quote(fakeAgent) + `, --prompt-file, "{promptFile}", --output-format, json]`,
+		extra:   "  maxAgentCostPerDay: 0.04\n  maxDiagnosesPerScan: 1\n"})
+	d.appendLog(killDefects()[:2]...)
+	at := t0.Add(time.Hour)
+	for i := 0; i < 2; i++ {
+		d.run("run", "--now", at.Add(time.Duration(i)*time.Minute).Format(time.RFC3339))
+	}
+	if n := gh.CountCreates(); n != 1 {
+		t.Fatalf("%d issues, want 1: the second run is over the day's cost cap", n)
+	}
+	st := d.run("status", "--now", at.Add(2*time.Minute).Format(time.RFC3339))
+	if !strings.Contains(st.stdout, "agent cost in the last 24 h: $0.0421 of $0.04 (1 runs, 6500 tokens in, 450 out)") {
+		t.Fatalf("status does not show the cost:\n%s", st.stdout)
+	}
+	if !strings.Contains(st.stdout, "agent cost budget reached") {
+		t.Fatalf("status does not say why the second defect waits:\n%s", st.stdout)
+	}
+	js := d.run("status", "--json", "--now", at.Add(2*time.Minute).Format(time.RFC3339))
+	if !strings.Contains(js.stdout, `"agent_cost"`) || !strings.Contains(js.stdout, "0.0421") {
+		t.Fatalf("status --json lacks the cost:\n%s", js.stdout)
+	}
+	// A day later the spend has rolled off: the second is filed.
+	d.run("run", "--now", at.Add(25*time.Hour).Format(time.RFC3339))
+	if n := gh.CountCreates(); n != 2 {
+		t.Fatalf("%d issues a day later, want 2", n)
 	}
 }

@@ -51,6 +51,8 @@ type Config struct {
 	MaxWait       time.Duration
 	HTTPRetries   int
 	HTTPTimeout   time.Duration // one GitHub call; 0: stages.DefaultPostCallTimeout
+	// MaxAgentCostPerDay caps the agents' reported spend (USD) per 24 h; 0: none.
+	MaxAgentCostPerDay float64
 }
 
 // DefaultConfig is the-loop's defaults.
@@ -196,6 +198,8 @@ func LoadConfig(path string) (Config, error) {
 			err = decodeKey(path, full, n, &cfg.MaxDiagnosesPerScan)
 		case "maxDiagnosesPerDay":
 			err = decodeKey(path, full, n, &cfg.MaxDiagnosesPerDay)
+		case "maxAgentCostPerDay":
+			err = decodeKey(path, full, n, &cfg.MaxAgentCostPerDay)
 		case "verdictConfidence":
 			err = decodeKey(path, full, n, &cfg.Triage.Confidence)
 		case "settleDays":
@@ -250,6 +254,9 @@ func (c *Config) validate(file string) error {
 	}
 	if c.MaxRetries < 1 {
 		return bad("selfDiagnosis.maxRetries", "must be at least 1")
+	}
+	if c.MaxAgentCostPerDay < 0 {
+		return bad("selfDiagnosis.maxAgentCostPerDay", "must not be negative (0: no cap)")
 	}
 	if c.Timeout <= 0 {
 		return bad("selfDiagnosis.timeoutSeconds", "must be positive")

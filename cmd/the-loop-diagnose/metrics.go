@@ -26,6 +26,8 @@ type metrics struct {
 	newDefects     prometheus.Counter
 	agentRuns      *prometheus.CounterVec
 	agentSeconds   prometheus.Histogram
+	agentCost      prometheus.Counter
+	agentTokens    *prometheus.CounterVec
 	outcomes       *prometheus.CounterVec
 	settled        *prometheus.CounterVec
 	githubRequests *prometheus.CounterVec
@@ -61,6 +63,10 @@ func newMetrics() *metrics {
 	m.agentSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "agent_run_seconds",
 		Help: "Agent run duration.", Buckets: []float64{0.1, 1, 5, 15, 30, 60, 120, 300, 600, 900}})
 	m.reg.MustRegister(m.agentSeconds)
+	m.agentCost = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "agent_cost_usd_total",
+		Help: "Agent spend in USD, as the harnesses report it."})
+	m.reg.MustRegister(m.agentCost)
+	m.agentTokens = vec("agent_tokens_total", "Agent tokens by direction (input, output), as the harnesses report them.", "direction")
 	m.outcomes = vec("outcomes_total", "Defect outcomes by status (filed, known, deferred, settled, failed, abandoned, ...).", "status")
 	m.settled = vec("settled_total", "Defects settled by the machine, by verdict.", "verdict")
 	m.githubRequests = vec("github_requests_total", "GitHub API requests by HTTP status (error: no response).", "status")
@@ -91,6 +97,11 @@ func (m *metrics) observe(o pipeline.Outcome) {
 		}
 		m.agentRuns.WithLabelValues(outcome).Inc()
 		m.agentSeconds.Observe(o.AgentTook.Seconds())
+	}
+	if c := o.Cost; c != nil {
+		m.agentCost.Add(c.USD)
+		m.agentTokens.WithLabelValues("input").Add(float64(c.InputTokens))
+		m.agentTokens.WithLabelValues("output").Add(float64(c.OutputTokens))
 	}
 	if o.Settle != nil {
 		m.settled.WithLabelValues(o.Settle.Verdict).Inc()

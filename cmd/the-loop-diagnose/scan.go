@@ -94,8 +94,8 @@ func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, 
 
 func (s *scanner) newDedup(st *store.Store, backlog bool, candidates *atomic.Int64) pipeline.Stage[pipeline.Occurrence, pipeline.Group] {
 	return stages.NewDedup(stages.DedupConfig{Store: st, Now: s.now, Candidates: candidates, Policy: stages.Policy{
-		MaxDiagnosesPerScan: s.cfg.MaxDiagnosesPerScan,
-		MaxDiagnosesPerDay:  s.cfg.MaxDiagnosesPerDay, Backlog: backlog, Triage: s.cfg.Triage}})
+		MaxDiagnosesPerScan: s.cfg.MaxDiagnosesPerScan, MaxAgentCostPerDay: s.cfg.MaxAgentCostPerDay,
+		MaxDiagnosesPerDay: s.cfg.MaxDiagnosesPerDay, Backlog: backlog, Triage: s.cfg.Triage}})
 }
 
 func (s *scanner) newDossier(st *store.Store) pipeline.Stage[pipeline.Group, pipeline.Dossier] {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -41,8 +42,11 @@ func cmdStatus(args []string, io stdio) error {
 		"ledger":    store.LedgerPath(cfg.StatePath),
 		"abandoned": st.Abandoned,
 		"attempts":  st.Attempts,
-		// Dependencies the scans wait for, and when they try again.
+		// Dependencies the scans wait for.
 		"outages": st.Outages,
+		// What the agents' runs cost, as their harnesses reported it.
+		"agent_cost": map[string]any{"last_24h": st.CostSince(t.Add(-stages.Window)), "total": st.CostTotal,
+			"max_per_day_usd": cfg.MaxAgentCostPerDay},
 		"window": map[string]any{"issues_used": used, "issues_max": cfg.MaxIssuesPerDay,
 			"diagnoses_used": diagnosed, "diagnoses_max": cfg.MaxDiagnosesPerDay, "hours": stages.Window.Hours()},
 		"cursor": st.Cursor,
@@ -61,6 +65,14 @@ func cmdStatus(args []string, io stdio) error {
 		fmt.Fprintf(w, "warning: issue #%d by @%s carries the marker of %s; ignored (not a trusted author)\n", f.Number, f.Login, f.Fingerprint)
 	}
 	fmt.Fprintf(w, "issues filed in the last 24 h: %d of %d; agent diagnoses: %d of %d\n", used, cfg.MaxIssuesPerDay, diagnosed, cfg.MaxDiagnosesPerDay)
+	if day, all := st.CostSince(t.Add(-stages.Window)), st.CostTotal; all.Runs > 0 {
+		capped := ""
+		if cfg.MaxAgentCostPerDay > 0 {
+			capped = fmt.Sprintf(" of $%.2f", cfg.MaxAgentCostPerDay)
+		}
+		fmt.Fprintf(w, "agent cost in the last 24 h: $%.4f%s (%d runs, %d tokens in, %d out); in all: $%.4f (%d runs)\n",
+			day.USD, capped, day.Runs, day.InputTokens, day.OutputTokens, all.USD, all.Runs)
+	}
 	for _, what := range store.Fingerprints(st.Outages) {
 		o := st.Outages[what]
 		fmt.Fprintf(w, "%s (since %s, %d scans, the last at %s): its defects wait, nothing is charged\n",
@@ -79,8 +91,8 @@ func cmdStatus(args []string, io stdio) error {
 			diagnosed = "diagnosed"
 		}
 		fmt.Fprintf(w, "  %s  %s ×%d since %s, %s, attempts %d\n", fp, d.Event, d.Count, d.Since.Format(time.RFC3339), diagnosed, st.Attempts[fp])
-		if d.Waiting != "" {
-			fmt.Fprintf(w, "      %s\n", d.Waiting)
+		if why := cmp.Or(d.Waiting, d.Reason); why != "" {
+			fmt.Fprintf(w, "      %s\n", why)
 		}
 	}
 	fmt.Fprintf(w, "\nsettled by the machine, not filed (%d; evidence in %s):\n", len(st.Settled), store.LedgerPath(cfg.StatePath))

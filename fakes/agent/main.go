@@ -434,6 +434,10 @@ func printEnvelope(result []byte, isError bool) error {
 		"num_turns":   1,
 		"result":      string(result),
 		"session_id":  "00000000-0000-0000-0000-000000000000",
+		// What claude reports a run cost.
+		"total_cost_usd": 0.0421,
+		"usage": map[string]any{"input_tokens": 1200, "cache_creation_input_tokens": 300,
+			"cache_read_input_tokens": 5000, "output_tokens": 450},
 	})
 }
 

@@ -44,10 +44,13 @@ func cmdRun(hard, soft context.Context, args []string, io stdio, watch bool) err
 	defer stopProfile()
 	if !*dryRun {
 		if !cfg.Enabled {
-			return usageErr("posting is disabled: set selfDiagnosis.enabled: true in the config to file issues, or pass --dry-run to print them")
+			// the-loop's own words (diagnose_cmd.py), naming the file it
+			// read or would have read.
+			return usageErr("self-diagnosis is off — set selfDiagnosis.enabled: true in %s to let the-loop file issues for its own failures, or preview with --dry-run", configName(cfg))
 		}
 		if cfg.Repo == "" {
-			return usageErr("selfDiagnosis.repo is not set (or pass --repo owner/name)")
+			// Only an explicit repo: "" gets here; unset is the-loop's upstream.
+			return usageErr("selfDiagnosis.repo is empty in %s (or pass --repo owner/name)", configName(cfg))
 		}
 	}
 	log := newLogger(io.err, c.verbose)
@@ -88,6 +91,15 @@ func cmdRun(hard, soft context.Context, args []string, io stdio, watch bool) err
 		err = ferr
 	}
 	return err
+}
+
+// configName is the config file for a message: the one read, or where
+// the-loop would have looked last.
+func configName(cfg Config) string {
+	if cfg.File == "" {
+		return "the-loop's cli-config.yaml"
+	}
+	return cfg.File
 }
 
 // watchWriteBehind is how long a watcher may keep the cursor of scans that

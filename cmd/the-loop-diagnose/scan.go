@@ -205,9 +205,11 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time
 }
 
 // eventLogForEvents is where diagnosis.* events go: the log itself, as the-loop
-// does, except in a dry run, which writes nothing.
+// does, except in a dry run, which writes nothing, and when the operator
+// turned the-loop's event log off (eventLog.enabled: false), as the-loop's
+// emit then writes nothing either.
 func (s *scanner) eventLogForEvents() string {
-	if s.dryRun {
+	if s.dryRun || !s.cfg.EventLogEnabled {
 		return ""
 	}
 	return s.cfg.EventLog

@@ -53,17 +53,23 @@ func cmdRun(hard, soft context.Context, args []string, io stdio, watch bool) err
 			return usageErr("selfDiagnosis.repo is empty in %s (or pass --repo owner/name)", configName(cfg))
 		}
 	}
+	io = io.locked()
 	log := newLogger(io.err, c.verbose)
 	sc, err := newScanner(cfg, now, io, log, *dryRun)
 	if err != nil {
 		return err
 	}
 	if !watch {
+		sc.sayNothing = true
 		err := sc.runOnce(hard, soft)
 		var missing *stages.LogMissingError
 		if errors.As(err, &missing) {
 			// Not an error for cron: the-loop has not written a log yet.
+			// the-loop reads a missing log as an empty one
+			// (eventlog.read_events) and prints its usual line; this
+			// tool also says which log it looked for.
 			fmt.Fprintf(io.err, "the-loop-diagnose: event log %s does not exist yet: nothing to diagnose\n", missing.Path)
+			fmt.Fprintln(io.out, nothingToDiagnose)
 			return nil
 		}
 		return err
@@ -147,6 +153,9 @@ func (s *scanner) runOnce(hard, soft context.Context) error {
 	sum, err := s.scan(hard, soft, st, started)
 	if err != nil {
 		return err
+	}
+	if s.sayNothing && actedOn(sum) == 0 {
+		fmt.Fprintln(s.io.out, nothingToDiagnose)
 	}
 	fmt.Fprintf(s.io.err, "the-loop-diagnose: %d lines read (%d corrupt); %s\n", sum.Lines, sum.Corrupt, sum)
 	for _, line := range sum.Settled {

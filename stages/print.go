@@ -10,10 +10,32 @@ import (
 )
 
 // NewPrint is the dry-run sink in place of post: it prints each would-be
-// issue (target repo, title, body) and posts nothing.
+// issue and posts nothing, in the-loop's words (diagnose_cmd.py _print):
+//
+//	--- would file on <repo> ---
+//	<title>
+//
+//	<body>
+//
+// and, for a defect the agent could not diagnose, the dossier it was given:
+//
+//	--- would diagnose (agent unavailable: <reason>) ---
+//	<dossier>
+//
+// A dry run previews; an agent that is missing or failing is part of what
+// it shows, not a failed scan (the-loop's dry run returns the dossier with
+// the error and exits 0).
 func NewPrint(w io.Writer) pipeline.Stage[pipeline.Report, pipeline.Outcome] {
 	var mu sync.Mutex
 	return pipeline.Map(func(_ context.Context, r pipeline.Report) (pipeline.Outcome, bool, error) {
+		if undiagnosed(r) {
+			mu.Lock()
+			defer mu.Unlock()
+			_, err := fmt.Fprintf(w, "--- would diagnose (agent unavailable: %s) ---\n%s\n", r.Failure, r.Markdown)
+			o := pipeline.Outcome{Report: r, Status: pipeline.StatusDryRun, Error: r.Failure}
+			o.Wait = nil // previewed, not waiting: the dry run is complete
+			return o, true, err
+		}
 		if o, done := Settle(r); done {
 			return o, true, nil
 		}
@@ -23,7 +45,14 @@ func NewPrint(w io.Writer) pipeline.Stage[pipeline.Report, pipeline.Outcome] {
 		if repo == "" {
 			repo = "(selfDiagnosis.repo not set)"
 		}
-		_, err := fmt.Fprintf(w, "=== would file an issue in %s (label %q) ===\nTitle: %s\n\n%s\n", repo, r.Label, r.Title, r.Body)
+		_, err := fmt.Fprintf(w, "--- would file on %s ---\n%s\n\n%s\n", repo, r.Title, r.Body)
 		return pipeline.Outcome{Report: r, Status: pipeline.StatusDryRun}, true, err
 	})
+}
+
+// undiagnosed: a new defect the agent failed on, or did not run for because
+// it was found down this scan.
+func undiagnosed(r pipeline.Report) bool {
+	return r.Verdict == pipeline.VerdictNew && r.Failure != "" &&
+		(r.Wait == nil || r.Wait.For == pipeline.WaitAgent)
 }

@@ -229,7 +229,7 @@ func TestDryRunLeavesStateByteIdenticalAndPostsNothing(t *testing.T) {
 	if res.code != 0 {
 		t.Fatalf("dry run exit %d\n%s", res.code, res.stderr)
 	}
-	if !strings.Contains(res.stdout, "would file an issue in acme/widgets") || !strings.Contains(res.stdout, "queue full") {
+	if !strings.Contains(res.stdout, "--- would file on acme/widgets ---") || !strings.Contains(res.stdout, "queue full") {
 		t.Fatalf("dry run did not print the would-be issue:\n%s", res.stdout)
 	}
 	if strings.Contains(res.stdout, "first defect") {

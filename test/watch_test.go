@@ -133,7 +133,7 @@ func TestDryRunWatchPrintsOnlyWhatIsNew(t *testing.T) {
 	wait("the second would-be issue", func() bool { return strings.Contains(stdout.String(), "second defect") })
 	cmd.Process.Signal(syscall.SIGTERM)
 	cmd.Wait()
-	if n := strings.Count(stdout.String(), "=== would file"); n != 2 {
+	if n := strings.Count(stdout.String(), "--- would file on"); n != 2 {
 		t.Fatalf("printed %d would-be issues, want 2 (the first must not be printed again)\n%s", n, stdout.String())
 	}
 	if _, err := os.Stat(d.state); err == nil {

@@ -168,12 +168,15 @@ type commonFlags struct {
 	config, log, state, harness, repo, now string
 	cpuProfile                             string
 	dryRun, verbose                        bool
+	// offline: read only a --config given, never look for the-loop's
+	// (replay runs fixtures, whatever the machine has configured).
+	offline bool
 }
 
 func (c *commonFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&c.config, "config", "", "the-loop config file (YAML) holding eventLog and selfDiagnosis")
-	fs.StringVar(&c.log, "log", "", "event log to read (overrides eventLog.path)")
-	fs.StringVar(&c.state, "state", "", "state file (overrides selfDiagnosis.statePath)")
+	fs.StringVar(&c.config, "config", "", "the-loop CLI config (YAML); default: $"+ConfigEnv+", else ./.the-loop/cli-config.yaml, else ~/.the-loop/cli-config.yaml, as the-loop finds it")
+	fs.StringVar(&c.log, "log", "", "event log to read (overrides eventLog.path; default <state.root>/logs/events.jsonl)")
+	fs.StringVar(&c.state, "state", "", "state file (overrides selfDiagnosis.statePath; default <state.root>/self-diagnosis.json)")
 	fs.StringVar(&c.harness, "harness", "", "agent harness: claude, cursor, command or builtin (overrides selfDiagnosis.harness)")
 	fs.StringVar(&c.repo, "repo", "", "target repository owner/name (overrides selfDiagnosis.repo)")
 	fs.StringVar(&c.now, "now", "", "pretend the time is this RFC 3339 instant (tests, replays)")
@@ -199,9 +202,19 @@ func (c *commonFlags) profile() (stop func(), err error) {
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
-// resolve loads the config and applies flag overrides.
+// resolve finds and loads the config as the-loop does, applies flag
+// overrides, then derives the paths left unset from state.root.
 func (c *commonFlags) resolve() (Config, func() time.Time, error) {
-	cfg, err := LoadConfig(c.config)
+	path, mustExist := c.config, true
+	if !c.offline {
+		path, mustExist = ConfigPath(c.config, os.Getenv, os.UserHomeDir)
+		if env := os.Getenv(ConfigEnv); c.config == "" && env != "" && path == env && !isFile(path) {
+			// Named on purpose yet not there: the-loop would silently run
+			// on its defaults; say so, then do the same.
+			fmt.Fprintf(os.Stderr, "the-loop-diagnose: $%s names %s, which does not exist: using the defaults\n", ConfigEnv, path)
+		}
+	}
+	cfg, err := loadConfig(path, mustExist)
 	if err != nil {
 		return cfg, nil, err
 	}
@@ -217,7 +230,8 @@ func (c *commonFlags) resolve() (Config, func() time.Time, error) {
 	if c.repo != "" {
 		cfg.Repo = c.repo
 	}
-	if err := cfg.validate(orFlags(c.config)); err != nil {
+	cfg.resolvePaths()
+	if err := cfg.validate(orFlags(cfg.File)); err != nil {
 		return cfg, nil, err
 	}
 	now := time.Now
@@ -230,6 +244,11 @@ func (c *commonFlags) resolve() (Config, func() time.Time, error) {
 		now = func() time.Time { return time.Now().Add(-offset) }
 	}
 	return cfg, now, nil
+}
+
+func isFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 func orFlags(config string) string {

@@ -3,7 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -14,10 +17,21 @@ import (
 	"github.com/the-loop/the-loop-diagnose/stages"
 )
 
-// Config is the-loop's config file, the parts this tool reads: eventLog.path
-// and the selfDiagnosis section. Every key is optional.
+// Config is the-loop's config file, the parts this tool reads: state.root,
+// eventLog.path and eventLog.enabled, routing.control.keywords and the
+// selfDiagnosis section. Every key is optional.
 type Config struct {
-	EventLog        string
+	// File is the config file read ("" for none); ConfigPath found it.
+	File string
+	// StateRoot is the-loop's state.root: where its generated files live,
+	// the event log and the self-diagnosis ledger among them.
+	StateRoot string
+	// EventLog and StatePath are "" until resolvePaths derives them from
+	// StateRoot, as the-loop does, unless set explicitly.
+	EventLog string
+	// EventLogEnabled is eventLog.enabled: false, the-loop writes no events,
+	// and this tool appends no diagnosis.* events either.
+	EventLogEnabled bool
 	Enabled         bool
 	Repo            string
 	Label           string
@@ -55,17 +69,27 @@ type Config struct {
 	MaxAgentCostPerDay float64
 }
 
-// DefaultConfig is the-loop's defaults.
+// DefaultRepo is where the-loop files when selfDiagnosis.repo is unset: its
+// own upstream (selfdiagnosis.py: DEFAULT_REPO = "MadaraUchiha-314/the-loop").
+const DefaultRepo = "MadaraUchiha-314/the-loop"
+
+// DefaultStateRoot is the-loop's state.root when unset or blank
+// (state.py: DEFAULT_STATE_ROOT = ".the-loop"), relative to the working
+// directory like every path in its config.
+const DefaultStateRoot = ".the-loop"
+
+// DefaultConfig is the-loop's defaults. EventLog and StatePath stay empty:
+// resolvePaths puts them under state.root.
 func DefaultConfig() Config {
 	return Config{
-		EventLog:        ".the-loop/logs/events.jsonl",
+		EventLogEnabled: true,
+		Repo:            DefaultRepo,
 		Label:           "the-loop: self-diagnosed",
 		Harness:         "claude",
 		Timeout:         900 * time.Second,
 		Interval:        3600 * time.Second,
 		MaxIssuesPerDay: 3,
 		MaxRetries:      3,
-		StatePath:       ".the-loop/self-diagnosis.json",
 		AgentParallel:   1,
 		WriteSpacing:    time.Second,
 		SecondaryWait:   60 * time.Second,
@@ -93,14 +117,25 @@ func (e *ConfigError) Error() string {
 	return fmt.Sprintf("config %s: %s: %v", where, e.Key, e.Err)
 }
 
-// LoadConfig reads path over the defaults. Keys are decoded one by one so an
-// error names the exact key (selfDiagnosis.maxIssuesPerDay, ...).
-func LoadConfig(path string) (Config, error) {
+// LoadConfig reads path over the defaults; a missing file is an error (a
+// path given with --config). "" reads nothing.
+func LoadConfig(path string) (Config, error) { return loadConfig(path, true) }
+
+// loadConfig reads path over the defaults. A missing file is an error only
+// when mustExist; otherwise, as the-loop's loader does for the files it
+// looks for ("a missing ... config degrades to {}", cli_config.py), it
+// means the defaults. Keys are decoded one by one so an error names the
+// exact key (selfDiagnosis.maxIssuesPerDay, ...).
+func loadConfig(path string, mustExist bool) (Config, error) {
 	cfg := DefaultConfig()
 	if path == "" {
 		return cfg, nil
 	}
+	cfg.File = path
 	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) && !mustExist {
+		return cfg, nil
+	}
 	if err != nil {
 		return cfg, fmt.Errorf("config %s: %w", path, err)
 	}
@@ -115,20 +150,41 @@ func LoadConfig(path string) (Config, error) {
 	if err != nil {
 		return cfg, &ConfigError{path, "(top level)", root.Content[0].Line, err}
 	}
+	if st, ok := top["state"]; ok && !isNull(st) {
+		m, err := mapping(st)
+		if err != nil {
+			return cfg, &ConfigError{path, "state", st.Line, err}
+		}
+		if r, ok := m["root"]; ok && !isNull(r) {
+			if err := decodeKey(path, "state.root", r, &cfg.StateRoot); err != nil {
+				return cfg, err
+			}
+		}
+	}
 	if ev, ok := top["eventLog"]; ok {
 		m, err := mapping(ev)
 		if err != nil {
 			return cfg, &ConfigError{path, "eventLog", ev.Line, err}
 		}
-		if p, ok := m["path"]; ok {
+		if p, ok := m["path"]; ok && !isNull(p) {
 			if err := decodeKey(path, "eventLog.path", p, &cfg.EventLog); err != nil {
 				return cfg, err
 			}
 		}
+		if e, ok := m["enabled"]; ok {
+			// eventlog.py: enabled=bool(cfg.get("enabled", True)) — Python
+			// truthiness, so only a falsy value turns the log off.
+			cfg.EventLogEnabled = truthy(e)
+		}
+	}
+	routingKeywords, err := controlKeywords(path, top)
+	if err != nil {
+		return cfg, err
 	}
 	sd, ok := top["selfDiagnosis"]
-	if !ok {
-		return cfg, nil
+	if !ok || isNull(sd) {
+		cfg.Keywords = routingKeywords
+		return cfg, cfg.validate(path)
 	}
 	m, err := mapping(sd)
 	if err != nil {
@@ -228,7 +284,122 @@ func LoadConfig(path string) (Config, error) {
 			return cfg, err
 		}
 	}
+	cfg.Keywords = append(cfg.Keywords, routingKeywords...)
 	return cfg, cfg.validate(path)
+}
+
+// controlKeywords are the operator's own control keywords, the values of
+// routing.control.keywords: the-loop defangs them in what it files
+// (selfdiagnosis.py reads them into control_keywords), so must this tool.
+// An empty value disables that command in the-loop and defangs nothing.
+func controlKeywords(file string, top map[string]*yaml.Node) ([]string, error) {
+	routing, ok := top["routing"]
+	if !ok || isNull(routing) {
+		return nil, nil
+	}
+	m, err := mapping(routing)
+	if err != nil {
+		return nil, &ConfigError{file, "routing", routing.Line, err}
+	}
+	control, ok := m["control"]
+	if !ok || isNull(control) {
+		return nil, nil
+	}
+	if m, err = mapping(control); err != nil {
+		return nil, &ConfigError{file, "routing.control", control.Line, err}
+	}
+	kw, ok := m["keywords"]
+	if !ok || isNull(kw) {
+		return nil, nil
+	}
+	var byCommand map[string]string
+	if err := decodeKey(file, "routing.control.keywords", kw, &byCommand); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, v := range byCommand {
+		if strings.TrimSpace(v) != "" {
+			out = append(out, v)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// ConfigEnv names the config file for the-loop's CLI (cli_config.py:
+// CLI_CONFIG_ENV).
+const ConfigEnv = "THE_LOOP_CLI_CONFIG"
+
+// ConfigPath finds the config file the way the-loop's CLI does
+// (cli_config.default_cli_config_path): --config; else $THE_LOOP_CLI_CONFIG;
+// else ./.the-loop/cli-config.yaml when it is a file; else
+// ~/.the-loop/cli-config.yaml. mustExist is true only for --config: a file
+// named on the command line must be there, while the others, as in
+// the-loop, may be missing and then mean the defaults.
+func ConfigPath(flag string, getenv func(string) string, home func() (string, error)) (path string, mustExist bool) {
+	if flag != "" {
+		return flag, true
+	}
+	if env := getenv(ConfigEnv); env != "" {
+		return env, false
+	}
+	cwd := filepath.Join(".the-loop", "cli-config.yaml")
+	if fi, err := os.Stat(cwd); err == nil && fi.Mode().IsRegular() {
+		return cwd, false
+	}
+	if h, err := home(); err == nil && h != "" {
+		return filepath.Join(h, ".the-loop", "cli-config.yaml"), false
+	}
+	return "", false
+}
+
+// resolvePaths puts what is not set explicitly under state.root, as
+// the-loop's StateLayout does: the ledger at <root>/self-diagnosis.json and
+// the event log at <root>/logs/events.jsonl. A blank root is the default
+// (state.py: str(state.get("root") or "").strip() or DEFAULT_STATE_ROOT);
+// paths stay relative to the working directory, as the-loop opens them.
+func (c *Config) resolvePaths() {
+	root := strings.TrimSpace(c.StateRoot)
+	if root == "" {
+		root = DefaultStateRoot
+	}
+	if c.StatePath == "" {
+		c.StatePath = filepath.Join(root, "self-diagnosis.json")
+	}
+	if c.EventLog == "" {
+		c.EventLog = filepath.Join(root, "logs", "events.jsonl")
+	}
+}
+
+func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.Tag == "!!null" }
+
+// truthy is Python's bool() of a YAML value as PyYAML loads it.
+func truthy(n *yaml.Node) bool {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		switch n.Tag {
+		case "!!null":
+			return false
+		case "!!bool":
+			return n.Value == "true"
+		case "!!int", "!!float":
+			var f float64
+			return n.Decode(&f) != nil || f != 0
+		case "!!str":
+			// PyYAML reads YAML 1.1: a plain no/off is the boolean false.
+			if n.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle) == 0 {
+				switch n.Value {
+				case "no", "No", "NO", "off", "Off", "OFF":
+					return false
+				}
+			}
+			return n.Value != ""
+		}
+		return true
+	case yaml.SequenceNode, yaml.MappingNode:
+		return len(n.Content) > 0
+	}
+	return true
 }
 
 func (c *Config) validate(file string) error {

@@ -36,6 +36,7 @@ func cmdReplay(ctx context.Context, args []string, io stdio) error {
 	if c.harness == "" && c.config == "" {
 		c.harness = "builtin" // replay is offline unless told otherwise
 	}
+	c.offline = true
 	cfg, now, err := c.resolve()
 	if err != nil {
 		return err

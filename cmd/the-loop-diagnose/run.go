@@ -44,23 +44,32 @@ func cmdRun(hard, soft context.Context, args []string, io stdio, watch bool) err
 	defer stopProfile()
 	if !*dryRun {
 		if !cfg.Enabled {
-			return usageErr("posting is disabled: set selfDiagnosis.enabled: true in the config to file issues, or pass --dry-run to print them")
+			// the-loop's own words (diagnose_cmd.py), naming the file it
+			// read or would have read.
+			return usageErr("self-diagnosis is off — set selfDiagnosis.enabled: true in %s to let the-loop file issues for its own failures, or preview with --dry-run", configName(cfg))
 		}
 		if cfg.Repo == "" {
-			return usageErr("selfDiagnosis.repo is not set (or pass --repo owner/name)")
+			// Only an explicit repo: "" gets here; unset is the-loop's upstream.
+			return usageErr("selfDiagnosis.repo is empty in %s (or pass --repo owner/name)", configName(cfg))
 		}
 	}
+	io = io.locked()
 	log := newLogger(io.err, c.verbose)
 	sc, err := newScanner(cfg, now, io, log, *dryRun)
 	if err != nil {
 		return err
 	}
 	if !watch {
+		sc.sayNothing = true
 		err := sc.runOnce(hard, soft)
 		var missing *stages.LogMissingError
 		if errors.As(err, &missing) {
 			// Not an error for cron: the-loop has not written a log yet.
+			// the-loop reads a missing log as an empty one
+			// (eventlog.read_events) and prints its usual line; this
+			// tool also says which log it looked for.
 			fmt.Fprintf(io.err, "the-loop-diagnose: event log %s does not exist yet: nothing to diagnose\n", missing.Path)
+			fmt.Fprintln(io.out, nothingToDiagnose)
 			return nil
 		}
 		return err
@@ -88,6 +97,15 @@ func cmdRun(hard, soft context.Context, args []string, io stdio, watch bool) err
 		err = ferr
 	}
 	return err
+}
+
+// configName is the config file for a message: the one read, or where
+// the-loop would have looked last.
+func configName(cfg Config) string {
+	if cfg.File == "" {
+		return "the-loop's cli-config.yaml"
+	}
+	return cfg.File
 }
 
 // watchWriteBehind is how long a watcher may keep the cursor of scans that
@@ -135,6 +153,9 @@ func (s *scanner) runOnce(hard, soft context.Context) error {
 	sum, err := s.scan(hard, soft, st, started)
 	if err != nil {
 		return err
+	}
+	if s.sayNothing && actedOn(sum) == 0 {
+		fmt.Fprintln(s.io.out, nothingToDiagnose)
 	}
 	fmt.Fprintf(s.io.err, "the-loop-diagnose: %d lines read (%d corrupt); %s\n", sum.Lines, sum.Corrupt, sum)
 	for _, line := range sum.Settled {

@@ -55,7 +55,10 @@ type scanner struct {
 	// skipBacklog is set by a watcher woken by new lines: the backlog is
 	// retried on the interval, not on every append.
 	skipBacklog bool
-	sink        func(*store.Store, *githubPreflight) (pipeline.Stage[pipeline.Report, pipeline.Outcome], error)
+	// sayNothing: a scan that acted on nothing says so, as the-loop's
+	// `diagnose` does (run; a watcher's silence says the same).
+	sayNothing bool
+	sink       func(*store.Store, *githubPreflight) (pipeline.Stage[pipeline.Report, pipeline.Outcome], error)
 }
 
 func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, dryRun bool) (*scanner, error) {
@@ -176,6 +179,7 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time
 		if err := persist(ctx, o); err != nil {
 			return err
 		}
+		s.tell(o) // once recorded: a line printed is an outcome kept
 		s.metrics.observe(o)
 		return nil
 	})
@@ -219,9 +223,11 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time
 }
 
 // eventLogForEvents is where diagnosis.* events go: the log itself, as the-loop
-// does, except in a dry run, which writes nothing.
+// does, except in a dry run, which writes nothing, and when the operator
+// turned the-loop's event log off (eventLog.enabled: false), as the-loop's
+// emit then writes nothing either.
 func (s *scanner) eventLogForEvents() string {
-	if s.dryRun {
+	if s.dryRun || !s.cfg.EventLogEnabled {
 		return ""
 	}
 	return s.cfg.EventLog
@@ -320,7 +326,7 @@ func (p *githubPreflight) beforeAgent() pipeline.Stage[pipeline.Dossier, pipelin
 // few times a second, when stderr is a terminal and the backlog is large
 // enough to take a while. It returns a function that stops and erases it.
 func (s *scanner) showProgress(src *stages.LogSource, stats *stages.ReadStats) (stop func()) {
-	f, ok := s.io.err.(*os.File)
+	f, ok := unlocked(s.io.err).(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) || src.Backlog() < progressMinBacklog {
 		return func() {}
 	}

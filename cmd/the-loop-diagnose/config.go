@@ -31,6 +31,10 @@ type Config struct {
 	StatePath       string
 	APIURL          string
 	Keywords        []string
+	// ControlKeywords are the deployment's routing.control.keywords
+	// (command -> keyword), defanged like the-loop's defaults: the-loop's
+	// own scan does (selfdiagnosis.compose_issue).
+	ControlKeywords []string
 	Rules           []fingerprint.Rule
 	AgentParallel   int
 	AgentEnv        []string // variables passed to the agent beyond PATH, HOME, LANG, LC_*, TZ, TMPDIR
@@ -124,6 +128,12 @@ func LoadConfig(path string) (Config, error) {
 			}
 		}
 	}
+	if rt, ok := top["routing"]; ok {
+		if err := decodeControlKeywords(path, rt, &cfg.ControlKeywords); err != nil {
+			return cfg, err
+		}
+		cfg.Keywords = append(cfg.Keywords, cfg.ControlKeywords...)
+	}
 	sd, ok := top["selfDiagnosis"]
 	if !ok {
 		return cfg, nil
@@ -174,6 +184,7 @@ func LoadConfig(path string) (Config, error) {
 			err = decodeKey(path, full, n, &cfg.APIURL)
 		case "controlKeywords":
 			err = decodeKey(path, full, n, &cfg.Keywords)
+			cfg.Keywords = append(cfg.Keywords, cfg.ControlKeywords...)
 		case "fingerprintRules":
 			err = decodeKey(path, full, n, &cfg.Rules)
 		case "agentParallel":
@@ -293,6 +304,42 @@ func (c *Config) validate(file string) error {
 	c.Triage.EnvRules = rules
 	if _, err := fingerprint.New(c.Rules); err != nil {
 		return &ConfigError{File: file, Key: "selfDiagnosis.fingerprintRules", Err: err}
+	}
+	return nil
+}
+
+// decodeControlKeywords reads routing.control.keywords, a mapping of
+// command to keyword, as the-loop does: every non-empty value, whatever
+// its command (an empty one disables that command). A shape the-loop
+// cannot read either is an error: the keywords are what must never be
+// posted armed.
+func decodeControlKeywords(file string, routing *yaml.Node, dst *[]string) error {
+	m, err := mapping(routing)
+	if err != nil {
+		return &ConfigError{file, "routing", routing.Line, err}
+	}
+	ctl, ok := m["control"]
+	if !ok || ctl.Tag == "!!null" {
+		return nil
+	}
+	if m, err = mapping(ctl); err != nil {
+		return &ConfigError{file, "routing.control", ctl.Line, err}
+	}
+	kw, ok := m["keywords"]
+	if !ok || kw.Tag == "!!null" {
+		return nil
+	}
+	if kw.Kind != yaml.MappingNode {
+		return &ConfigError{file, "routing.control.keywords", kw.Line, fmt.Errorf("want a mapping of command to keyword, got %s", kindName(kw))}
+	}
+	for i := 0; i+1 < len(kw.Content); i += 2 {
+		k, v := kw.Content[i], kw.Content[i+1]
+		if v.Kind != yaml.ScalarNode {
+			return &ConfigError{file, "routing.control.keywords." + k.Value, v.Line, fmt.Errorf("want a keyword, got %s", kindName(v))}
+		}
+		if v.Tag != "!!null" && v.Value != "" {
+			*dst = append(*dst, v.Value)
+		}
 	}
 	return nil
 }

@@ -266,3 +266,17 @@ func legacyDigits(dst []byte, s []byte) []byte {
 // isWordByte is ASCII \w, for the v2 and v3 normalizers (which are ASCII by
 // design; only the-loop's v1 follows Python's Unicode classes).
 func isWordByte(c byte) bool { return isASCIILetter(c) || isDigit(c) || c == '_' }
+
+// IsLegacy reports whether fp has the shape of the-loop's own (v1)
+// fingerprint: 16 lowercase hex digits, no version prefix.
+func IsLegacy(fp string) bool {
+	if len(fp) != 16 {
+		return false
+	}
+	for i := 0; i < len(fp); i++ {
+		if c := fp[i]; !isDigit(c) && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}

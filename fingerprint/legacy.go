@@ -5,27 +5,77 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Legacy returns the-loop's original (v1) fingerprint of an event and its
 // error text: sha1(event + "\n" + normalize(text))[:16] in lowercase hex.
 //
-// It reproduces, bit for bit, this Python (re.ASCII):
+// It reproduces the-loop's Python (selfdiagnosis.fingerprint), whose
+// patterns are str patterns and so Unicode-aware (no re.ASCII):
 //
-//	_WIN_PATH = re.compile(r"[A-Za-z]:\\\S+")
-//	_PATH     = re.compile(r"(?:~|/)[\w@./+~-]+")
-//	_HEX      = re.compile(r"\b[0-9a-fA-F]{8,}\b")
-//	_DIGITS   = re.compile(r"\d+")
+//	re.sub(r"[A-Za-z]:\\\S+", "<p>", text)
+//	re.sub(r"(?:~|/)[\w@./+~-]+", "<p>", text)
+//	re.sub(r"\b[0-9a-fA-F]{8,}\b", "#", text)
+//	re.sub(r"\d+", "#", text)
 //
-// The four substitutions are hand-written scanners rather than regexps
-// because Go's regexp costs several microseconds per message; a fuzz test
-// checks them against the regexps.
+// There \s is str.isspace (Unicode spaces, and U+001C..U+001F), \w is any
+// letter or number (categories L* and N*) or '_', and \d a decimal digit
+// (Nd); the letter and hex ranges stay ASCII. The substitutions are
+// hand-written scanners rather than regexps because Go's regexp costs
+// several microseconds per message; ASCII bytes take a fast path, and a
+// fuzz test checks the scanners against regexps with the same classes.
+//
+// Go's Unicode tables are Unicode 15 (Python 3.12's); under Python 3.11
+// (Unicode 14) only characters first assigned in Unicode 15 differ.
 func Legacy(event, errorText string) string {
 	buf := make([]byte, 0, 2*(len(event)+len(errorText))+32)
 	buf = append(buf, event...)
 	buf = append(buf, '\n')
 	buf = appendLegacyNormalized(buf, errorText)
 	return sha16Bytes(buf)
+}
+
+// LegacyOf is Legacy of a record as the-loop reads it: the-loop hashes
+// str(record.get("error", "")) and str(record.get("event", "")), so a
+// non-string error (null, 137, true, an object) has a fingerprint of its
+// own text ("None", "137", "True", "{'code': 137}"), not that of a
+// missing one. in.Error and in.Event are used when the field is a string
+// or in.Fields does not hold it.
+func LegacyOf(in Input) string {
+	event, text := in.Event, in.Error
+	if in.Fields != nil {
+		if v, ok := lookupField(in.Fields, "error"); ok {
+			if _, isString := v.(string); !isString {
+				text = pyStr(v)
+			}
+		}
+		if v, ok := lookupField(in.Fields, "event"); ok {
+			if _, isString := v.(string); !isString {
+				event = pyStr(v)
+			}
+		}
+	}
+	return Legacy(event, text)
+}
+
+// Lookup returns the value of key and whether the key is present (null
+// included), which Get cannot tell apart from absent.
+func (m MapFields) Lookup(key string) (any, bool) {
+	v, ok := m[key]
+	return v, ok
+}
+
+// lookupField tells a present null from an absent key when the fields can
+// (the pipeline's records and MapFields do): the-loop hashes "None" for
+// the first and "" for the second.
+func lookupField(f Fields, key string) (any, bool) {
+	if l, ok := f.(interface{ Lookup(string) (any, bool) }); ok {
+		return l.Lookup(key)
+	}
+	v := f.Get(key)
+	return v, v != nil
 }
 
 // sha16 is the first 16 hex digits of the SHA-1 of s.
@@ -53,28 +103,75 @@ func appendLegacyNormalized(dst []byte, text string) []byte {
 	return legacyDigits(dst, tmp)
 }
 
-// pySpace is Python's ASCII \s: [ \t\n\r\f\v]. Go's \s lacks \v, so the
-// class is spelled out here rather than borrowed.
-func pySpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
+// runeAt decodes the rune at s[i], ASCII without a call. Invalid UTF-8
+// (which the-loop cannot read at all) is one byte of RuneError: neither a
+// space, a word character nor a digit.
+func runeAt(s []byte, i int) (rune, int) {
+	if c := s[i]; c < utf8.RuneSelf {
+		return rune(c), 1
+	}
+	return utf8.DecodeRune(s[i:])
+}
+
+func runeAtString(s string, i int) (rune, int) {
+	if c := s[i]; c < utf8.RuneSelf {
+		return rune(c), 1
+	}
+	return utf8.DecodeRuneInString(s[i:])
+}
+
+// pySpace is Python's \s on str: str.isspace, which besides the Unicode
+// spaces holds U+001C..U+001F (bidi class B/S) and \v; Go's unicode.IsSpace
+// lacks the former, its regexp \s both.
+func pySpace(r rune) bool {
+	if r < utf8.RuneSelf {
+		return r == ' ' || r >= '\t' && r <= '\r' || r >= 0x1c && r <= 0x1f
+	}
+	switch r {
+	case 0x85, 0xa0, 0x1680, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000:
+		return true
+	}
+	return r >= 0x2000 && r <= 0x200a
+}
+
+// pyWord is Python's \w on str: str.isalnum() or '_', which is exactly the
+// letter and number categories (checked against every code point).
+func pyWord(r rune) bool {
+	if r < utf8.RuneSelf {
+		return isASCIILetter(byte(r)) || isDigit(byte(r)) || r == '_'
+	}
+	return unicode.IsLetter(r) || unicode.IsNumber(r)
+}
+
+// pyDigit is Python's \d on str: a decimal digit (Nd) of any script.
+func pyDigit(r rune) bool {
+	if r < utf8.RuneSelf {
+		return isDigit(byte(r))
+	}
+	return unicode.Is(unicode.Nd, r)
 }
 
 func isASCIILetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
 func isDigit(c byte) bool       { return c >= '0' && c <= '9' }
-func isWordByte(c byte) bool    { return isASCIILetter(c) || isDigit(c) || c == '_' }
 func isHexByte(c byte) bool     { return isDigit(c) || (c|0x20 >= 'a' && c|0x20 <= 'f') }
 
 // legacyWinPaths: [A-Za-z]:\\\S+ -> "<p>".
 func legacyWinPaths(dst []byte, s string) []byte {
 	for i := 0; i < len(s); {
-		if i+3 < len(s) && isASCIILetter(s[i]) && s[i+1] == ':' && s[i+2] == '\\' && !pySpace(s[i+3]) {
+		if i+3 < len(s) && isASCIILetter(s[i]) && s[i+1] == ':' && s[i+2] == '\\' {
 			j := i + 3
-			for j < len(s) && !pySpace(s[j]) {
-				j++
+			for j < len(s) {
+				r, n := runeAtString(s, j)
+				if pySpace(r) {
+					break
+				}
+				j += n
 			}
-			dst = append(dst, "<p>"...)
-			i = j
-			continue
+			if j > i+3 {
+				dst = append(dst, "<p>"...)
+				i = j
+				continue
+			}
 		}
 		dst = append(dst, s[i])
 		i++
@@ -82,22 +179,28 @@ func legacyWinPaths(dst []byte, s string) []byte {
 	return dst
 }
 
-// legacyPathByte is the class [\w@./+~-].
-func legacyPathByte(c byte) bool {
-	return isWordByte(c) || c == '@' || c == '.' || c == '/' || c == '+' || c == '~' || c == '-'
+// legacyPathRune is the class [\w@./+~-].
+func legacyPathRune(r rune) bool {
+	return pyWord(r) || r == '@' || r == '.' || r == '/' || r == '+' || r == '~' || r == '-'
 }
 
 // legacyPaths: (?:~|/)[\w@./+~-]+ -> "<p>".
 func legacyPaths(dst []byte, s []byte) []byte {
 	for i := 0; i < len(s); {
-		if (s[i] == '~' || s[i] == '/') && i+1 < len(s) && legacyPathByte(s[i+1]) {
+		if s[i] == '~' || s[i] == '/' {
 			j := i + 1
-			for j < len(s) && legacyPathByte(s[j]) {
-				j++
+			for j < len(s) {
+				r, n := runeAt(s, j)
+				if !legacyPathRune(r) {
+					break
+				}
+				j += n
 			}
-			dst = append(dst, "<p>"...)
-			i = j
-			continue
+			if j > i+1 {
+				dst = append(dst, "<p>"...)
+				i = j
+				continue
+			}
 		}
 		dst = append(dst, s[i])
 		i++
@@ -107,29 +210,35 @@ func legacyPaths(dst []byte, s []byte) []byte {
 
 // legacyHex: \b[0-9a-fA-F]{8,}\b -> "#". A match can only start where a
 // word starts, and must run to the word's end, because hex digits are word
-// characters themselves.
+// characters themselves; a word is Unicode (\w), so "é12345678" holds no
+// match.
 func legacyHex(dst []byte, s []byte) []byte {
 	for i := 0; i < len(s); {
-		if !isWordByte(s[i]) {
-			dst = append(dst, s[i])
-			i++
+		r, n := runeAt(s, i)
+		if !pyWord(r) {
+			dst = append(dst, s[i:i+n]...)
+			i += n
 			continue
 		}
-		// s[i] starts a word (the previous byte, if any, is not a word byte).
+		// s[i] starts a word (the previous rune, if any, is not a word rune).
 		j := i
 		for j < len(s) && isHexByte(s[j]) {
 			j++
 		}
-		if j-i >= 8 && (j == len(s) || !isWordByte(s[j])) {
+		end := j
+		for end < len(s) {
+			r, n := runeAt(s, end)
+			if !pyWord(r) {
+				break
+			}
+			end += n
+		}
+		if j-i >= 8 && end == j {
 			dst = append(dst, '#')
-			i = j
-			continue
+		} else {
+			dst = append(dst, s[i:end]...)
 		}
-		for j < len(s) && isWordByte(s[j]) {
-			j++
-		}
-		dst = append(dst, s[i:j]...)
-		i = j
+		i = end
 	}
 	return dst
 }
@@ -137,15 +246,37 @@ func legacyHex(dst []byte, s []byte) []byte {
 // legacyDigits: \d+ -> "#".
 func legacyDigits(dst []byte, s []byte) []byte {
 	for i := 0; i < len(s); {
-		if isDigit(s[i]) {
-			for i < len(s) && isDigit(s[i]) {
-				i++
-			}
-			dst = append(dst, '#')
+		r, n := runeAt(s, i)
+		if !pyDigit(r) {
+			dst = append(dst, s[i:i+n]...)
+			i += n
 			continue
 		}
-		dst = append(dst, s[i])
-		i++
+		for i < len(s) {
+			if r, n = runeAt(s, i); !pyDigit(r) {
+				break
+			}
+			i += n
+		}
+		dst = append(dst, '#')
 	}
 	return dst
+}
+
+// isWordByte is ASCII \w, for the v2 and v3 normalizers (which are ASCII by
+// design; only the-loop's v1 follows Python's Unicode classes).
+func isWordByte(c byte) bool { return isASCIILetter(c) || isDigit(c) || c == '_' }
+
+// IsLegacy reports whether fp has the shape of the-loop's own (v1)
+// fingerprint: 16 lowercase hex digits, no version prefix.
+func IsLegacy(fp string) bool {
+	if len(fp) != 16 {
+		return false
+	}
+	for i := 0; i < len(fp); i++ {
+		if c := fp[i]; !isDigit(c) && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }

@@ -292,7 +292,7 @@ func (f *Fingerprinter) Compute(in Input) Result {
 		}
 	}
 	if !f.noAliases {
-		for _, a := range []string{Legacy(in.Event, in.Error), v2} {
+		for _, a := range []string{LegacyOf(in), v2} {
 			if a != "" && a != res.Fingerprint && !slices.Contains(res.Aliases, a) {
 				res.Aliases = append(res.Aliases, a)
 			}

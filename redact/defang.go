@@ -9,19 +9,24 @@ import (
 )
 
 // DefangMarker is inserted into control phrases so the-loop no longer
-// reacts to them. It is visible on purpose: a reader of the issue sees the
-// phrase was neutralised rather than wondering why nothing happened.
-const DefangMarker = "[defanged]"
+// reacts to them: the-loop's own marker (redact.defang_control_keywords),
+// so an issue reads the same whichever filed it. It is visible on purpose:
+// a reader of the issue sees the phrase was neutralised rather than
+// wondering why nothing happened.
+const DefangMarker = "‹defanged›"
 
 // controlPhrase is how the-loop recognises a command in issue text:
 // "the-loop start", "/the-loop stop", "@the-loop do", any case, any spacing.
-var controlPhrase = regexp.MustCompile(`(?i)the-loop(\s+)(?:start|stop|pause|resume|execute|contribute|cleanup|do)\b`)
+// the-loop matches case-insensitively with Python's re, which also takes
+// U+0130 and U+0131 for an i (Go's (?i) does not): hence the class.
+var controlPhrase = regexp.MustCompile(`(?i)the-loop(\s+)(?:start|stop|pause|resume|execute|contr[iİı]bute|cleanup|do)\b`)
 
 // Defang neutralises the-loop's control phrases in s so that quoting text
 // in an issue cannot trigger the-loop. "the-loop start" becomes
-// "the-loop [defanged] start"; an operator phrase such as "ship it" becomes
-// "ship [defanged] it", and a one-word phrase "deploy" becomes
-// "d[defanged]eploy". Matching is case-insensitive. Phrases shorter than
+// "the-loop ‹defanged› start"; a deployment's keyword such as "ship it now"
+// becomes "ship ‹defanged› it ‹defanged› now" (a marker at every space, as
+// the-loop writes it), and a one-word keyword "deploy" becomes
+// "d‹defanged›eploy". Matching is case-insensitive. Phrases shorter than
 // two characters cannot be broken visibly and are ignored. Defang is
 // idempotent: a match that overlaps a marker is already neutralised.
 //
@@ -49,7 +54,9 @@ func Defang(s string, extraKeywords []string) string {
 			}
 			start, end := pos+m[0], pos+m[1]
 			if !overlapsRanges(start, end, markers) {
-				inserts = append(inserts, breakPoint(s[start:end])+start)
+				for _, at := range breakPoints(s[start:end]) {
+					inserts = append(inserts, start+at)
+				}
 			}
 			_, size := utf8.DecodeRuneInString(s[start:])
 			pos = start + size
@@ -69,29 +76,36 @@ func Defang(s string, extraKeywords []string) string {
 		last = at
 		b.WriteString(s[pos:at])
 		if at < len(s) && isSpace(s[at]) {
-			b.WriteByte(' ') // "the-loop [defanged] start"
+			b.WriteByte(' ') // "the-loop ‹defanged› start"
 		}
-		b.WriteString(DefangMarker) // "d[defanged]eploy"
+		b.WriteString(DefangMarker) // "d‹defanged›eploy"
 		pos = at
 	}
 	b.WriteString(s[pos:])
 	return b.String()
 }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+func isSpace(c byte) bool { return c == ' ' || c >= '\t' && c <= '\r' }
 
-// breakPoint is where the marker goes inside a matched phrase: after its
-// first word, or after its first character for a one-word phrase.
-func breakPoint(m string) int {
-	if i := strings.IndexAny(m, " \t\r\n"); i > 0 {
-		return i
+// breakPoints are where markers go inside a matched phrase: at each run of
+// spaces (the-loop breaks every space of a keyword), or after the first
+// character of a one-word phrase.
+func breakPoints(m string) []int {
+	var at []int
+	for i := 0; i < len(m); i++ {
+		if isSpace(m[i]) && i > 0 && !isSpace(m[i-1]) {
+			at = append(at, i)
+		}
+	}
+	if len(at) > 0 {
+		return at
 	}
 	for i := range m {
 		if i > 0 {
-			return i
+			return []int{i}
 		}
 	}
-	return len(m)
+	return []int{len(m)}
 }
 
 func markerRanges(s string) [][2]int {
@@ -143,7 +157,7 @@ func extraPhrases(keywords []string) []*regexp.Regexp {
 		// Whitespace inside a phrase matches any whitespace run.
 		parts := strings.Fields(k)
 		for i, p := range parts {
-			parts[i] = regexp.QuoteMeta(p)
+			parts[i] = pyCaseless(p)
 		}
 		re, err := regexp.Compile(`(?i)` + strings.Join(parts, `\s+`))
 		if err != nil {
@@ -153,4 +167,21 @@ func extraPhrases(keywords []string) []*regexp.Regexp {
 	}
 	phraseCache.Store(key, out)
 	return out
+}
+
+// pyCaseless quotes a keyword's word for a (?i) regexp that matches what
+// Python's re.IGNORECASE does where Go's (?i) differs: an i also matches
+// U+0130 and U+0131 there (the only letters of A-Z with such a difference;
+// K and ſ are in Go's fold orbits too).
+func pyCaseless(word string) string {
+	var b strings.Builder
+	for _, r := range word {
+		switch r {
+		case 'i', 'I', 'İ', 'ı':
+			b.WriteString("[iİı]")
+		default:
+			b.WriteString(regexp.QuoteMeta(string(r)))
+		}
+	}
+	return b.String()
 }

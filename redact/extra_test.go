@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 )
 
 // theLoopCommand is how the-loop itself recognises a control phrase.
@@ -15,23 +17,28 @@ var theLoopCommand = regexp.MustCompile(`(?i)[/@]?\bthe-loop\s+(start|stop|pause
 
 func TestDefang(t *testing.T) {
 	cases := []struct{ in, want string }{
-		{"please the-loop start now", "please the-loop [defanged] start now"},
-		{"/the-loop STOP", "/the-loop [defanged] STOP"},
-		{"@The-Loop   resume\n", "@The-Loop [defanged]   resume\n"},
-		{"the-loop\ndo it", "the-loop [defanged]\ndo it"},
+		{"please the-loop start now", "please the-loop ‹defanged› start now"},
+		{"/the-loop STOP", "/the-loop ‹defanged› STOP"},
+		{"@The-Loop   resume\n", "@The-Loop ‹defanged›   resume\n"},
+		{"the-loop\ndo it", "the-loop ‹defanged›\ndo it"},
 		{"the-loop started fine; the-loop doctor", "the-loop started fine; the-loop doctor"},
-		{"ship it now, Ship  It!", "ship [defanged] it now, Ship [defanged]  It!"},
-		{"deploy now", "d[defanged]eploy now"},
+		{"ship it now, Ship  It!", "ship ‹defanged› it now, Ship ‹defanged›  It!"},
+		{"deploy now", "d‹defanged›eploy now"},
+		// the-loop's shape: a marker at every space of a keyword.
+		{"Loop Go Now!", "Loop ‹defanged› Go ‹defanged› Now!"},
+		// Python's re.IGNORECASE takes U+0130/U+0131 for an i; Go's (?i) does not.
+		{"the-loop contrİbute; the-loop CONTRıBUTE", "the-loop ‹defanged› contrİbute; the-loop ‹defanged› CONTRıBUTE"},
+		{"lİve-it", "l‹defanged›İve-it"},
 	}
 	for _, c := range cases {
-		got := Defang(c.in, []string{"ship it", "deploy", "x"})
+		got := Defang(c.in, []string{"ship it", "deploy", "x", "loop go now", "live-it"})
 		if got != c.want {
 			t.Errorf("Defang(%q) = %q, want %q", c.in, got, c.want)
 		}
 		if theLoopCommand.MatchString(got) {
 			t.Errorf("Defang(%q) = %q still matches the-loop's command pattern", c.in, got)
 		}
-		if again := Defang(got, []string{"ship it", "deploy", "x"}); again != got {
+		if again := Defang(got, []string{"ship it", "deploy", "x", "loop go now", "live-it"}); again != got {
 			t.Errorf("not idempotent: %q -> %q", got, again)
 		}
 	}
@@ -163,7 +170,7 @@ func FuzzScrub(f *testing.F) {
 }
 
 func FuzzDefang(f *testing.F) {
-	for _, s := range []string{"the-loop start", "@the-loop\tDO", "ship it", "the-loop [defanged] start", "d[defanged]eploy", "deploydeploy"} {
+	for _, s := range []string{"the-loop start", "@the-loop\tDO", "ship it", "the-loop ‹defanged› start", "d‹defanged›eploy", "deploydeploy"} {
 		f.Add(s, "ship it")
 		f.Add(s, "deploy")
 	}
@@ -176,7 +183,50 @@ func FuzzDefang(f *testing.F) {
 		if m := theLoopCommand.FindString(once); m != "" && !strings.Contains(s, DefangMarker) {
 			t.Fatalf("control phrase %q survives in %q", m, once)
 		}
+		if theLoopParses(once, keyword) && !strings.Contains(s, DefangMarker) {
+			t.Fatalf("the-loop still finds keyword %q in %q", keyword, once)
+		}
 	})
+}
+
+// theLoopParses is the-loop's control.parse_command for one configured
+// keyword (stripped, as ControlConfig reads it): the literal keyword,
+// case-insensitive as Python's re (an i also matches U+0130/U+0131), with
+// no \w, ':' or '-' on either side. Keywords no defang can break are
+// skipped: one character, or text of the marker itself ("defang").
+func theLoopParses(text, keyword string) bool {
+	kw := strings.TrimSpace(keyword)
+	if len([]rune(kw)) < 2 || strings.Contains(strings.ToLower(DefangMarker), strings.ToLower(kw)) || !utf8.ValidString(kw) {
+		return false
+	}
+	var pat strings.Builder
+	for _, r := range kw {
+		switch r {
+		case 'i', 'I', 'İ', 'ı':
+			pat.WriteString("[iİı]")
+		default:
+			pat.WriteString(regexp.QuoteMeta(string(r)))
+		}
+	}
+	re := regexp.MustCompile("(?i)" + pat.String())
+	word := func(r rune) bool {
+		return r == '_' || r == ':' || r == '-' || unicode.IsLetter(r) || unicode.IsNumber(r)
+	}
+	for pos := 0; pos <= len(text); {
+		m := re.FindStringIndex(text[pos:])
+		if m == nil {
+			return false
+		}
+		start, end := pos+m[0], pos+m[1]
+		before, _ := utf8.DecodeLastRuneInString(text[:start])
+		after, _ := utf8.DecodeRuneInString(text[end:])
+		if (start == 0 || !word(before)) && (end == len(text) || !word(after)) {
+			return true
+		}
+		_, size := utf8.DecodeRuneInString(text[start:])
+		pos = start + max(size, 1)
+	}
+	return false
 }
 
 func FuzzFence(f *testing.F) {

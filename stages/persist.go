@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/the-loop/the-loop-diagnose/fingerprint"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
@@ -239,7 +240,8 @@ func scrubEvidence(ev map[string]any, scrub func(string) string) map[string]any 
 // It is the pure core of persist.
 func Apply(st *store.State, o pipeline.Outcome, now time.Time, maxRetries int) []store.Event {
 	fp := o.Fingerprint
-	base := map[string]any{"fingerprint": fp, "event_type": o.Event, "count": o.Count}
+	// trigger is the-loop's name for the event type that raised the defect.
+	base := map[string]any{"fingerprint": fp, "trigger": o.Event, "event_type": o.Event, "count": o.Count}
 	ev := func(typ, level string, extra map[string]any) store.Event {
 		f := map[string]any{}
 		for k, v := range base {
@@ -254,30 +256,85 @@ func Apply(st *store.State, o pipeline.Outcome, now time.Time, maxRetries int) [
 	return append(events, applyStatus(st, o, now, maxRetries, ev)...)
 }
 
-// detected announces a defect the first time a scan takes it on: new, not
-// carried over from an earlier scan's backlog or retries.
+// detected announces a defect on its first attempt (an agent run or a
+// post: filed or failed, with no failure counted yet), as the-loop does:
+// a deferral is not an attempt, and the-loop emits no diagnosis.detected
+// for it; the attempt a later scan makes announces it then.
 func detected(st *store.State, o pipeline.Outcome, ev func(string, string, map[string]any) store.Event) []store.Event {
-	_, pending := st.Deferred[o.Fingerprint]
 	switch {
-	case o.Backlog || pending || st.Attempts[o.Fingerprint] > 0:
+	case st.Attempts[o.Fingerprint] > 0:
 		return nil
-	case o.Status == pipeline.StatusFiled, o.Status == pipeline.StatusDeferred, o.Status == pipeline.StatusFailed:
+	case o.Status == pipeline.StatusFiled, o.Status == pipeline.StatusFailed:
 		return []store.Event{ev("diagnosis.detected", "info", map[string]any{"template": o.Template})}
 	}
 	return nil
+}
+
+// failedStage is the-loop's stage of a failure: "agent" when no usable
+// answer came back, "post" when the answer was there and filing failed.
+func failedStage(o pipeline.Outcome) string {
+	if o.Failure == "" && o.Answer != nil {
+		return "post"
+	}
+	return "agent"
+}
+
+// maxTheLoopKeys bounds the v1 entries kept per defect for the-loop.
+const maxTheLoopKeys = 32
+
+// theLoopKeys are the fingerprints the-loop itself gives the defect's
+// records (v1, computed from this scan's samples, else the group's v1
+// aliases): a reported or abandoned entry is also kept under each, so
+// that the-loop's own scan, re-enabled, does not file the defect again.
+func theLoopKeys(st *store.State, o pipeline.Outcome) []string {
+	var keys []string
+	add := func(k string) {
+		if k != "" && k != o.Fingerprint && len(keys) < maxTheLoopKeys && !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	for _, s := range o.Samples {
+		if s.Fields != nil {
+			add(fingerprint.LegacyOf(fingerprint.Input{Event: s.Str("event"), Error: s.Str("error"), Fields: s.Fields}))
+		}
+	}
+	for _, a := range o.Aliases {
+		if fingerprint.IsLegacy(a) {
+			add(a)
+		}
+	}
+	for _, k := range st.Deferred[o.Fingerprint].TheLoop {
+		add(k)
+	}
+	return keys
+}
+
+// reportFor the-loop: the entry under each of its keys, unless one it
+// wrote itself is there.
+func reportForTheLoop(st *store.State, o pipeline.Outcome, r store.Reported) {
+	r.AliasOf, r.Title = o.Fingerprint, ""
+	for _, k := range theLoopKeys(st, o) {
+		if prev, ok := st.Reported[k]; !ok || prev.AliasOf != "" {
+			st.Reported[k] = r
+		}
+	}
 }
 
 func applyStatus(st *store.State, o pipeline.Outcome, now time.Time, maxRetries int, ev func(string, string, map[string]any) store.Event) []store.Event {
 	fp := o.Fingerprint
 	switch o.Status {
 	case pipeline.StatusFiled:
-		st.Reported[fp] = store.Reported{URL: o.URL, Number: o.Number, At: now, Title: o.Title}
+		st.Reported[fp] = store.Reported{URL: o.URL, Number: o.Number, At: now, Event: o.Event, Title: o.Title}
+		reportForTheLoop(st, o, st.Reported[fp])
 		st.Posted = append(st.Posted, now)
 		clearPending(st, fp)
 		return []store.Event{ev("diagnosis.posted", "info", map[string]any{"url": o.URL, "number": o.Number})}
 	case pipeline.StatusKnown:
 		if _, ok := st.Reported[fp]; !ok && o.URL != "" {
-			st.Reported[fp] = store.Reported{URL: o.URL, Number: o.Number, At: now}
+			st.Reported[fp] = store.Reported{URL: o.URL, Number: o.Number, At: now, Event: o.Event}
+		}
+		if r, ok := st.Reported[fp]; ok && r.URL != "" {
+			reportForTheLoop(st, o, r)
 		}
 		clearPending(st, fp)
 	case pipeline.StatusSettled:
@@ -308,19 +365,33 @@ func applyStatus(st *store.State, o pipeline.Outcome, now time.Time, maxRetries 
 		if st.FirstFailed[fp].IsZero() {
 			st.FirstFailed[fp] = now
 		}
+		stage := failedStage(o)
+		// the-loop's fields: stage (agent | post) and attempt (this one's
+		// number); attempts is this tool's older name for the latter.
+		failed := map[string]any{"error": o.Error, "stage": stage, "attempt": st.Attempts[fp], "attempts": st.Attempts[fp]}
 		if RetriesExhausted(st, fp, now, maxRetries) {
 			keepForLater(st, o, now)
 			pending := st.Deferred[fp]
-			st.Abandoned[fp] = store.Abandoned{Reason: o.Error, At: now, Pending: &pending}
+			// the-loop's shape: its reason names the stage and the count.
+			a := store.Abandoned{Reason: fmt.Sprintf("%s failed %d times", stage, st.Attempts[fp]),
+				At: now, Event: o.Event, Stage: stage, Error: o.Error}
+			for _, k := range theLoopKeys(st, o) {
+				if _, ok := st.Abandoned[k]; !ok {
+					alias := a
+					alias.AliasOf = fp
+					st.Abandoned[k] = alias
+				}
+			}
+			a.Pending = &pending
+			st.Abandoned[fp] = a
 			delete(st.Deferred, fp)
-			return []store.Event{ev("diagnosis.failed", "warning", map[string]any{
-				"error": o.Error, "attempts": st.Attempts[fp], "abandoned": true})}
+			failed["abandoned"] = true
+			return []store.Event{ev("diagnosis.failed", "warning", failed)}
 		}
 		// Its records may lie behind the cursor by the next scan: keep the
 		// defect in the backlog so the retry happens.
 		keepForLater(st, o, now)
-		return []store.Event{ev("diagnosis.failed", "warning", map[string]any{
-			"error": o.Error, "attempts": st.Attempts[fp]})}
+		return []store.Event{ev("diagnosis.failed", "warning", failed)}
 	}
 	return nil
 }
@@ -373,6 +444,7 @@ func keepForLater(st *store.State, o pipeline.Outcome, now time.Time) (already b
 	if o.Answer != nil && o.Failure == "" {
 		d.Finding, _ = json.Marshal(o.Answer)
 	}
+	d.TheLoop = theLoopKeys(st, o)
 	st.Deferred[o.Fingerprint] = d
 	return already
 }
@@ -411,7 +483,17 @@ func Retry(st *store.State, fp string) bool {
 	if !ok {
 		return false
 	}
+	if a.AliasOf != "" { // the-loop's copy: retry the defect it stands for
+		if _, ok := st.Abandoned[a.AliasOf]; ok {
+			return Retry(st, a.AliasOf)
+		}
+	}
 	delete(st.Abandoned, fp)
+	for k, alias := range st.Abandoned { // the entries kept for the-loop go too
+		if alias.AliasOf == fp {
+			delete(st.Abandoned, k)
+		}
+	}
 	delete(st.Attempts, fp)
 	delete(st.Failures, fp)
 	delete(st.FirstFailed, fp)
@@ -422,8 +504,10 @@ func Retry(st *store.State, fp string) bool {
 }
 
 // FinishScan makes the scan's end durable: the cursor advances (only now,
-// after every outcome is on disk) and the diagnosis.* events are appended,
-// with one diagnosis.deferred summary instead of one line per deferral.
+// after every outcome is on disk) and the diagnosis.* events are appended.
+// A deferral is one diagnosis.deferred per defect (fingerprint, trigger),
+// as the-loop writes it, on its first deferral only (the-loop repeats it
+// every scan), so the count stays that of distinct defects.
 //
 // With writeBehind (a watcher), a scan that only saw recurrences of known
 // and waiting defects leaves its state in memory (store.Checkpoint) while
@@ -472,24 +556,5 @@ func FinishScan(s *store.Store, cursor *store.Cursor, incidents *IncidentIndex, 
 	events := sum.events
 	sum.events = nil
 	sum.mu.Unlock()
-	return store.AppendEvents(eventLog, collapseDeferred(events, now))
-}
-
-// collapseDeferred replaces the per-defect diagnosis.deferred events with one
-// summary per scan: deferral is not noise.
-func collapseDeferred(events []store.Event, now time.Time) []store.Event {
-	var out []store.Event
-	var fps []string
-	for _, e := range events {
-		if e.Type == "diagnosis.deferred" {
-			fps = append(fps, fmt.Sprint(e.Fields["fingerprint"]))
-			continue
-		}
-		out = append(out, e)
-	}
-	if len(fps) > 0 {
-		out = append(out, store.Event{Type: "diagnosis.deferred", Level: "info", At: now,
-			Fields: map[string]any{"count": len(fps), "fingerprints": fps, "reason": "daily issue cap or GitHub rate limit"}})
-	}
-	return out
+	return store.AppendEvents(eventLog, events)
 }

@@ -173,16 +173,6 @@ func TestPersistRecordsAFiledIssue(t *testing.T) {
 	}
 }
 
-func TestDeferralsBecomeOneSummaryEvent(t *testing.T) {
-	events := []store.Event{{Type: "diagnosis.deferred", Fields: map[string]any{"fingerprint": "a"}},
-		{Type: "diagnosis.posted"}, {Type: "diagnosis.deferred", Fields: map[string]any{"fingerprint": "b"}}}
-	got := collapseDeferred(events, now)
-	if len(got) != 2 || got[1].Type != "diagnosis.deferred" || got[1].Fields["count"] != 2 {
-		t.Fatalf("got %+v", got)
-	}
-	_ = time.Second
-}
-
 // Only a finding that is to be filed is composed: one the cap deferred (or
 // settled, or already known) passes through bare.
 func TestComposeOnlyWhatIsToBeFiled(t *testing.T) {

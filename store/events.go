@@ -16,6 +16,8 @@ type Event struct {
 	Fields map[string]any // extra fields (fingerprint, url, reason, ...)
 }
 
+var pid = os.Getpid()
+
 // AppendEvents appends events to the log at path in the-loop's record shape.
 // The log is the service's: it is opened as the service and our reader open
 // it (a deployment may well point eventLog.path at a link), and its mode is
@@ -34,6 +36,7 @@ func AppendEvents(path string, events []Event) error {
 		m["event"] = e.Type
 		m["level"] = e.Level
 		m["source"] = "the-loop-diagnose"
+		m["pid"] = pid // the-loop's emit stamps every record with its writer's pid
 		lines = append(lines, m)
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)

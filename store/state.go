@@ -15,21 +15,105 @@ import (
 	"time"
 )
 
-// Reported is a defect already filed (by this tool or by the-loop).
+// Reported is a defect already filed (by this tool or by the-loop). It is
+// written in the-loop's shape, {"url", "ts", "event"} with ts in the-loop's
+// millisecond format, plus this tool's keys, so that the-loop's own scan,
+// re-enabled, reads it.
 type Reported struct {
-	URL    string    `json:"url,omitempty"`
+	URL    string    `json:"url"`
 	Number int       `json:"number,omitempty"`
-	At     time.Time `json:"at,omitzero"`
+	At     time.Time `json:"-"` // "ts"; "at" in older releases' files
+	Event  string    `json:"event,omitempty"`
 	Title  string    `json:"title,omitempty"`
+	// AliasOf names the canonical fingerprint of an entry kept under
+	// the-loop's own (v1) fingerprint, for the-loop's scan: nothing this
+	// tool needs aliases to match.
+	AliasOf string `json:"alias_of,omitempty"`
 }
 
-// Abandoned is a fingerprint given up on after maxRetries failures.
+// Abandoned is a fingerprint given up on after maxRetries failures, in
+// the-loop's shape: {"ts", "event", "reason": "agent failed 3 times"}.
 type Abandoned struct {
 	Reason string    `json:"reason,omitempty"`
-	At     time.Time `json:"at,omitzero"`
+	At     time.Time `json:"-"` // "ts"; "at" in older releases' files
+	Event  string    `json:"event,omitempty"`
+	Stage  string    `json:"stage,omitempty"` // agent | post: which failed
+	Error  string    `json:"error,omitempty"` // the last failure (scrubbed)
 	// Pending is the backlog entry it had (its dossier, its finding), kept
 	// so that `retry` can bring the defect back without its records.
 	Pending *Deferred `json:"pending,omitempty"`
+	AliasOf string    `json:"alias_of,omitempty"` // see Reported.AliasOf
+}
+
+// TheLoopTime is the-loop's timestamp format (selfdiagnosis._iso):
+// milliseconds, UTC, "Z"; truncated, as strftime("%f")[:-3] is.
+const TheLoopTime = "2006-01-02T15:04:05.000Z"
+
+func theLoopTS(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(TheLoopTime)
+}
+
+// parseTS reads "ts" (the-loop's, or RFC 3339), else an older release's "at".
+func parseTS(ts string, at time.Time) time.Time {
+	if ts != "" {
+		if t, err := time.Parse(time.RFC3339Nano, ts); err == nil {
+			return t
+		}
+	}
+	return at
+}
+
+func (r Reported) theLoopCopy() bool  { return r.AliasOf != "" }
+func (a Abandoned) theLoopCopy() bool { return a.AliasOf != "" }
+
+type reportedFields Reported
+
+type timedJSON struct {
+	TS string    `json:"ts,omitempty"`
+	At time.Time `json:"at,omitzero"` // read only
+}
+
+func (r Reported) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		reportedFields
+		TS string `json:"ts,omitempty"`
+	}{reportedFields(r), theLoopTS(r.At)})
+}
+
+func (r *Reported) UnmarshalJSON(b []byte) error {
+	aux := struct {
+		*reportedFields
+		timedJSON
+	}{reportedFields: (*reportedFields)(r)}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	r.At = parseTS(aux.TS, aux.timedJSON.At)
+	return nil
+}
+
+type abandonedFields Abandoned
+
+func (a Abandoned) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		abandonedFields
+		TS string `json:"ts,omitempty"`
+	}{abandonedFields(a), theLoopTS(a.At)})
+}
+
+func (a *Abandoned) UnmarshalJSON(b []byte) error {
+	aux := struct {
+		*abandonedFields
+		timedJSON
+	}{abandonedFields: (*abandonedFields)(a)}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	a.At = parseTS(aux.TS, aux.timedJSON.At)
+	return nil
 }
 
 // Intent is written durably before an issue is created, so a crash between
@@ -97,6 +181,10 @@ type Deferred struct {
 	Waiting string `json:"waiting,omitempty"`
 	// Reason is why it was deferred otherwise (a cap, a budget).
 	Reason string `json:"reason,omitempty"`
+	// TheLoop are the fingerprints the-loop gives its records (v1), kept
+	// while its records lie behind the cursor: filing or abandoning the
+	// defect later records it under them too, for the-loop's scan.
+	TheLoop []string `json:"the_loop,omitempty"`
 }
 
 // Outage is a dependency the scans are waiting for (GitHub, the agent):
@@ -296,9 +384,18 @@ func (s *State) UnmarshalJSON(b []byte) error {
 }
 
 // MarshalJSON writes the known keys plus any unknown keys read earlier,
-// appended after them (sorted, so the output is stable).
+// appended after them (sorted, so the output is stable). posted is written
+// as the-loop writes it (TheLoopTime), which the-loop's datetime.fromisoformat
+// reads on any Python 3 (3.10 and older take 3 or 6 fraction digits only).
 func (s *State) MarshalJSON() ([]byte, error) {
-	b, err := json.Marshal((*stateFields)(s))
+	posted := make([]string, len(s.Posted))
+	for i, t := range s.Posted {
+		posted[i] = t.UTC().Format(TheLoopTime)
+	}
+	b, err := json.Marshal(struct {
+		*stateFields
+		Posted []string `json:"posted"` // shadows State.Posted
+	}{(*stateFields)(s), posted})
 	if err != nil || len(s.extra) == 0 {
 		return b, err
 	}
@@ -366,13 +463,23 @@ func since(times []time.Time, t time.Time) []time.Time {
 // the current version's: the-loop's own (no prefix) or an older release's
 // ("v2:…"), which only an alias can match.
 func (s *State) HoldsOlderVersions() bool {
-	return anyKey(s.Reported, olderVersion) || anyKey(s.Abandoned, olderVersion) || anyKey(s.Attempts, olderVersion) ||
+	return anyEntry(s.Reported, func(fp string, r Reported) bool { return r.AliasOf == "" && olderVersion(fp) }) ||
+		anyEntry(s.Abandoned, func(fp string, a Abandoned) bool { return a.AliasOf == "" && olderVersion(fp) }) || anyKey(s.Attempts, olderVersion) ||
 		anyKey(s.Deferred, olderVersion) || anyKey(s.Dismissed, olderVersion) || anyKey(s.Settled, olderVersion) ||
 		anyKey(s.Intents, olderVersion)
 }
 
 func olderVersion(fp string) bool {
 	return !strings.HasPrefix(fp, fingerprint.Version+":") && !fingerprint.IsPattern(fp)
+}
+
+func anyEntry[V any](m map[string]V, pred func(string, V) bool) bool {
+	for k, v := range m {
+		if pred(k, v) {
+			return true
+		}
+	}
+	return false
 }
 
 func anyKey[V any](m map[string]V, pred func(string) bool) bool {
@@ -404,10 +511,15 @@ func (s *State) IsAbandoned(fps ...string) (string, bool) {
 	return "", false
 }
 
-// Fingerprints lists every key of m in a stable order.
+// Fingerprints lists every key of m in a stable order, but for the entries
+// kept only for the-loop under its own fingerprint (AliasOf): they stand
+// for a defect listed under its own key.
 func Fingerprints[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
-	for k := range m {
+	for k, v := range m {
+		if c, ok := any(v).(interface{ theLoopCopy() bool }); ok && c.theLoopCopy() {
+			continue
+		}
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)

@@ -144,7 +144,7 @@ func TestACreateSlowerThanTheTimeoutFilesOneIssue(t *testing.T) {
 			open++
 		}
 	}
-	if open != 1 || len(d.stateMap("reported")) != 1 || len(d.stateMap("intents")) != 0 {
+	if open != 1 || ownEntries(d, "reported") != 1 || len(d.stateMap("intents")) != 0 {
 		t.Fatalf("%d open issues, reported %v, intents %v", open, d.stateMap("reported"), d.stateMap("intents"))
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,6 +45,10 @@ type Config struct {
 	StatePath       string
 	APIURL          string
 	Keywords        []string
+	// ControlKeywords are the deployment's routing.control.keywords
+	// (command -> keyword), defanged like the-loop's defaults: the-loop's
+	// own scan does (selfdiagnosis.compose_issue).
+	ControlKeywords []string
 	Rules           []fingerprint.Rule
 	AgentParallel   int
 	AgentEnv        []string // variables passed to the agent beyond PATH, HOME, LANG, LC_*, TZ, TMPDIR
@@ -177,13 +181,14 @@ func loadConfig(path string, mustExist bool) (Config, error) {
 			cfg.EventLogEnabled = truthy(e)
 		}
 	}
-	routingKeywords, err := controlKeywords(path, top)
-	if err != nil {
-		return cfg, err
+	if rt, ok := top["routing"]; ok && !isNull(rt) {
+		if err := decodeControlKeywords(path, rt, &cfg.ControlKeywords); err != nil {
+			return cfg, err
+		}
 	}
 	sd, ok := top["selfDiagnosis"]
 	if !ok || isNull(sd) {
-		cfg.Keywords = routingKeywords
+		cfg.Keywords = withControlKeywords(cfg.Keywords, cfg.ControlKeywords)
 		return cfg, cfg.validate(path)
 	}
 	m, err := mapping(sd)
@@ -284,46 +289,22 @@ func loadConfig(path string, mustExist bool) (Config, error) {
 			return cfg, err
 		}
 	}
-	cfg.Keywords = append(cfg.Keywords, routingKeywords...)
+	// After selfDiagnosis.controlKeywords, which may replace the defaults:
+	// the deployment's own keywords are always defanged too.
+	cfg.Keywords = withControlKeywords(cfg.Keywords, cfg.ControlKeywords)
 	return cfg, cfg.validate(path)
 }
 
-// controlKeywords are the operator's own control keywords, the values of
-// routing.control.keywords: the-loop defangs them in what it files
-// (selfdiagnosis.py reads them into control_keywords), so must this tool.
-// An empty value disables that command in the-loop and defangs nothing.
-func controlKeywords(file string, top map[string]*yaml.Node) ([]string, error) {
-	routing, ok := top["routing"]
-	if !ok || isNull(routing) {
-		return nil, nil
-	}
-	m, err := mapping(routing)
-	if err != nil {
-		return nil, &ConfigError{file, "routing", routing.Line, err}
-	}
-	control, ok := m["control"]
-	if !ok || isNull(control) {
-		return nil, nil
-	}
-	if m, err = mapping(control); err != nil {
-		return nil, &ConfigError{file, "routing.control", control.Line, err}
-	}
-	kw, ok := m["keywords"]
-	if !ok || isNull(kw) {
-		return nil, nil
-	}
-	var byCommand map[string]string
-	if err := decodeKey(file, "routing.control.keywords", kw, &byCommand); err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, v := range byCommand {
-		if strings.TrimSpace(v) != "" {
-			out = append(out, v)
+// withControlKeywords adds the deployment's keywords to those defanged,
+// once each, sorted after the ones configured before them.
+func withControlKeywords(keywords, control []string) []string {
+	control = slices.Sorted(slices.Values(control))
+	for _, k := range slices.Compact(control) {
+		if !slices.Contains(keywords, k) {
+			keywords = append(keywords, k)
 		}
 	}
-	sort.Strings(out)
-	return out, nil
+	return keywords
 }
 
 // ConfigEnv names the config file for the-loop's CLI (cli_config.py:
@@ -471,6 +452,42 @@ func (c *Config) validate(file string) error {
 	c.Triage.EnvRules = rules
 	if _, err := fingerprint.New(c.Rules); err != nil {
 		return &ConfigError{File: file, Key: "selfDiagnosis.fingerprintRules", Err: err}
+	}
+	return nil
+}
+
+// decodeControlKeywords reads routing.control.keywords, a mapping of
+// command to keyword, as the-loop does: every non-empty value, whatever
+// its command (an empty one disables that command). A shape the-loop
+// cannot read either is an error: the keywords are what must never be
+// posted armed.
+func decodeControlKeywords(file string, routing *yaml.Node, dst *[]string) error {
+	m, err := mapping(routing)
+	if err != nil {
+		return &ConfigError{file, "routing", routing.Line, err}
+	}
+	ctl, ok := m["control"]
+	if !ok || ctl.Tag == "!!null" {
+		return nil
+	}
+	if m, err = mapping(ctl); err != nil {
+		return &ConfigError{file, "routing.control", ctl.Line, err}
+	}
+	kw, ok := m["keywords"]
+	if !ok || kw.Tag == "!!null" {
+		return nil
+	}
+	if kw.Kind != yaml.MappingNode {
+		return &ConfigError{file, "routing.control.keywords", kw.Line, fmt.Errorf("want a mapping of command to keyword, got %s", kindName(kw))}
+	}
+	for i := 0; i+1 < len(kw.Content); i += 2 {
+		k, v := kw.Content[i], kw.Content[i+1]
+		if v.Kind != yaml.ScalarNode {
+			return &ConfigError{file, "routing.control.keywords." + k.Value, v.Line, fmt.Errorf("want a keyword, got %s", kindName(v))}
+		}
+		if v.Tag != "!!null" && v.Value != "" {
+			*dst = append(*dst, v.Value)
+		}
 	}
 	return nil
 }

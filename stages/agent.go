@@ -32,7 +32,7 @@ type AgentConfig struct {
 	// placeholders {prompt} and {promptFile}, substituted element-wise and
 	// never through a shell.
 	Command []string
-	Model   string        // claude only: adds --model M
+	Model   string        // claude: --model M; cursor: -m M
 	Timeout time.Duration // kills the whole process group on expiry; 0 means AgentDefaultTimeout
 	// Binary overrides the executable for claude/cursor (tests point it at a
 	// fake); default "claude" / "cursor-agent".

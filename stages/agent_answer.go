@@ -102,7 +102,7 @@ const agentMaxRescans = 32
 
 // ParseAnswer finds the agent's answer in its output: the first balanced
 // top-level JSON object that decodes into the answer shape with a non-empty
-// title and a summary or root cause. Bare, fenced (```json) and
+// title. Bare, fenced (```json) and
 // prose-wrapped objects are accepted. The error says why nothing was found,
 // quoting at most a short excerpt of the output.
 func ParseAnswer(out []byte) (*pipeline.Answer, error) {
@@ -216,9 +216,8 @@ func agentDecodeAnswer(obj []byte) (a *pipeline.Answer, reason string, isJSON bo
 	if a.Title == "" {
 		return nil, "no title", true
 	}
-	if a.Summary == "" && a.RootCause == "" {
-		return nil, "neither summary nor root_cause", true
-	}
+	// A title alone is an answer, as the-loop takes it (parse_findings):
+	// the issue says what was not given. Raw output never is.
 	a.Verdict, a.Confidence, a.Evidence = agentDecodeVerdict(s.Verdict, s.Confidence, s.Evidence)
 	return a, "", true
 }

@@ -118,6 +118,9 @@ func agentArgv(cfg AgentConfig, prompt, promptFile, workDir string) ([]string, e
 		return argv, nil
 	case AgentHarnessCursor:
 		argv := []string{agentOr(cfg.Binary, "cursor-agent"), "-p", prompt, "--output-format", "json"}
+		if cfg.Model != "" {
+			argv = append(argv, "-m", cfg.Model) // as the-loop passes it
+		}
 		return append(argv, agentCursorFlags(workDir)...), nil
 	case AgentHarnessCommand:
 		// One pass per element: a prompt that itself contains "{promptFile}"

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -229,7 +230,9 @@ func TestAgentClaudeRunsInDossierOnlyDirWithoutShell(t *testing.T) {
 	}
 }
 
-func TestAgentModelFlagIsClaudeOnly(t *testing.T) {
+// The model reaches claude as --model and cursor-agent as -m (as the-loop
+// passes it).
+func TestAgentModelFlags(t *testing.T) {
 	record := agentUseFake(t, "valid")
 	d := agentTestDossier("fp1", "dossier")
 	agentRun(t, AgentConfig{Harness: "claude", Binary: agentFakeBinary, Model: "claude-opus-4"}, d)
@@ -244,7 +247,7 @@ func TestAgentModelFlagIsClaudeOnly(t *testing.T) {
 		t.Fatalf("cursor failed: %s", got[0].Failure)
 	}
 	rec = agentOneRecord(t, record)
-	want := append([]string{agentFakeBinary, "-p", AgentPrompt(d), "--output-format", "json"}, agentCursorFlags(rec.Cwd)...)
+	want := append([]string{agentFakeBinary, "-p", AgentPrompt(d), "--output-format", "json", "-m", "claude-opus-4"}, agentCursorFlags(rec.Cwd)...)
 	if !reflect.DeepEqual(rec.Argv, want) {
 		t.Errorf("cursor argv = %q\nwant %q", rec.Argv, want)
 	}
@@ -669,7 +672,7 @@ func TestParseAnswer(t *testing.T) {
 		{"root cause without summary", `{"title":"T","root_cause":"R"}`, "T", ""},
 		{"wrapper object is not searched", `{"answer":` + valid + `}`, "", "no usable JSON object (no title)"},
 		{"whitespace title", `{"title":"  ","summary":"S"}`, "", "no title"},
-		{"no summary or root cause", `{"title":"T","suggested_fix":"F"}`, "", "neither summary nor root_cause"},
+		{"a title alone, as the-loop takes it", `{"title":"T","suggested_fix":"F"}`, "T", ""},
 		{"wrong type", `{"title":3,"summary":"S"}`, "", `field "title" has the wrong type`},
 		{"prose", "I think it is the config.", "", "agent answer is not JSON: "},
 		{"empty", "", "", "agent answer is not JSON"},
@@ -830,5 +833,26 @@ func TestAnAgentThatFailsForEveryDossierIsDownNotTheDefects(t *testing.T) {
 		if f.Fingerprint != "ok" && (f.Wait != nil || !f.AgentRan || f.Failure == "") {
 			t.Fatalf("%s: %+v: want a failure of its own, charged", f.Fingerprint, f)
 		}
+	}
+}
+
+// As the-loop's prompt does, the agent is told its answer is public and
+// which the-loop version the records come from; cursor gets the model.
+func TestThePromptNamesTheVersionAndThePublicRule(t *testing.T) {
+	d := agentTestDossier("fp", "the dossier")
+	for _, v := range []string{"1.5.0", "1.4.2", "1.5.0", "not a version; rm -rf /"} {
+		d.Samples = append(d.Samples, pipeline.Occurrence{Candidate: pipeline.Candidate{Record: pipeline.Record{
+			Fields: pipeline.FieldsOf(map[string]any{"version": v})}}})
+	}
+	p := AgentPrompt(d)
+	if !strings.Contains(p, "the-loop version (as its records give it): 1.4.2, 1.5.0.") {
+		t.Errorf("the prompt does not name the versions:\n%s", p)
+	}
+	if strings.Contains(p, "rm -rf") || !strings.Contains(p, "Include no absolute paths, host names, user") {
+		t.Errorf("the prompt lacks the public rule or quotes a non-version:\n%s", p)
+	}
+	argv, err := agentArgv(AgentConfig{Harness: AgentHarnessCursor, Model: "gpt-5"}, "p", "pf", "wd")
+	if err != nil || !slices.Contains(argv, "-m") || argv[slices.Index(argv, "-m")+1] != "gpt-5" {
+		t.Errorf("cursor argv %v lacks -m gpt-5", argv)
 	}
 }

@@ -17,6 +17,8 @@ import (
 const (
 	AgentHarnessClaude  = "claude"
 	AgentHarnessCursor  = "cursor"
+	AgentHarnessCodex   = "codex"
+	AgentHarnessGemini  = "gemini"
 	AgentHarnessCommand = "command"
 	AgentHarnessBuiltin = "builtin"
 )
@@ -27,15 +29,16 @@ const AgentDefaultTimeout = 15 * time.Minute
 
 // AgentConfig configures the agent stage.
 type AgentConfig struct {
-	Harness string // "claude" | "cursor" | "command" | "builtin"
+	Harness string // "claude" | "cursor" | "codex" | "gemini" | "command" | "builtin"
 	// Command is the argv for harness "command". Elements may contain the
 	// placeholders {prompt} and {promptFile}, substituted element-wise and
 	// never through a shell.
 	Command []string
-	Model   string        // claude: --model M; cursor: -m M
+	Model   string        // claude: --model M; cursor, codex, gemini: -m M
 	Timeout time.Duration // kills the whole process group on expiry; 0 means AgentDefaultTimeout
-	// Binary overrides the executable for claude/cursor (tests point it at a
-	// fake); default "claude" / "cursor-agent".
+	// Binary overrides the executable for claude/cursor/codex/gemini (tests
+	// point it at a fake); default "claude" / "cursor-agent" / "codex" /
+	// "gemini".
 	Binary   string
 	Parallel int // agents run at once; 0 means 1
 	// Env names the variables passed to the agent beyond the base set
@@ -77,7 +80,7 @@ func NewAgent(cfg AgentConfig) (pipeline.Stage[pipeline.Dossier, pipeline.Findin
 	}
 	var run agentRunner
 	switch cfg.Harness {
-	case AgentHarnessClaude, AgentHarnessCursor:
+	case AgentHarnessClaude, AgentHarnessCursor, AgentHarnessCodex, AgentHarnessGemini:
 		run = func(ctx context.Context, d pipeline.Dossier) (pipeline.Finding, error) {
 			return agentRunProcess(ctx, cfg, d)
 		}
@@ -93,7 +96,7 @@ func NewAgent(cfg AgentConfig) (pipeline.Stage[pipeline.Dossier, pipeline.Findin
 			return pipeline.Finding{Dossier: d, Answer: AgentBuiltinAnswer(d.Group)}, nil
 		}
 	default:
-		return nil, fmt.Errorf("selfDiagnosis.harness: unknown harness %q (want claude, cursor, command or builtin)", cfg.Harness)
+		return nil, fmt.Errorf("selfDiagnosis.harness: unknown harness %q (want claude, cursor, codex, gemini, command or builtin)", cfg.Harness)
 	}
 	return agentStage(cfg, run), nil
 }

@@ -82,16 +82,41 @@ func agentRunProcess(ctx context.Context, cfg AgentConfig, d pipeline.Dossier) (
 			return fail("agent: cannot write the prompt file: %v", err)
 		}
 	}
+	if cfg.Harness == AgentHarnessCodex {
+		if err := os.WriteFile(filepath.Join(root, agentCodexSchemaFile), agentCodexSchema(), 0o600); err != nil {
+			return fail("agent: cannot write the answer's schema: %v", err)
+		}
+	}
 
-	res := agentExec(ctx, cfg.Timeout, root, workDir, argv, agentEnv(os.Environ(), append(slices.Clone(agentHarnessEnv[cfg.Harness]), cfg.Env...)), cfg.Scrub)
+	env := agentEnv(os.Environ(), append(slices.Clone(agentHarnessEnv[cfg.Harness]), cfg.Env...))
+	env = append(env, agentHarnessSetEnv[cfg.Harness]...)
+	res := agentExec(ctx, cfg.Timeout, root, workDir, argv, env, cfg.Scrub)
 	if err := ctx.Err(); err != nil {
 		// The scan is being stopped: no finding, the group is retried later.
 		return pipeline.Finding{}, err
 	}
 	if res.failure != "" {
+		// A CLI that exited saying why in its own shape: its reason, and
+		// what the run cost. Still the agent's failure.
+		if reason, cost := agentExitReason(cfg.Harness, res); reason != "" {
+			f, _ := fail("agent exited with %s: %s", res.exitStatus, reason)
+			f.Cost = cost
+			return f, nil
+		}
 		return fail("%s", res.failure)
 	}
-	answer, cost, err := agentAnswer(cfg.Harness, res.stdout)
+	var answer *pipeline.Answer
+	var cost *pipeline.Cost
+	switch cfg.Harness {
+	case AgentHarnessCodex:
+		// Written by codex as the run ends; missing when it wrote none.
+		last, _ := os.ReadFile(filepath.Join(root, agentCodexLastMessageFile))
+		answer, cost, err = agentCodexAnswer(res.stdout, last)
+	case AgentHarnessGemini:
+		answer, cost, err = agentGeminiAnswer(res.stdout)
+	default:
+		answer, cost, err = agentAnswer(cfg.Harness, res.stdout)
+	}
 	if err != nil {
 		f, _ := fail("%v", err)
 		f.Cost = cost
@@ -105,8 +130,8 @@ func agentRunProcess(ctx context.Context, cfg AgentConfig, d pipeline.Dossier) (
 }
 
 // agentArgv builds the argv for the configured harness. An operator's
-// command is theirs to restrict; claude and cursor-agent get the read-only
-// tool flags (agent_sandbox.go).
+// command is theirs to restrict; claude, cursor-agent, codex and gemini get
+// the read-only flags (agent_sandbox.go).
 func agentArgv(cfg AgentConfig, prompt, promptFile, workDir string) ([]string, error) {
 	switch cfg.Harness {
 	case AgentHarnessClaude:
@@ -122,6 +147,10 @@ func agentArgv(cfg AgentConfig, prompt, promptFile, workDir string) ([]string, e
 			argv = append(argv, "-m", cfg.Model) // as the-loop passes it
 		}
 		return append(argv, agentCursorFlags(workDir)...), nil
+	case AgentHarnessCodex:
+		return agentCodexArgv(cfg, prompt, filepath.Dir(promptFile), workDir), nil
+	case AgentHarnessGemini:
+		return agentGeminiArgv(cfg, prompt), nil
 	case AgentHarnessCommand:
 		// One pass per element: a prompt that itself contains "{promptFile}"
 		// is not substituted again.
@@ -176,6 +205,30 @@ func agentOr(s, fallback string) string {
 type agentExecResult struct {
 	stdout  []byte
 	failure string
+	// When the process exited non-zero: its status ("exit status 1") and
+	// the end of its stderr, for a CLI that says why in its own shape.
+	exitStatus string
+	stderr     []byte
+}
+
+// agentExitReason is the reason a known CLI gave, in its own shape, for
+// exiting non-zero, and what the run cost; "" when it gave none.
+func agentExitReason(harness string, res agentExecResult) (string, *pipeline.Cost) {
+	if res.exitStatus == "" {
+		return "", nil
+	}
+	switch harness {
+	case AgentHarnessCodex:
+		run := agentCodexEvents(res.stdout)
+		if err := run.reported(); err != nil {
+			return err.Error(), run.cost
+		}
+	case AgentHarnessGemini:
+		if err := agentGeminiFailure(res.stdout, res.stderr); err != nil {
+			return err.Error(), nil
+		}
+	}
+	return "", nil
 }
 
 // agentExec runs argv (no shell) in dir in its own process group and kills
@@ -237,7 +290,8 @@ func agentExec(ctx context.Context, timeout time.Duration, root, dir string, arg
 	}
 	var exitErr *agentExitError
 	if errors.As(err, &exitErr) {
-		return agentExecResult{failure: fmt.Sprintf("agent exited with %s%s", exitErr.status, agentStderrSuffix(stderr, scrub))}
+		return agentExecResult{failure: fmt.Sprintf("agent exited with %s%s", exitErr.status, agentStderrSuffix(stderr, scrub)),
+			exitStatus: exitErr.status, stdout: stdout.Bytes(), stderr: slices.Clone(stderr.Bytes())}
 	}
 	if errors.Is(err, exec.ErrWaitDelay) {
 		// Exit status 0, but a leftover child kept the output open; the

@@ -26,6 +26,23 @@ var agentBaseEnv = map[string]bool{"PATH": true, "HOME": true, "LANG": true, "TZ
 var agentHarnessEnv = map[string][]string{
 	AgentHarnessClaude: {"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "CLAUDE_CODE_OAUTH_TOKEN"},
 	AgentHarnessCursor: {"CURSOR_API_KEY"},
+	// codex exec reads CODEX_API_KEY (exec only) or OPENAI_API_KEY, its
+	// login and config under CODEX_HOME (default ~/.codex).
+	AgentHarnessCodex: {"CODEX_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME"},
+	// gemini: an AI Studio key, or Vertex AI's project, location and
+	// credentials, or Code Assist.
+	AgentHarnessGemini: {"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION",
+		"GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_GCA", "GOOGLE_APPLICATION_CREDENTIALS"},
+}
+
+// agentHarnessSetEnv are set for a known CLI whatever our environment
+// holds. gemini refuses a headless run in a folder it was never told to
+// trust (exit 55, since 0.41): the agent's directory is ours, fresh,
+// holding only the dossier (no settings, hooks, MCP servers or GEMINI.md
+// for trust to enable); the variable leaves older versions unchanged,
+// where a --skip-trust flag would be an unknown option.
+var agentHarnessSetEnv = map[string][]string{
+	AgentHarnessGemini: {"GEMINI_CLI_TRUST_WORKSPACE=true"},
 }
 
 // agentNeverEnv are never passed, even when listed: the GitHub tokens this
@@ -121,4 +138,23 @@ func agentCursorFlags(workDir string) []string {
 func agentCursorConfig() []byte {
 	b, _ := json.Marshal(map[string]any{"permissions": map[string]any{"allow": []string{}, "deny": agentCursorDenied}})
 	return b
+}
+
+// agentCodexFlags start `codex exec` read-only: its sandbox lets the
+// commands it runs read but not write, nor reach the network (codex has
+// no flag to remove its shell tool; exec never asks for approval, so
+// nothing escalates out of the sandbox); no git repository is needed (the
+// directory holds only the dossier); -C pins its workspace there; no MCP
+// server from the user's config is started (-c overrides config.toml).
+// Never --full-auto or --dangerously-bypass-approvals-and-sandbox.
+func agentCodexFlags(workDir string) []string {
+	return []string{"--sandbox", "read-only", "--skip-git-repo-check", "--color", "never", "-C", workDir, "-c", "mcp_servers={}"}
+}
+
+// agentGeminiFlags start gemini read-only: approval mode default, in which
+// a headless run cannot approve the tools that ask (shell, edits, writes,
+// web fetch), so it runs only the read-only ones; no extension loaded.
+// Never --yolo or --approval-mode yolo/auto_edit.
+func agentGeminiFlags() []string {
+	return []string{"--approval-mode", "default", "--extensions", "none"}
 }

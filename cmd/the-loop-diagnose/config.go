@@ -388,13 +388,13 @@ func (c *Config) validate(file string) error {
 		return &ConfigError{File: file, Key: key, Err: errors.New(msg)}
 	}
 	switch c.Harness {
-	case "claude", "cursor", "builtin":
+	case "claude", "cursor", "codex", "gemini", "builtin":
 	case "command":
 		if len(c.Command) == 0 {
 			return bad("selfDiagnosis.command", "harness command needs an argv list, e.g. [my-agent, --prompt-file, \"{promptFile}\"]")
 		}
 	default:
-		return bad("selfDiagnosis.harness", fmt.Sprintf("%q is not one of claude, cursor, command, builtin", c.Harness))
+		return bad("selfDiagnosis.harness", fmt.Sprintf("%q is not one of claude, cursor, codex, gemini, command, builtin", c.Harness))
 	}
 	if c.Repo != "" {
 		if parts := strings.Split(c.Repo, "/"); len(parts) != 2 || parts[0] == "" || parts[1] == "" {

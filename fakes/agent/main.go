@@ -42,6 +42,13 @@
 // envelope when called with --output-format json, as claude and
 // cursor-agent would be.
 //
+// Invoked as codex or gemini it prints that CLI's own output shapes
+// instead (cli.go): as codex when argv[1] is "exec" (codex's
+// non-interactive subcommand), when its name is codex, or with
+// --fake-cli codex; as gemini when its name is gemini or with --fake-cli
+// gemini. The modes valid, garbage, error (a login the CLI rejects) and
+// quota then answer as that CLI would; the others behave as above.
+//
 // The prompt is read from -p/--prompt or from the file named by
 // --prompt-file. A dossier.md line "fake-agent-delay: DURATION" makes it
 // sleep before answering. FAKE_AGENT_RECORD=path appends one JSON line
@@ -66,11 +73,16 @@ import (
 
 // invocation is what the fake was given on its command line.
 type invocation struct {
+	cli          string // "", "codex" or "gemini"
 	mode         string
 	prompt       string
 	promptFile   string
 	outputFormat string
 	model        string
+	// codex
+	schemaFile      string
+	lastMessageFile string
+	workDir         string
 }
 
 // record is the line FAKE_AGENT_RECORD receives.
@@ -91,10 +103,29 @@ type record struct {
 	GitHubToken bool `json:"github_token"`
 	// Env is the whole environment the agent was given.
 	Env []string `json:"env"`
+	// CLI is the CLI it was invoked as ("codex", "gemini"; "" otherwise).
+	CLI string `json:"cli,omitempty"`
+	// codex: the --output-schema file's path and content, the
+	// --output-last-message path.
+	SchemaFile      string `json:"schema_file,omitempty"`
+	Schema          string `json:"schema,omitempty"`
+	LastMessageFile string `json:"last_message_file,omitempty"`
 }
 
 func main() {
 	inv := parseArgs(os.Args[1:])
+	if inv.cli == "" {
+		inv.cli = cliFromName(os.Args)
+	}
+	if inv.cli == "codex" {
+		inv = parseCodexArgs(os.Args[1:])
+		if inv.workDir != "" { // codex -C DIR
+			if err := os.Chdir(inv.workDir); err != nil {
+				fmt.Fprintln(os.Stderr, "Error: -C:", err)
+				os.Exit(1)
+			}
+		}
+	}
 	if inv.mode == "" {
 		inv.mode = os.Getenv("FAKE_AGENT_MODE")
 	}
@@ -111,7 +142,16 @@ func main() {
 	if d := delayFrom(string(dossier)); d > 0 {
 		time.Sleep(d)
 	}
-	if err := behave(inv, string(dossier)); err != nil {
+	var err error
+	switch inv.cli {
+	case "codex":
+		err = behaveCodex(inv, string(dossier))
+	case "gemini":
+		err = behaveGemini(inv, string(dossier))
+	default:
+		err = behave(inv, string(dossier))
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "fake agent:", err)
 		os.Exit(1)
 	}
@@ -136,6 +176,10 @@ func parseArgs(args []string) invocation {
 			inv.promptFile = next()
 		case "--fake-mode":
 			inv.mode = next()
+		case "--fake-cli":
+			inv.cli = next()
+		case "-m":
+			inv.model = next()
 		case "--output-format":
 			inv.outputFormat = next()
 		case "--model":
@@ -179,6 +223,10 @@ func writeRecord(path string, inv invocation, dossier string) error {
 		StartNano:         time.Now().UnixNano(),
 		GitHubToken:       os.Getenv("GH_TOKEN")+os.Getenv("GITHUB_TOKEN")+os.Getenv("GH_ENTERPRISE_TOKEN")+os.Getenv("GITHUB_ENTERPRISE_TOKEN") != "",
 		Env:               os.Environ(),
+		CLI:               inv.cli,
+		SchemaFile:        inv.schemaFile,
+		Schema:            readOr(inv.schemaFile),
+		LastMessageFile:   inv.lastMessageFile,
 	})
 	if err != nil {
 		return err

@@ -1,0 +1,163 @@
+package stages
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/the-loop/the-loop-diagnose/pipeline"
+)
+
+// OpenAI's codex CLI, run as `codex exec` (its non-interactive mode):
+// JSONL events on stdout (--json), the final message also written to a
+// file (--output-last-message) and shaped by a JSON schema
+// (--output-schema). Both files live beside the prompt, outside the
+// agent's working directory.
+const (
+	agentCodexSchemaFile      = "answer-schema.json"
+	agentCodexLastMessageFile = "last-message.txt"
+)
+
+// agentCodexArgv is `codex exec` read-only: the prompt is the last
+// argument, after "--" so a prompt can never be read as a flag.
+func agentCodexArgv(cfg AgentConfig, prompt, root, workDir string) []string {
+	argv := []string{agentOr(cfg.Binary, "codex"), "exec", "--json"}
+	argv = append(argv, agentCodexFlags(workDir)...)
+	argv = append(argv,
+		"--output-schema", filepath.Join(root, agentCodexSchemaFile),
+		"--output-last-message", filepath.Join(root, agentCodexLastMessageFile))
+	if cfg.Model != "" {
+		argv = append(argv, "-m", cfg.Model)
+	}
+	return append(argv, "--", prompt)
+}
+
+// agentCodexSchema is the answer's JSON schema for --output-schema. OpenAI's
+// structured outputs (strict) want every property required and no others.
+func agentCodexSchema() []byte {
+	str := map[string]any{"type": "string"}
+	b, _ := json.MarshalIndent(map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"title":         str,
+			"summary":       str,
+			"root_cause":    str,
+			"suggested_fix": str,
+			"verdict":       map[string]any{"type": "string", "enum": []string{"bug", "environment", "transient", "inconclusive"}},
+			"confidence":    map[string]any{"type": "number", "minimum": 0, "maximum": 1},
+			"evidence":      map[string]any{"type": "array", "items": str},
+		},
+		"required":             []string{"title", "summary", "root_cause", "suggested_fix", "verdict", "confidence", "evidence"},
+		"additionalProperties": false,
+	}, "", "  ")
+	return b
+}
+
+// agentCodexEvent is one line of `codex exec --json`: thread.started,
+// turn.started, item.started/updated/completed, turn.completed (with
+// usage), turn.failed (with error) and error (with message).
+type agentCodexEvent struct {
+	Type    string `json:"type"`
+	Message string `json:"message"` // type "error"
+	Error   *struct {
+		Message string `json:"message"`
+	} `json:"error"` // type "turn.failed"
+	Item *struct {
+		Type     string `json:"type"`
+		ItemType string `json:"item_type"` // before codex 0.46 named it so, "assistant_message"
+		Text     string `json:"text"`
+	} `json:"item"`
+	Usage *struct {
+		InputTokens       int64 `json:"input_tokens"` // cached_input_tokens are a part of it
+		CachedInputTokens int64 `json:"cached_input_tokens"`
+		OutputTokens      int64 `json:"output_tokens"`
+	} `json:"usage"`
+}
+
+// agentCodexRun is what codex's event stream says about a run.
+type agentCodexRun struct {
+	events    int
+	message   string // the last agent message
+	completed bool   // a turn.completed arrived
+	failure   string // turn.failed's error, else the last error event's
+	failed    bool   // a turn.failed arrived
+	cost      *pipeline.Cost
+}
+
+func agentCodexEvents(stdout []byte) agentCodexRun {
+	var run agentCodexRun
+	sc := bufio.NewScanner(bytes.NewReader(stdout))
+	sc.Buffer(nil, agentStdoutCap+1)
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		var ev agentCodexEvent
+		if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &ev) != nil || ev.Type == "" {
+			continue
+		}
+		run.events++
+		switch ev.Type {
+		case "item.completed":
+			if it := ev.Item; it != nil && (it.Type == "agent_message" || it.ItemType == "assistant_message") {
+				run.message = it.Text
+			}
+		case "turn.completed":
+			run.completed = true
+			if u := ev.Usage; u != nil {
+				if run.cost == nil {
+					run.cost = &pipeline.Cost{}
+				}
+				run.cost.InputTokens += u.InputTokens
+				run.cost.OutputTokens += u.OutputTokens
+			}
+		case "turn.failed":
+			run.failed = true
+			if ev.Error != nil {
+				run.failure = ev.Error.Message
+			}
+		case "error":
+			if !run.failed {
+				run.failure = ev.Message
+			}
+		}
+	}
+	return run
+}
+
+// reported is the CLI's own word that the run failed, or nil: a turn that
+// failed, or an error with no turn completed (an error before a
+// completed turn may be a retry notice).
+func (r agentCodexRun) reported() error {
+	if !r.failed && (r.failure == "" || r.completed) {
+		return nil
+	}
+	what := "turn.failed"
+	if !r.failed {
+		what = "error"
+	}
+	return &agentReportedError{fmt.Sprintf("agent reported an error (codex %s): %s", what, agentExcerpt([]byte(r.failure), 200))}
+}
+
+// agentCodexAnswer reads codex's answer: the --output-last-message file
+// when it holds one (codex writes it as the run ends), else the last
+// agent message of the event stream.
+func agentCodexAnswer(stdout, lastMessage []byte) (*pipeline.Answer, *pipeline.Cost, error) {
+	run := agentCodexEvents(stdout)
+	if err := run.reported(); err != nil {
+		return nil, run.cost, err
+	}
+	text := strings.TrimSpace(string(lastMessage))
+	if text == "" {
+		text = strings.TrimSpace(run.message)
+	}
+	if text == "" {
+		if run.events == 0 {
+			return nil, nil, fmt.Errorf("agent output is not codex's JSON events: %s", agentExcerpt(bytes.TrimSpace(stdout), 200))
+		}
+		return nil, run.cost, fmt.Errorf("agent returned no final message (codex, %d events)", run.events)
+	}
+	a, err := ParseAnswer([]byte(text))
+	return a, run.cost, err
+}

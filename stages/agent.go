@@ -21,6 +21,7 @@ const (
 	AgentHarnessGemini  = "gemini"
 	AgentHarnessCommand = "command"
 	AgentHarnessBuiltin = "builtin"
+	AgentHarnessOpenAI  = "openai"
 )
 
 // AgentDefaultTimeout bounds an agent run when AgentConfig.Timeout is zero:
@@ -53,6 +54,12 @@ type AgentConfig struct {
 	// run's own goroutine, after the pass-through rules): it charges the
 	// run durably. Its error stops the scan.
 	BeforeRun func(pipeline.Dossier) error
+	// Harness "openai" (agent_openai.go): the chat-completions endpoint's
+	// base URL, the name of the variable holding its key ("" for none), and
+	// the prices (USD per million tokens) its usage is costed at (0: none).
+	Endpoint                                    string
+	APIKeyEnv                                   string
+	PricePerMillionInput, PricePerMillionOutput float64
 }
 
 // agentRunner diagnoses one dossier. A non-nil error means the context was
@@ -95,8 +102,14 @@ func NewAgent(cfg AgentConfig) (pipeline.Stage[pipeline.Dossier, pipeline.Findin
 		run = func(_ context.Context, d pipeline.Dossier) (pipeline.Finding, error) {
 			return pipeline.Finding{Dossier: d, Answer: AgentBuiltinAnswer(d.Group)}, nil
 		}
+	case AgentHarnessOpenAI:
+		r, err := newOpenAIRunner(cfg, nil)
+		if err != nil {
+			return nil, err
+		}
+		run = r.run
 	default:
-		return nil, fmt.Errorf("selfDiagnosis.harness: unknown harness %q (want claude, cursor, codex, gemini, command or builtin)", cfg.Harness)
+		return nil, fmt.Errorf("selfDiagnosis.harness: unknown harness %q (want claude, cursor, codex, gemini, openai, command or builtin)", cfg.Harness)
 	}
 	return agentStage(cfg, run), nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -71,6 +72,12 @@ type Config struct {
 	HTTPTimeout   time.Duration // one GitHub call; 0: stages.DefaultPostCallTimeout
 	// MaxAgentCostPerDay caps the agents' reported spend (USD) per 24 h; 0: none.
 	MaxAgentCostPerDay float64
+
+	// Harness openai: the chat-completions base URL, the name of the
+	// variable holding its key ("": none) and its prices per million tokens.
+	Endpoint                                    string
+	APIKeyEnv                                   string
+	PricePerMillionInput, PricePerMillionOutput float64
 }
 
 // DefaultRepo is where the-loop files when selfDiagnosis.repo is unset: its
@@ -221,6 +228,14 @@ func loadConfig(path string, mustExist bool) (Config, error) {
 			err = decodeKey(path, full, n, &cfg.Harness)
 		case "command":
 			err = decodeKey(path, full, n, &cfg.Command)
+		case "endpoint":
+			err = decodeKey(path, full, n, &cfg.Endpoint)
+		case "apiKeyEnv":
+			err = decodeKey(path, full, n, &cfg.APIKeyEnv)
+		case "pricePerMillionInput":
+			err = decodeKey(path, full, n, &cfg.PricePerMillionInput)
+		case "pricePerMillionOutput":
+			err = decodeKey(path, full, n, &cfg.PricePerMillionOutput)
 		case "model":
 			err = decodeKey(path, full, n, &cfg.Model)
 		case "timeoutSeconds":
@@ -393,8 +408,12 @@ func (c *Config) validate(file string) error {
 		if len(c.Command) == 0 {
 			return bad("selfDiagnosis.command", "harness command needs an argv list, e.g. [my-agent, --prompt-file, \"{promptFile}\"]")
 		}
+	case "openai":
+		if err := c.validateOpenAI(file); err != nil {
+			return err
+		}
 	default:
-		return bad("selfDiagnosis.harness", fmt.Sprintf("%q is not one of claude, cursor, codex, gemini, command, builtin", c.Harness))
+		return bad("selfDiagnosis.harness", fmt.Sprintf("%q is not one of claude, cursor, codex, gemini, openai, command, builtin", c.Harness))
 	}
 	if c.Repo != "" {
 		if parts := strings.Split(c.Repo, "/"); len(parts) != 2 || parts[0] == "" || parts[1] == "" {
@@ -488,6 +507,36 @@ func decodeControlKeywords(file string, routing *yaml.Node, dst *[]string) error
 		if v.Tag != "!!null" && v.Value != "" {
 			*dst = append(*dst, v.Value)
 		}
+	}
+	return nil
+}
+
+// validateOpenAI checks harness openai's keys: an http(s) endpoint and a
+// model are needed; the key's variable, when named, must be one that may
+// be sent (never a GitHub token); prices must not be negative.
+func (c *Config) validateOpenAI(file string) error {
+	bad := func(key, msg string) error {
+		return &ConfigError{File: file, Key: key, Err: errors.New(msg)}
+	}
+	if strings.TrimSpace(c.Endpoint) == "" {
+		return bad("selfDiagnosis.endpoint", "harness openai needs the endpoint's base URL, e.g. http://127.0.0.1:11434/v1")
+	}
+	if u, err := url.Parse(c.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return bad("selfDiagnosis.endpoint", fmt.Sprintf("%q is not an http(s) URL", c.Endpoint))
+	}
+	if strings.TrimSpace(c.Model) == "" {
+		return bad("selfDiagnosis.model", "harness openai needs the model's name, e.g. qwen2.5-coder:7b")
+	}
+	if c.APIKeyEnv != "" {
+		if err := stages.ValidateAgentEnv([]string{c.APIKeyEnv}); err != nil {
+			return &ConfigError{File: file, Key: "selfDiagnosis.apiKeyEnv", Err: err}
+		}
+	}
+	if c.PricePerMillionInput < 0 {
+		return bad("selfDiagnosis.pricePerMillionInput", "must not be negative")
+	}
+	if c.PricePerMillionOutput < 0 {
+		return bad("selfDiagnosis.pricePerMillionOutput", "must not be negative")
 	}
 	return nil
 }

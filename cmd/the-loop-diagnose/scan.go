@@ -72,6 +72,8 @@ func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, 
 	s.agent, err = stages.NewAgent(stages.AgentConfig{
 		Harness: cfg.Harness, Command: cfg.Command, Model: cfg.Model,
 		Timeout: cfg.Timeout, Parallel: cfg.AgentParallel, Env: cfg.AgentEnv, Log: log, Scrub: red.Scrub,
+		Endpoint: cfg.Endpoint, APIKeyEnv: cfg.APIKeyEnv,
+		PricePerMillionInput: cfg.PricePerMillionInput, PricePerMillionOutput: cfg.PricePerMillionOutput,
 		BeforeRun: func(d pipeline.Dossier) error {
 			if s.chargeRun == nil { // replay: nothing is charged
 				return nil

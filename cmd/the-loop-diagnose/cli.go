@@ -177,7 +177,7 @@ func (c *commonFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.config, "config", "", "the-loop CLI config (YAML); default: $"+ConfigEnv+", else ./.the-loop/cli-config.yaml, else ~/.the-loop/cli-config.yaml, as the-loop finds it")
 	fs.StringVar(&c.log, "log", "", "event log to read (overrides eventLog.path; default <state.root>/logs/events.jsonl)")
 	fs.StringVar(&c.state, "state", "", "state file (overrides selfDiagnosis.statePath; default <state.root>/self-diagnosis.json)")
-	fs.StringVar(&c.harness, "harness", "", "agent harness: claude, cursor, command or builtin (overrides selfDiagnosis.harness)")
+	fs.StringVar(&c.harness, "harness", "", "agent harness: claude, cursor, codex, gemini, openai, command or builtin (overrides selfDiagnosis.harness)")
 	fs.StringVar(&c.repo, "repo", "", "target repository owner/name (overrides selfDiagnosis.repo)")
 	fs.StringVar(&c.now, "now", "", "pretend the time is this RFC 3339 instant (tests, replays)")
 	fs.BoolVarP(&c.verbose, "verbose", "v", false, "log debug detail on stderr")

@@ -211,7 +211,7 @@ func (sf *SourceFinder) readFile(real string) []byte {
 // sourceNeedles are the template's longest literal runs: the text between
 // its masks, cut again at quotes, brackets and words that look like values
 // (holding a digit, "-", "/", "=" or "."), which a format string writes as
-// verbs; at least sourceMinNeedle characters, the longest few.
+// verbs, and after ": "; at least sourceMinNeedle characters, the longest few.
 func sourceNeedles(template string) []string {
 	var out []string
 	add := func(s string) {
@@ -235,6 +235,11 @@ func sourceNeedles(template string) []string {
 					words = append(words, w)
 				}
 				add(strings.Join(words, " "))
+				// "ValueError: text", "wrapper: text": the part after a
+				// prefix the runtime or a caller adds.
+				for _, part := range strings.Split(piece, ": ") {
+					add(part)
+				}
 			}
 		}
 	}

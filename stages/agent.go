@@ -60,6 +60,10 @@ type AgentConfig struct {
 	Endpoint                                    string
 	APIKeyEnv                                   string
 	PricePerMillionInput, PricePerMillionOutput float64
+	// SourcePath (selfDiagnosis.sourcePath) is the service's source tree,
+	// absolute: claude may read it (--add-dir), a command gets it as
+	// {sourcePath}.
+	SourcePath string
 }
 
 // agentRunner diagnoses one dossier. A non-nil error means the context was

@@ -140,6 +140,10 @@ func agentArgv(cfg AgentConfig, prompt, promptFile, workDir string) ([]string, e
 		if cfg.Model != "" {
 			argv = append(argv, "--model", cfg.Model)
 		}
+		if cfg.SourcePath != "" {
+			// Read access to the source tree, for the Read/Grep/Glob tools.
+			argv = append(argv, "--add-dir", cfg.SourcePath)
+		}
 		return argv, nil
 	case AgentHarnessCursor:
 		argv := []string{agentOr(cfg.Binary, "cursor-agent"), "-p", prompt, "--output-format", "json"}
@@ -154,7 +158,7 @@ func agentArgv(cfg AgentConfig, prompt, promptFile, workDir string) ([]string, e
 	case AgentHarnessCommand:
 		// One pass per element: a prompt that itself contains "{promptFile}"
 		// is not substituted again.
-		r := strings.NewReplacer("{prompt}", prompt, "{promptFile}", promptFile)
+		r := strings.NewReplacer("{prompt}", prompt, "{promptFile}", promptFile, "{sourcePath}", cfg.SourcePath)
 		argv := make([]string, len(cfg.Command))
 		for i, a := range cfg.Command {
 			argv[i] = r.Replace(a)

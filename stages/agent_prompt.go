@@ -70,12 +70,16 @@ END %[1]s
 	} else {
 		fmt.Fprintf(&b, "\nThe dossier is %d bytes, too large to quote here: read ./dossier.md.\n", len(md))
 	}
-	b.WriteString(`
+	cite := ""
+	if strings.Contains(d.Markdown, "\n"+SourceHeading+"\n") {
+		cite = "\n  The dossier's Source section quotes the service's source: cite the `path:line` there\n  (as it gives it, relative to the source tree) where the failure comes from."
+	}
+	fmt.Fprintf(&b, `
 Answer with exactly one JSON object and nothing else, of this shape:
 {"title": "...", "summary": "...", "root_cause": "...", "suggested_fix": "..."}
 - title: one line naming the defect, suitable as an issue title.
 - summary: what happened, in a few sentences.
-- root_cause: why it happened, citing the evidence; say so if it is uncertain.
+- root_cause: why it happened, citing the evidence; say so if it is uncertain.%s
 - suggested_fix: a concrete change or next step.
 Optionally add:
 - "verdict": one of "bug", "environment", "transient", "inconclusive".
@@ -83,7 +87,7 @@ Optionally add:
 - "evidence": a list of short strings, each quoting in backticks, verbatim, text of the dossier
   (at least 12 characters) that supports the diagnosis. An "environment" or "transient" verdict
   counts only when every evidence item quotes the dossier; otherwise a human reviews it.
-`)
+`, cite)
 	return b.String()
 }
 

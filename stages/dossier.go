@@ -32,6 +32,9 @@ type DossierConfig struct {
 	// Load reads a backlog defect's saved dossier (store.LoadDossier).
 	Load func(name string) (string, error)
 	Now  func() time.Time // default time.Now
+	// Source, when set (selfDiagnosis.sourcePath), adds the Source section:
+	// the lines of the service's source the evidence points at.
+	Source *SourceFinder
 }
 
 // NewDossier builds the scrubbed, allow-listed report of each group that
@@ -83,6 +86,11 @@ func NewDossier(cfg DossierConfig) pipeline.Stage[pipeline.Group, pipeline.Dossi
 			}
 		}
 		d.Markdown = BuildDossier(g, cfg.Scrubber, cfg.MaxBytes)
+		if len(g.Samples) > 0 {
+			if sec := cfg.Source.Section(g, cfg.Scrubber); sec != "" {
+				d.Markdown += "\n" + sec
+			}
+		}
 		return d, true, nil
 	})
 }

@@ -63,6 +63,11 @@ type Config struct {
 	MaxDiagnosesPerDay  int
 	Triage              stages.TriageConfig
 	SourceCheckout      string // a git clone of the target repo, for "fixed upstream"
+	// SourcePath is the service's source (its installed package or a
+	// checkout): the dossier quotes the lines the evidence points at, and
+	// the agent may read it. Relative to the working directory, as
+	// statePath is.
+	SourcePath string
 
 	// GitHub pacing: GitHub's defaults; tests set them to zero against the fake.
 	WriteSpacing  time.Duration
@@ -293,6 +298,8 @@ func loadConfig(path string, mustExist bool) (Config, error) {
 			err = decodeKey(path, full, n, &cfg.Triage.EnvRules)
 		case "sourceCheckout":
 			err = decodeKey(path, full, n, &cfg.SourceCheckout)
+		case "sourcePath":
+			err = decodeKey(path, full, n, &cfg.SourcePath)
 		case "trustedAuthors":
 			err = decodeTrustedAuthors(path, full, n, &cfg.TrustedAuthors)
 		default:
@@ -401,6 +408,13 @@ func truthy(n *yaml.Node) bool {
 func (c *Config) validate(file string) error {
 	bad := func(key, msg string) error {
 		return &ConfigError{File: file, Key: key, Err: errors.New(msg)}
+	}
+	if c.SourcePath != "" {
+		if fi, err := os.Stat(c.SourcePath); err != nil {
+			return &ConfigError{File: file, Key: "selfDiagnosis.sourcePath", Err: err}
+		} else if !fi.IsDir() {
+			return bad("selfDiagnosis.sourcePath", fmt.Sprintf("%q is not a directory", c.SourcePath))
+		}
 	}
 	switch c.Harness {
 	case "claude", "cursor", "codex", "gemini", "builtin":

@@ -31,6 +31,8 @@ type scanner struct {
 	fp    *fingerprint.Fingerprinter
 	red   *redact.Redactor
 	agent pipeline.Stage[pipeline.Dossier, pipeline.Finding]
+	// source reads selfDiagnosis.sourcePath for the dossier (nil: unset).
+	source *stages.SourceFinder
 	// chargeRun charges an agent run to this scan's state before it starts
 	// (stages.ChargeAgentRun); set by each scan.
 	chargeRun func(pipeline.Dossier) error
@@ -69,8 +71,18 @@ func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, 
 	red := redact.FromEnvironment()
 	s := &scanner{cfg: cfg, now: now, io: io, log: log, dryRun: dryRun, fp: fp, red: red,
 		incidents: stages.NewIncidentIndex(stages.IncidentKeysWith(cfg.Triage.CorrelationKeys), stages.IncidentMaxFailures)}
+	if cfg.SourcePath != "" {
+		if s.source, err = stages.NewSourceFinder(cfg.SourcePath); err != nil {
+			return nil, &ConfigError{File: "config", Key: "selfDiagnosis.sourcePath", Err: err}
+		}
+	}
+	sourcePath := ""
+	if s.source != nil {
+		sourcePath = s.source.Root()
+	}
 	s.agent, err = stages.NewAgent(stages.AgentConfig{
-		Harness: cfg.Harness, Command: cfg.Command, Model: cfg.Model,
+		SourcePath: sourcePath,
+		Harness:    cfg.Harness, Command: cfg.Command, Model: cfg.Model,
 		Timeout: cfg.Timeout, Parallel: cfg.AgentParallel, Env: cfg.AgentEnv, Log: log, Scrub: red.Scrub,
 		Endpoint: cfg.Endpoint, APIKeyEnv: cfg.APIKeyEnv,
 		PricePerMillionInput: cfg.PricePerMillionInput, PricePerMillionOutput: cfg.PricePerMillionOutput,
@@ -104,7 +116,7 @@ func (s *scanner) newDedup(st *store.Store, backlog bool, candidates *atomic.Int
 }
 
 func (s *scanner) newDossier(st *store.Store) pipeline.Stage[pipeline.Group, pipeline.Dossier] {
-	return stages.NewDossier(stages.DossierConfig{Scrubber: s.red, ToolVersion: version, Load: st.LoadDossier, Now: s.now})
+	return stages.NewDossier(stages.DossierConfig{Scrubber: s.red, ToolVersion: version, Load: st.LoadDossier, Now: s.now, Source: s.source})
 }
 
 func (s *scanner) newGate(st *store.Store) pipeline.Stage[pipeline.Finding, pipeline.Finding] {

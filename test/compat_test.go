@@ -299,3 +299,38 @@ func TestTheLoopsSettlementIsNotAFailure(t *testing.T) {
 		t.Fatalf("a give-up was not filed: exit %d, %d issues\n%s", res.code, gh.CountCreates(), res.stderr)
 	}
 }
+
+// A the-loop ledger whose reported fingerprints the-loop computed for
+// Unicode text and non-string error values (golden values from the-loop's
+// own fingerprint(), as in fingerprint/legacy_golden_test.go): the tool
+// files none of those defects again.
+func TestTheLoopsReportedUnicodeAndNonStringErrorsAreNotFiledAgain(t *testing.T) {
+	gh := newGitHub(t)
+	d := newTheLoopDeployment(t, gh, theLoopOpts{root: "var/loop"})
+	ts := t0.Format("2006-01-02T15:04:05.000Z")
+	golden := []struct{ record, fp string }{
+		{`{"event": "dispatch.failed", "error": "cannot open /home/jos\u00e9/donn\u00e9es/x.txt"}`, "034a06c4adb0f34f"},
+		{`{"event": "dispatch.failed", "error": "retry \u0663 of \u0665 failed"}`, "1518c5d62b048d89"},
+		{`{"event": "dispatch.failed", "error": null}`, "2e7a19cd6f893699"},
+		{`{"event": "dispatch.failed", "error": 137}`, "ae5ce37e34f3146f"},
+		{`{"event": "dispatch.failed", "error": {"code": 137}}`, "bd588e74138d8eed"},
+	}
+	var reported []string
+	for i, g := range golden {
+		reported = append(reported, fmt.Sprintf(`%q: {"event": "dispatch.failed", "ts": %q, "url": "https://github.com/acme/widgets/issues/%d"}`, g.fp, ts, i+1))
+		// As the-loop writes a failure: level error, the error as it was.
+		line := strings.Replace(g.record, `{"event"`, fmt.Sprintf(`{"ts": %q, "level": "error", "source": "webhook", "event"`, t0.Add(time.Duration(i)*time.Second).Format(time.RFC3339Nano)), 1)
+		d.appendLog(line)
+	}
+	writeFile(t, d.state, `{"abandoned": {}, "attempts": {}, "posted": [], "reported": {`+strings.Join(reported, ", ")+`}}`+"\n")
+	if res := d.bare("run"); res.code != 0 {
+		t.Fatalf("exit %d\n%s", res.code, res.stderr)
+	}
+	if n := gh.CountCreates(); n != 0 {
+		var titles []string
+		for _, is := range gh.Issues() {
+			titles = append(titles, is.Title)
+		}
+		t.Fatalf("%d issues filed again for defects the-loop had reported: %v", n, titles)
+	}
+}

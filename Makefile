@@ -45,6 +45,7 @@ fuzz:
 	$(GO) test ./redact -run '^$$' -fuzz '^FuzzFence$$' -fuzztime 15s
 	$(GO) test ./redact -run '^$$' -fuzz '^FuzzScrubRecord$$' -fuzztime 30s
 	$(GO) test ./stages -run '^$$' -fuzz '^FuzzParseAnswer$$' -fuzztime 30s
+	$(GO) test ./stages -run '^$$' -fuzz '^FuzzHarnessOutputParsers$$' -fuzztime 30s
 	$(GO) test ./stages -run '^$$' -fuzz '^FuzzPrefilterIsExact$$' -fuzztime 30s
 	$(GO) test ./stages -run '^$$' -fuzz '^FuzzFastPathAgrees$$' -fuzztime 30s
 	$(GO) test ./stages -run '^$$' -fuzz '^FuzzDecodeObjectMatchesEncodingJSON$$' -fuzztime 30s

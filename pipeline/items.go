@@ -265,6 +265,16 @@ type Cost struct {
 	OutputTokens int64   `json:"output_tokens"`
 }
 
+// Add counts a harness's report into c: what cannot have been spent
+// (negative, not a number) counts as nothing.
+func (c *Cost) Add(usd float64, in, out int64) {
+	if usd > 0 && usd < 1e9 {
+		c.USD += usd
+	}
+	c.InputTokens += max(in, 0)
+	c.OutputTokens += max(out, 0)
+}
+
 // Report is a finding composed into an issue ready to post.
 type Report struct {
 	Finding

@@ -39,11 +39,11 @@ func (e agentEnvelope) cost() *pipeline.Cost {
 		return nil
 	}
 	c := &pipeline.Cost{}
-	if e.TotalCostUSD != nil && *e.TotalCostUSD >= 0 {
-		c.USD = *e.TotalCostUSD
+	if e.TotalCostUSD != nil {
+		c.Add(*e.TotalCostUSD, 0, 0)
 	}
 	if u := e.Usage; u != nil {
-		c.InputTokens, c.OutputTokens = u.InputTokens+u.CacheCreation+u.CacheRead, u.OutputTokens
+		c.Add(0, max(u.InputTokens, 0)+max(u.CacheCreation, 0)+max(u.CacheRead, 0), u.OutputTokens)
 	}
 	return c
 }

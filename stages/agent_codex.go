@@ -109,8 +109,7 @@ func agentCodexEvents(stdout []byte) agentCodexRun {
 				if run.cost == nil {
 					run.cost = &pipeline.Cost{}
 				}
-				run.cost.InputTokens += u.InputTokens
-				run.cost.OutputTokens += u.OutputTokens
+				run.cost.Add(0, u.InputTokens, u.OutputTokens)
 			}
 		case "turn.failed":
 			run.failed = true

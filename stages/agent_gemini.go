@@ -64,8 +64,7 @@ func (s *agentGeminiStats) cost() *pipeline.Cost {
 	}
 	c := &pipeline.Cost{}
 	for _, m := range s.Models {
-		c.InputTokens += m.Tokens.Prompt
-		c.OutputTokens += m.Tokens.Candidates + m.Tokens.Thoughts
+		c.Add(0, m.Tokens.Prompt, max(m.Tokens.Candidates, 0)+max(m.Tokens.Thoughts, 0))
 	}
 	return c
 }

@@ -272,10 +272,9 @@ func (r *openAIRunner) cost(u openai.CompletionUsage) *pipeline.Cost {
 		return nil
 	}
 	in, out := max(u.PromptTokens, 0), max(u.CompletionTokens, 0)
-	return &pipeline.Cost{
-		InputTokens: in, OutputTokens: out,
-		USD: float64(in)*r.cfg.PricePerMillionInput/1e6 + float64(out)*r.cfg.PricePerMillionOutput/1e6,
-	}
+	c := &pipeline.Cost{}
+	c.Add(float64(in)*r.cfg.PricePerMillionInput/1e6+float64(out)*r.cfg.PricePerMillionOutput/1e6, in, out)
+	return c
 }
 
 // failure classifies a failed call. The agent's (Unusable false: its

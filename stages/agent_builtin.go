@@ -14,24 +14,33 @@ import (
 var agentSourceFields = []string{"source", "caller", "component", "logger", "module", "file"}
 
 const (
-	agentTitleMax    = 120
+	agentTitleMax    = 100
+	agentClauseMax   = 80
 	agentEvidenceMax = 5
 )
 
 // AgentBuiltinAnswer is the mechanical diagnosis of a group: no LLM and no
 // subprocess, only what the log itself says, so it is deterministic and
-// works anywhere.
+// works anywhere. It is written for the reader (the service's
+// maintainers): it says what fails and where, never what to run.
 func AgentBuiltinAnswer(g pipeline.Group) *pipeline.Answer {
 	event := agentOr(g.Event, "failure")
 	template := strings.TrimSpace(g.Template)
+	clause := ""
+	if n := len(g.Samples); n > 0 {
+		clause = agentErrorClause(g.Samples[n-1].Str("error"))
+	}
+	if clause == "" {
+		clause = agentErrorClause(template)
+	}
 	title := event
-	if template != "" && template != event {
-		title = event + ": " + template
+	if clause != "" && clause != event {
+		title = event + ": " + clause
 	}
 	title = agentTruncate(agentOneLine(title), agentTitleMax)
 
 	var summary strings.Builder
-	fmt.Fprintf(&summary, "%s occurred %s", event, agentCount(g.Count, "time"))
+	fmt.Fprintf(&summary, "The %s event was logged as a failure %s", event, agentCount(g.Count, "time"))
 	if g.Retries > 0 {
 		fmt.Fprintf(&summary, " (%d of them marked will_retry)", g.Retries)
 	}
@@ -50,26 +59,25 @@ func AgentBuiltinAnswer(g pipeline.Group) *pipeline.Answer {
 		}
 	}
 	summary.WriteString(".")
+	if clause != "" {
+		summary.WriteString(" The newest occurrence failed with \"" + clause + "\".")
+	}
 	if g.Attempt > 0 {
-		fmt.Fprintf(&summary, " Reporting was attempted %s before.", agentCount(g.Attempt, "time"))
+		fmt.Fprintf(&summary, " Filing this report was attempted %s before.", agentCount(g.Attempt, "time"))
 	}
 
-	rootCause := "This is a mechanical summary: no agent analysed the failure, so the cause is not known."
+	rootCause := "Not analysed: this is a mechanical summary of the event log, so the cause is not known yet."
 	if template != "" {
-		rootCause += fmt.Sprintf(" Every occurrence normalizes to the template %q (fingerprint %s).", template, g.Fingerprint)
+		rootCause += fmt.Sprintf(" Every occurrence normalizes to the error shape \"%s\" (fingerprint %s), so they share one cause.", agentOneLine(template), g.Fingerprint)
 	} else if g.Fingerprint != "" {
-		rootCause += fmt.Sprintf(" Every occurrence has fingerprint %s.", g.Fingerprint)
+		rootCause += fmt.Sprintf(" Every occurrence has fingerprint %s, so they share one cause.", g.Fingerprint)
 	}
 
 	fix := fmt.Sprintf("Start at the code that emits the %q event", event)
 	if src := agentSampleSource(g.Samples); src != "" {
 		fix += fmt.Sprintf(" (%s)", src)
 	}
-	fix += " and the condition that makes it fail"
-	if g.FirstLine > 0 {
-		fix += fmt.Sprintf("; the dossier quotes the log around line %d", g.FirstLine)
-	}
-	fix += ". Run an agent harness (claude, cursor or command) for an actual root cause."
+	fix += " and the condition that makes it fail; the error under Evidence shows where it was raised."
 
 	a := &pipeline.Answer{
 		Title:        title,
@@ -124,4 +132,36 @@ func agentTruncate(s string, n int) string {
 	}
 	r := []rune(s)
 	return string(r[:n-1]) + "…"
+}
+
+// agentErrorClause is an error's first meaningful clause: a traceback's
+// exception line (the last unindented line, "KeyError: 'harness'"), else
+// the first non-empty line, cut at the end of its first sentence.
+func agentErrorClause(e string) string {
+	lines := strings.Split(strings.ReplaceAll(e, "\r\n", "\n"), "\n")
+	pick := ""
+	if strings.Contains(e, "Traceback (most recent call last)") {
+		for i := len(lines) - 1; i >= 0; i-- {
+			l := lines[i]
+			if t := strings.TrimSpace(l); t != "" && l == strings.TrimLeft(l, " \t") && !strings.HasPrefix(t, "Traceback ") {
+				pick = t
+				break
+			}
+		}
+	}
+	if pick == "" {
+		for _, l := range lines {
+			if t := strings.TrimSpace(l); t != "" && !strings.HasPrefix(t, "Traceback ") {
+				pick = t
+				break
+			}
+		}
+	}
+	if i := strings.Index(pick, ". "); i > 0 {
+		pick = pick[:i]
+	}
+	if i := strings.Index(pick, "; "); i > 0 {
+		pick = pick[:i]
+	}
+	return agentTruncate(agentOneLine(pick), agentClauseMax)
 }

@@ -3,8 +3,10 @@ package stages
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/the-loop/the-loop-diagnose/fingerprint"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
@@ -17,7 +19,7 @@ const (
 	// ignores such issues and comments, so a filed issue can never arm it.
 	SelfAuthoredMarker = "<!-- the-loop:agent-comment -->"
 	TitlePrefix        = "[self-diagnosed] "
-	MaxTitleChars      = 120
+	MaxTitleChars      = 100
 )
 
 // FingerprintMarker is the hidden line that identifies a defect's issue on
@@ -50,16 +52,20 @@ func NewCompose(cfg ComposeConfig) pipeline.Stage[pipeline.Finding, pipeline.Rep
 	})
 }
 
-// Compose renders the issue. Every fragment that came from the log or the
-// agent passes through redact.Publish (scrubbed again, since the agent may
-// echo what it read; defanged) and the assembled body through
-// redact.Neutralize once more, so nothing in it can mention, cross-link,
-// fetch or hide: the only live markup is the two markers appended last.
+// Compose renders the issue as a bug report: Summary, Root cause, Suggested
+// fix, Evidence (occurrences, the distinct values of the allow-listed fields,
+// a few sample records, the error as text), Environment (the deployment's
+// versions), and a footer naming this tool. Every fragment that came from
+// the log or the agent passes through redact.Publish (scrubbed again, since
+// the agent may echo what it read; defanged) or is scrubbed and defanged as
+// a record, and the assembled body passes through redact.Neutralize once
+// more, so nothing in it can mention, cross-link, fetch or hide: the only
+// live markup is the markers appended last.
 func Compose(f pipeline.Finding, cfg ComposeConfig) (title, body string) {
 	ids := GroupIdentity(f.Group) // an agent may quote the records' own identity
 	public := func(s string) string { return cfg.Scrubber.Publish(strings.TrimSpace(s), ids, cfg.Keywords) }
 	a := f.Answer
-	title = ComposeTitle(public(composeOneLine(a.Title)))
+	title = ComposeTitle(public(composeOneLine(composeCleanTitle(a.Title))))
 	var b strings.Builder
 	section := func(name, text string) {
 		if text = public(text); text == "" {
@@ -68,24 +74,265 @@ func Compose(f pipeline.Finding, cfg ComposeConfig) (title, body string) {
 		fmt.Fprintf(&b, "## %s\n\n%s\n\n", name, text)
 	}
 	section("Summary", a.Summary)
-	section("Root cause hypothesis", a.RootCause)
+	section("Root cause", a.RootCause)
 	section("Suggested fix", a.SuggestedFix)
+	b.WriteString(EvidenceHeading)
 	if a.Verdict != "" {
-		ev := "- Verdict: " + a.Verdict
+		ev := "- Agent verdict: " + a.Verdict
 		if a.Confidence != nil {
 			ev += fmt.Sprintf(" (confidence %.2f)", *a.Confidence)
 		}
 		for _, e := range a.Evidence {
-			ev += "\n- " + composeOneLine(e)
+			ev += "\n  - " + composeOneLine(e)
 		}
-		section("Agent verdict", ev)
+		b.WriteString("\n" + public(ev) + "\n")
 	}
-	fmt.Fprintf(&b, "## Trigger\n\n%s\n", redact.Defang(f.Markdown, cfg.Keywords))
-	fmt.Fprintf(&b, "## Environment\n\n%s\n", f.Environment)
-	fmt.Fprintf(&b, "---\n_Filed automatically by the-loop-diagnose from the-loop's event log. Intended label: `%s`._\n\n", cfg.Label)
+	b.WriteString(redact.Defang(composeEvidence(f, cfg, ids), cfg.Keywords))
+	b.WriteString("\n## Environment\n\n")
+	b.WriteString(redact.Defang(composeEnvironment(f), cfg.Keywords))
+	tool := "the-loop-diagnose"
+	if v := composeToolVersion(f.Environment); v != "" {
+		tool += " " + v
+	}
+	fmt.Fprintf(&b, "\n---\n_Filed automatically by %s from the service's event log. Intended label: `%s`._\n\n", redact.Defang(tool, cfg.Keywords), cfg.Label)
 	body = redact.Neutralize(b.String())
 	body += MarkerBlock(MarkerFingerprints(f.Group))
 	return title, body
+}
+
+// EvidenceHeading opens the section that quotes the log; an oversized body
+// loses the end of it first (postFitBody).
+const EvidenceHeading = "## Evidence\n"
+
+// Evidence bounds.
+const (
+	composeMaxSamples     = 3  // sample records quoted
+	composeMaxValues      = 8  // distinct values shown per field
+	composeMaxValueChars  = 60 // one value shown in the distinct-values list
+	composeMaxVersions    = 8
+	composeVersionMaxChar = 40
+)
+
+// composeValueFields are the allow-listed fields whose distinct values the
+// evidence counts: ts differs on every record, the event is the title's.
+var composeValueFields = func() []string {
+	var out []string
+	for _, k := range DossierFields {
+		if k != "ts" && k != "event" {
+			out = append(out, k)
+		}
+	}
+	return out
+}()
+
+// composeEvidence renders the evidence from the group's records; a group
+// that holds none (a backlog defect filed from state) quotes its saved
+// dossier instead.
+func composeEvidence(f pipeline.Finding, cfg ComposeConfig, ids redact.RecordIdentity) string {
+	g := f.Group
+	if len(g.Samples) == 0 {
+		return "\n" + f.Markdown
+	}
+	s := cfg.Scrubber
+	var b strings.Builder
+	// Occurrences.
+	fmt.Fprintf(&b, "\n- Occurrences: %d", g.Count)
+	if g.Retries > 0 {
+		fmt.Fprintf(&b, " (%d marked will_retry)", g.Retries)
+	}
+	b.WriteString("\n")
+	if !g.FirstSeen.IsZero() {
+		fmt.Fprintf(&b, "- First seen: %s\n- Last seen: %s\n", g.FirstSeen.UTC().Format(time.RFC3339), g.LastSeen.UTC().Format(time.RFC3339))
+		if span := g.LastSeen.Sub(g.FirstSeen); span >= time.Minute && g.Count > 1 {
+			fmt.Fprintf(&b, "- Rate: %.1f per hour\n", float64(g.Count)/span.Hours())
+		}
+	}
+	if g.FirstLine > 0 {
+		fmt.Fprintf(&b, "- Log lines: %d to %d\n", g.FirstLine, g.LastLine)
+	}
+	fmt.Fprintf(&b, "- Fingerprint: `%s`\n", g.Fingerprint)
+	// Distinct values of each allow-listed field.
+	var values strings.Builder
+	for _, k := range composeValueFields {
+		if line := composeDistinct(g.Samples, k, s, ids); line != "" {
+			values.WriteString("- " + k + ": " + line + "\n")
+		}
+	}
+	if values.Len() > 0 {
+		if len(g.Samples) < g.Count {
+			fmt.Fprintf(&b, "\nValues seen (in the %d newest records):\n\n", len(g.Samples))
+		} else {
+			b.WriteString("\nValues seen:\n\n")
+		}
+		b.WriteString(values.String())
+	}
+	// The error, as text with its own line breaks.
+	newest := g.Samples[len(g.Samples)-1]
+	if e := newest.Str("error"); strings.TrimSpace(e) != "" {
+		text := capRunes(s.ScrubRecord(redact.Normalize(e), ids.Union(RecordIdentity(newest.Record))), MaxErrorChars)
+		b.WriteString("\nError (newest occurrence):\n\n" + redact.Fence(strings.TrimRight(text, "\n")))
+	}
+	// A few sample records, newest first, their error shown above.
+	n := min(composeMaxSamples, len(g.Samples))
+	w := newRecordWriter(s)
+	var records []string
+	for i := len(g.Samples) - 1; i >= len(g.Samples)-n; i-- {
+		r := g.Samples[i].Record
+		var fields pipeline.Fields
+		for _, fl := range r.Fields {
+			if fl.Key != "error" {
+				fields = append(fields, fl)
+			}
+		}
+		// The identity comes from the whole record: its error is dropped
+		// here, its other fields still say whose it is.
+		r.Fields = fields
+		records = append(records, w.record(r))
+	}
+	fmt.Fprintf(&b, "\nSample records (%d of %d, allow-listed fields, newest first):\n\n", n, g.Count)
+	b.WriteString(redact.Fence(strings.Join(records, "\n")))
+	// The source lines the evidence points at, when the dossier found them.
+	if i := strings.Index(f.Markdown, SourceHeading); i >= 0 {
+		b.WriteString("\n" + f.Markdown[i:])
+	}
+	return b.String()
+}
+
+// composeDistinct lists a field's distinct values over the records with
+// their counts, most frequent first: "claude ×33, cursor ×17".
+func composeDistinct(samples []pipeline.Occurrence, key string, s *redact.Redactor, ids redact.RecordIdentity) string {
+	counts := map[string]int{}
+	var order []string
+	for _, o := range samples {
+		v, ok := o.Fields.Lookup(key)
+		if !ok || v == nil {
+			continue
+		}
+		var text string
+		switch sv := s.Value(v, ids.Union(RecordIdentity(o.Record))).(type) {
+		case string:
+			text = sv
+		default:
+			text = fmt.Sprint(sv)
+		}
+		text = agentTruncate(composeOneLine(text), composeMaxValueChars)
+		if text == "" {
+			continue
+		}
+		if counts[text] == 0 {
+			order = append(order, text)
+		}
+		counts[text]++
+	}
+	if len(order) == 0 {
+		return ""
+	}
+	slices.SortStableFunc(order, func(a, b string) int { return counts[b] - counts[a] })
+	var parts []string
+	for i, v := range order {
+		if i == composeMaxValues {
+			parts = append(parts, fmt.Sprintf("and %d more", len(order)-i))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s ×%d", v, counts[v]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// composeVersionRE is what a deployment's version looks like: 1.4.2,
+// v2.0.0-rc.1, 1.4.2+build.7. Anything else in a version field is not shown.
+var composeVersionRE = regexp.MustCompile(`^v?[0-9]+(\.[0-9]+){1,3}([-+][0-9A-Za-z][0-9A-Za-z.-]{0,30})?$`)
+
+// composeEnvironment is the deployment's environment as its records give
+// it: the versions they ran (the version field, dropped from the dossier's
+// allow-list, shown only when shaped like a version) and the OS family.
+func composeEnvironment(f pipeline.Finding) string {
+	counts := map[string]int{}
+	var order []string
+	for _, o := range f.Samples {
+		v := strings.TrimSpace(o.Str("version"))
+		if len(v) > composeVersionMaxChar || !composeVersionRE.MatchString(v) {
+			continue
+		}
+		if counts[v] == 0 {
+			order = append(order, v)
+		}
+		counts[v]++
+	}
+	var b strings.Builder
+	switch {
+	case len(order) == 0:
+		b.WriteString("- Version: not recorded in the log\n")
+	default:
+		var parts []string
+		for i, v := range order {
+			if i == composeMaxVersions {
+				parts = append(parts, fmt.Sprintf("and %d more", len(order)-i))
+				break
+			}
+			parts = append(parts, fmt.Sprintf("%s ×%d", v, counts[v]))
+		}
+		label := "Version"
+		if len(order) > 1 {
+			label = "Versions"
+		}
+		if len(f.Samples) < f.Count {
+			label += fmt.Sprintf(" (in the %d newest records)", len(f.Samples))
+		}
+		b.WriteString("- " + label + ": " + strings.Join(parts, ", ") + "\n")
+	}
+	if osName := composeOS(f.Environment); osName != "" {
+		b.WriteString("- OS: " + osName + "\n")
+	}
+	return b.String()
+}
+
+// composeOS is the OS family the environment block names ("- OS linux/amd64").
+func composeOS(env string) string {
+	for _, line := range strings.Split(env, "\n") {
+		if rest, ok := strings.CutPrefix(line, "- OS "); ok {
+			family, _, _ := strings.Cut(strings.TrimSpace(rest), "/")
+			if redact.IsName(family) {
+				return family
+			}
+		}
+	}
+	return ""
+}
+
+// composeToolVersion is this tool's version the environment block names.
+func composeToolVersion(env string) string {
+	for _, line := range strings.Split(env, "\n") {
+		if rest, ok := strings.CutPrefix(line, "- the-loop-diagnose "); ok {
+			if v := strings.TrimSpace(rest); redact.IsName(v) || composeVersionRE.MatchString(v) {
+				return v
+			}
+		}
+	}
+	return ""
+}
+
+// composeTitleNoiseRE are what a title is better without: the fingerprint's
+// masks, brackets left empty, request and trace ids (UUIDs, long hex runs,
+// req_/request-id tokens).
+var (
+	composeMaskRE      = regexp.MustCompile(`<\*>|<[a-z]{1,8}>`)
+	composeRequestIDRE = regexp.MustCompile(`(?i)\b(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{16,}|req(?:uest)?[_-]?id[:=]?\s*[A-Za-z0-9_-]+|req_[A-Za-z0-9]+)\b`)
+	composeEmptyRE     = regexp.MustCompile(`\(\s*[,;:]?\s*\)|\[\s*[,;:]?\s*\]|\{\s*[,;:]?\s*\}|""|''`)
+	composeSpaceRE     = regexp.MustCompile(`\s+([,;:.)\]])`)
+)
+
+// composeCleanTitle takes the noise out of a title before it is published.
+func composeCleanTitle(t string) string {
+	t = composeMaskRE.ReplaceAllString(t, "")
+	t = composeRequestIDRE.ReplaceAllString(t, "")
+	for range 3 { // "([])" empties in turns
+		t = composeEmptyRE.ReplaceAllString(t, "")
+	}
+	t = composeOneLine(t)
+	t = composeSpaceRE.ReplaceAllString(t, "$1")
+	t = strings.Trim(t, " :;,-")
+	return t
 }
 
 // maxMarkerAliases bounds the alias markers an issue carries.

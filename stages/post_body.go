@@ -141,13 +141,16 @@ func postDuplicateBody(body string, first int) string {
 	return strings.TrimRight(head, "\n") + "\n" + fmt.Sprintf("<!-- the-loop-diagnose duplicate-of:%d -->", first) + "\n" + SelfAuthoredMarker + "\n"
 }
 
-// postSplitTrigger finds the trigger section's content (the dossier compose
-// quotes) between its heading and the next section.
+// postSplitTrigger finds the section that quotes the log (Evidence; older
+// bodies' Trigger, the dossier) between its heading and the next section.
 func postSplitTrigger(body string) (pre, trigger, post string, ok bool) {
-	const heading = "## Trigger\n"
+	heading := EvidenceHeading
 	i := strings.Index(body, heading)
 	if i < 0 {
-		return "", "", "", false
+		heading = "## Trigger\n"
+		if i = strings.Index(body, heading); i < 0 {
+			return "", "", "", false
+		}
 	}
 	start := i + len(heading)
 	end := len(body)

@@ -95,7 +95,7 @@ func TestComposeScrubsDefangsAndMarks(t *testing.T) {
 			t.Errorf("issue still holds %q:\n%s\n%s", leak, title, body)
 		}
 	}
-	for _, section := range []string{"## Summary", "## Root cause hypothesis", "## Suggested fix", "## Trigger", "## Environment", "Intended label: `the-loop: self-diagnosed`"} {
+	for _, section := range []string{"## Summary", "## Root cause", "## Suggested fix", "## Evidence", "## Environment", "Intended label: `the-loop: self-diagnosed`"} {
 		if !strings.Contains(body, section) {
 			t.Errorf("body lacks %q", section)
 		}

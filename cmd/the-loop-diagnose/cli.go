@@ -218,6 +218,9 @@ func (c *commonFlags) resolve() (Config, func() time.Time, error) {
 	if err != nil {
 		return cfg, nil, err
 	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintln(os.Stderr, "the-loop-diagnose:", w)
+	}
 	if c.log != "" {
 		cfg.EventLog = c.log
 	}

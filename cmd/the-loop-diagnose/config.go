@@ -336,7 +336,23 @@ func loadConfig(path string, mustExist bool) (Config, error) {
 	// After selfDiagnosis.controlKeywords, which may replace the defaults:
 	// the deployment's own keywords are always defanged too.
 	cfg.Keywords = withControlKeywords(cfg.Keywords, cfg.ControlKeywords)
+	cfg.relativeToFile(path)
 	return cfg, cfg.validate(path)
+}
+
+// relativeToFile resolves this tool's own path keys (selfDiagnosis.statePath,
+// sourcePath, sourceCheckout) against the config file's directory, so a
+// config means the same files whichever directory the tool starts in.
+// the-loop's keys (state.root, eventLog.path) stay relative to the working
+// directory, as the-loop opens them (state.py: Path(root); eventlog.py:
+// Path(path)): the two must keep naming the same files.
+func (c *Config) relativeToFile(file string) {
+	dir := filepath.Dir(file)
+	for _, p := range []*string{&c.StatePath, &c.SourcePath, &c.SourceCheckout} {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(dir, *p)
+		}
+	}
 }
 
 // withControlKeywords adds the deployment's keywords to those defanged,

@@ -188,3 +188,25 @@ func TestEnabledNotLiterallyTrueWarns(t *testing.T) {
 		}
 	}
 }
+
+// This tool's path keys resolve against the config file's directory, from
+// whatever directory it starts in; the-loop's keys against the working one.
+func TestOwnPathsRelativeToConfigFile(t *testing.T) {
+	p := writeConfig(t, "state: {root: r}\neventLog: {path: l.jsonl}\nselfDiagnosis:\n  statePath: s/ledger.json\n  sourcePath: src\n  sourceCheckout: ../clone\n")
+	dir := filepath.Dir(p)
+	if err := os.Mkdir(filepath.Join(dir, "src"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir()) // src does not exist here: found beside the config
+	cfg, err := LoadConfig(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.StatePath != filepath.Join(dir, "s", "ledger.json") || cfg.SourcePath != filepath.Join(dir, "src") ||
+		cfg.SourceCheckout != filepath.Join(filepath.Dir(dir), "clone") {
+		t.Errorf("own paths: state %q source %q checkout %q, want under %s", cfg.StatePath, cfg.SourcePath, cfg.SourceCheckout, dir)
+	}
+	if cfg.StateRoot != "r" || cfg.EventLog != "l.jsonl" {
+		t.Errorf("the-loop's paths: root %q log %q, want them as written (the working directory's, as the-loop)", cfg.StateRoot, cfg.EventLog)
+	}
+}

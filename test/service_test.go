@@ -1,9 +1,13 @@
 package test
 
 import (
+	"net/url"
 	"os"
 	"strings"
 	"testing"
+	"time"
+
+	fakegh "github.com/the-loop/the-loop-diagnose/fakes/github"
 )
 
 // A typo in a rule (eror: for error:) stops the binary with exit 2 naming
@@ -35,5 +39,38 @@ func TestConfigTypoExitsTwo(t *testing.T) {
 	}
 	if res = d.run("run", "--dry-run"); res.code != 2 {
 		t.Fatalf("bad YAML: exit %d, want 2\n%s", res.code, res.stderr)
+	}
+}
+
+// An Enterprise token goes to its own host and nowhere else, end to end:
+// with GH_HOST naming the fake's host:port the fake (which knows only the
+// Enterprise token) gets it and the issue is filed; with GH_HOST naming
+// another host the Enterprise token is withheld and GH_TOKEN is sent (the
+// fake does not know the Enterprise token: had it been sent, 401). The
+// fake speaks plain HTTP, so the API URL comes from selfDiagnosis.apiURL;
+// GH_HOST's own https://HOST/api/v3/ is TestGitHubTarget's.
+func TestEnterpriseTokenOnlyToItsHost(t *testing.T) {
+	failing := failure(t0, "dispatch.failed", "claude exited 1: open /tmp/the-loop-8f3a1c/dossier.md: no such file or directory")
+
+	gh := fakegh.New(fakegh.Options{Tokens: map[string]fakegh.Token{"ent-token": {Login: "loop-bot", Triage: true}}})
+	t.Cleanup(gh.Close)
+	u, _ := url.Parse(gh.URL())
+	d := newDeployment(t, gh, deployOpts{env: []string{"GH_TOKEN=", "GH_HOST=" + u.Host, "GH_ENTERPRISE_TOKEN=ent-token"}})
+	d.appendLog(failing)
+	if res := d.run("run", "--now", t0.Add(time.Hour).Format(time.RFC3339)); res.code != 0 || gh.CountCreates() != 1 {
+		t.Fatalf("GH_HOST is the API's host: exit %d, %d issues, want 1\n%s", res.code, gh.CountCreates(), res.stderr)
+	}
+
+	gh2 := newGitHub(t) // knows test-token only
+	d2 := newDeployment(t, gh2, deployOpts{env: []string{"GH_HOST=ghe.example.com", "GH_ENTERPRISE_TOKEN=ent-secret", "GITHUB_ENTERPRISE_TOKEN=ent-secret"}})
+	d2.appendLog(failing)
+	res := d2.run("run", "--now", t0.Add(time.Hour).Format(time.RFC3339))
+	if res.code != 0 || gh2.CountCreates() != 1 {
+		t.Fatalf("GH_HOST is another host: exit %d, %d issues, want 1 (filed with GH_TOKEN)\n%s", res.code, gh2.CountCreates(), res.stderr)
+	}
+	for _, r := range gh2.Requests() {
+		if r.Login == "" { // a token the fake does not know: the Enterprise one
+			t.Fatalf("%s %s was sent a token other than GH_TOKEN (status %d)", r.Method, r.Path, r.Status)
+		}
 	}
 }

@@ -253,14 +253,8 @@ func (s *scanner) githubClient() (*github.Client, error) {
 	if s.gh != nil {
 		return s.gh, nil
 	}
-	apiURL := os.Getenv("GITHUB_API_URL")
-	if apiURL == "" {
-		apiURL = s.cfg.APIURL
-	}
-	if apiURL == "" {
-		apiURL = "https://api.github.com/"
-	}
-	client, err := stages.NewGitHubClientWithTransport(apiURL, os.Getenv, s.metrics.transport(nil))
+	apiURL, env := githubTarget(os.Getenv, s.cfg.APIURL)
+	client, err := stages.NewGitHubClientWithTransport(apiURL, env, hostGuard(apiURL, s.metrics.transport(nil)))
 	if err != nil {
 		return nil, &setupError{err} // no token, or a bad API URL: the environment will not change by itself
 	}

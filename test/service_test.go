@@ -1,9 +1,11 @@
 package test
 
 import (
+	"encoding/json"
 	"net/url"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -71,6 +73,63 @@ func TestEnterpriseTokenOnlyToItsHost(t *testing.T) {
 	for _, r := range gh2.Requests() {
 		if r.Login == "" { // a token the fake does not know: the Enterprise one
 			t.Fatalf("%s %s was sent a token other than GH_TOKEN (status %d)", r.Method, r.Path, r.Status)
+		}
+	}
+}
+
+// --log-format json: every stderr line of a watcher, from its start line
+// to its stop line, is a JSON object; the start line names version, config
+// and mode, the stop line its reason, the agent's took is a duration with
+// its unit, and a failed defect is an error-level line.
+func TestWatchJSONLogs(t *testing.T) {
+	gh := newGitHub(t)
+	d := newDeployment(t, gh, deployOpts{})
+	d.appendLog(failure(t0, "dispatch.failed", "claude exited 1: bad request"))
+	cmd := d.command("watch", "--log-format", "json", "--log-level", "debug")
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	if !eventually(func() bool { return gh.CountCreates() == 1 && strings.Contains(stderr.String(), `"lines"`) }) {
+		t.Fatalf("no issue filed\n%s", stderr.String())
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("watch: %v\n%s", err, stderr.String())
+	}
+	var start, stop, took map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("stderr line is not JSON: %q (%v)\n%s", line, err, stderr.String())
+		}
+		switch {
+		case m["message"] == "watch started":
+			start = m
+		case m["message"] == "watch stopped":
+			stop = m
+		case m["took"] != nil && took == nil:
+			took = m
+		}
+	}
+	if start == nil || start["version"] == nil || start["config"] != d.config || start["mode"] != "posting" || start["level"] != "info" {
+		t.Errorf("start line %v", start)
+	}
+	if stop == nil || stop["reason"] != "signal" {
+		t.Errorf("stop line %v", stop)
+	}
+	if s, ok := took["took"].(string); !ok || !strings.HasSuffix(s, "s") {
+		t.Errorf("took %v, want a duration with its unit (1.2s)", took)
+	}
+}
+
+func TestBadLogFlagsExitTwo(t *testing.T) {
+	d := newDeployment(t, nil, deployOpts{})
+	for _, args := range [][]string{{"--log-level", "loud"}, {"--log-format", "xml"}} {
+		if res := d.run(append([]string{"run", "--dry-run"}, args...)...); res.code != 2 || !strings.Contains(res.stderr, args[0]) {
+			t.Errorf("%v: exit %d\n%s", args, res.code, res.stderr)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/rs/zerolog"
 
 	"github.com/the-loop/the-loop-diagnose/stages"
 	"github.com/the-loop/the-loop-diagnose/store"
@@ -54,11 +55,15 @@ func cmdRun(hard, soft context.Context, args []string, io stdio, watch bool) err
 		}
 	}
 	io = io.locked()
-	log := newLogger(io.err, c.verbose)
+	log, err := c.logger(io.err)
+	if err != nil {
+		return err
+	}
 	sc, err := newScanner(cfg, now, io, log, *dryRun)
 	if err != nil {
 		return err
 	}
+	sc.jsonLog = c.logFormat == "json"
 	if !watch {
 		sc.sayNothing = true
 		err := sc.runOnce(hard, soft)
@@ -68,7 +73,7 @@ func cmdRun(hard, soft context.Context, args []string, io stdio, watch bool) err
 			// the-loop reads a missing log as an empty one
 			// (eventlog.read_events) and prints its usual line; this
 			// tool also says which log it looked for.
-			fmt.Fprintf(io.err, "the-loop-diagnose: event log %s does not exist yet: nothing to diagnose\n", missing.Path)
+			sc.say(zerolog.InfoLevel, fmt.Sprintf("event log %s does not exist yet: nothing to diagnose", missing.Path))
 			fmt.Fprintln(io.out, nothingToDiagnose)
 			return nil
 		}
@@ -92,11 +97,35 @@ func cmdRun(hard, soft context.Context, args []string, io stdio, watch bool) err
 	if !*dryRun {
 		sc.writeBehind = watchWriteBehind
 	}
+	mode := "posting"
+	if *dryRun {
+		mode = "dry-run"
+	}
+	log.Info().Str("version", version).Str("config", configName(cfg)).Str("mode", mode).
+		Str("log", cfg.EventLog).Str("state", cfg.StatePath).Str("interval", cfg.Interval.String()).Msg("watch started")
 	err = sc.watch(hard, soft)
 	if ferr := sc.flushState(); err == nil {
 		err = ferr
 	}
+	reason := "signal"
+	switch {
+	case errors.Is(err, context.Canceled):
+		reason = "second signal"
+	case err != nil:
+		reason = err.Error()
+	}
+	log.Info().Str("reason", reason).Msg("watch stopped")
 	return err
+}
+
+// say is a line of the scan's own report on stderr: plain text, or under
+// --log-format json a log line at level.
+func (s *scanner) say(level zerolog.Level, msg string) {
+	if s.jsonLog {
+		s.log.WithLevel(level).Msg(msg)
+		return
+	}
+	fmt.Fprintln(s.io.err, "the-loop-diagnose: "+msg)
 }
 
 // configName is the config file for a message: the one read, or where
@@ -142,7 +171,7 @@ func (s *scanner) runOnce(hard, soft context.Context) error {
 			st, err = s.state.Open(s.cfg.StatePath)
 		}
 		if errors.Is(err, store.ErrLocked) {
-			fmt.Fprintf(s.io.err, "the-loop-diagnose: another scan holds %s.lock: skipping this scan\n", s.cfg.StatePath)
+			s.say(zerolog.WarnLevel, fmt.Sprintf("another scan holds %s.lock: skipping this scan", s.cfg.StatePath))
 			return nil
 		}
 		if err != nil {
@@ -157,9 +186,14 @@ func (s *scanner) runOnce(hard, soft context.Context) error {
 	if s.sayNothing && actedOn(sum) == 0 {
 		fmt.Fprintln(s.io.out, nothingToDiagnose)
 	}
-	fmt.Fprintf(s.io.err, "the-loop-diagnose: %d lines read (%d corrupt); %s\n", sum.Lines, sum.Corrupt, sum)
-	for _, line := range sum.Settled {
-		fmt.Fprintf(s.io.err, "  settled locally (not filed): %s\n", line)
+	if s.jsonLog {
+		s.log.Info().Int64("lines", sum.Lines).Int64("corrupt", sum.Corrupt).Str("took", time.Since(started).String()).
+			Strs("settled", sum.Settled).Msg(sum.String())
+	} else {
+		fmt.Fprintf(s.io.err, "the-loop-diagnose: %d lines read (%d corrupt); %s\n", sum.Lines, sum.Corrupt, sum)
+		for _, line := range sum.Settled {
+			fmt.Fprintf(s.io.err, "  settled locally (not filed): %s\n", line)
+		}
 	}
 	var msgs []string
 	if waiting := sum.Waiting(); len(waiting) > 0 {

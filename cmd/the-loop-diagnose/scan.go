@@ -60,7 +60,9 @@ type scanner struct {
 	// sayNothing: a scan that acted on nothing says so, as the-loop's
 	// `diagnose` does (run; a watcher's silence says the same).
 	sayNothing bool
-	sink       func(*store.Store, *githubPreflight) (pipeline.Stage[pipeline.Report, pipeline.Outcome], error)
+	// jsonLog: --log-format json, the scan's report lines are log lines.
+	jsonLog bool
+	sink    func(*store.Store, *githubPreflight) (pipeline.Stage[pipeline.Report, pipeline.Outcome], error)
 }
 
 func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, dryRun bool) (*scanner, error) {

@@ -133,3 +133,19 @@ func TestBadLogFlagsExitTwo(t *testing.T) {
 		}
 	}
 }
+
+// Under --log-format json a config error and a failed run end in JSON
+// lines too, with the exit code kept.
+func TestJSONLogsToTheEnd(t *testing.T) {
+	d := newDeployment(t, nil, deployOpts{extra: "  maxRetires: 2\n"})
+	res := d.run("run", "--dry-run", "--log-format", "json")
+	if res.code != 2 {
+		t.Fatalf("exit %d, want 2\n%s", res.code, res.stderr)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(res.stderr), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil || m["level"] != "error" || !strings.Contains(m["message"].(string), "did you mean maxRetries") {
+			t.Fatalf("stderr line %q (%v)", line, err)
+		}
+	}
+}

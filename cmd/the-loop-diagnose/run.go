@@ -18,7 +18,7 @@ import (
 
 // cmdRun is `run` (one scan, for cron) and `watch` (scan every interval and
 // soon after new lines appear, until a signal).
-func cmdRun(hard, soft context.Context, args []string, io stdio, watch bool) error {
+func cmdRun(hard, soft context.Context, args []string, io stdio, watch bool) (err error) {
 	name := "run"
 	if watch {
 		name = "watch"
@@ -33,6 +33,9 @@ func cmdRun(hard, soft context.Context, args []string, io stdio, watch bool) err
 	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if c.logFormat == "json" {
+		defer func() { err = jsonExit(io, &c, err) }()
 	}
 	cfg, now, err := c.resolve()
 	if err != nil {
@@ -116,6 +119,30 @@ func cmdRun(hard, soft context.Context, args []string, io stdio, watch bool) err
 	}
 	log.Info().Str("reason", reason).Msg("watch stopped")
 	return err
+}
+
+// jsonExit turns the error a command ends with into an error-level log
+// line under --log-format json, keeping its exit code: stderr stays one
+// JSON object a line to the end.
+func jsonExit(io stdio, c *commonFlags, err error) error {
+	if err == nil {
+		return nil
+	}
+	log, lerr := c.logger(io.err)
+	if lerr != nil {
+		return err
+	}
+	var text strings.Builder
+	code := exitCode(err, &text)
+	for _, line := range strings.Split(strings.TrimSpace(text.String()), "\n") {
+		if line = strings.TrimPrefix(line, "the-loop-diagnose: "); line != "" {
+			log.Error().Int("exit", code).Msg(line)
+		}
+	}
+	if code == exitOK {
+		return nil
+	}
+	return &exitError{code: code}
 }
 
 // say is a line of the scan's own report on stderr: plain text, or under

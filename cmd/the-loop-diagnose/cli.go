@@ -168,6 +168,7 @@ type commonFlags struct {
 	config, log, state, harness, repo, now string
 	cpuProfile                             string
 	dryRun, verbose                        bool
+	logLevel, logFormat                    string
 	// offline: read only a --config given, never look for the-loop's
 	// (replay runs fixtures, whatever the machine has configured).
 	offline bool
@@ -180,7 +181,9 @@ func (c *commonFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.harness, "harness", "", "agent harness: claude, cursor, codex, gemini, openai, command or builtin (overrides selfDiagnosis.harness)")
 	fs.StringVar(&c.repo, "repo", "", "target repository owner/name (overrides selfDiagnosis.repo)")
 	fs.StringVar(&c.now, "now", "", "pretend the time is this RFC 3339 instant (tests, replays)")
-	fs.BoolVarP(&c.verbose, "verbose", "v", false, "log debug detail on stderr")
+	fs.BoolVarP(&c.verbose, "verbose", "v", false, "log debug detail on stderr (--log-level debug)")
+	fs.StringVar(&c.logLevel, "log-level", "info", "least severe log line written: debug, info, warn or error")
+	fs.StringVar(&c.logFormat, "log-format", "text", "stderr's lines: text, or json (one JSON object a line, zerolog's)")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the command to this file")
 	_ = fs.MarkHidden("now")
 	_ = fs.MarkHidden("cpuprofile")
@@ -211,12 +214,15 @@ func (c *commonFlags) resolve() (Config, func() time.Time, error) {
 		if env := os.Getenv(ConfigEnv); c.config == "" && env != "" && path == env && !isFile(path) {
 			// Named on purpose yet not there: the-loop would silently run
 			// on its defaults; say so, then do the same.
-			fmt.Fprintf(os.Stderr, "the-loop-diagnose: $%s names %s, which does not exist: using the defaults\n", ConfigEnv, path)
+			c.warn(fmt.Sprintf("$%s names %s, which does not exist: using the defaults", ConfigEnv, path))
 		}
 	}
 	cfg, err := loadConfig(path, mustExist)
 	if err != nil {
 		return cfg, nil, err
+	}
+	for _, w := range cfg.Warnings {
+		c.warn(w)
 	}
 	if c.log != "" {
 		cfg.EventLog = c.log
@@ -244,6 +250,18 @@ func (c *commonFlags) resolve() (Config, func() time.Time, error) {
 		now = func() time.Time { return time.Now().Add(-offset) }
 	}
 	return cfg, now, nil
+}
+
+// warn writes a warning on stderr before the command's logger exists: a
+// log line under --log-format json, else a plain line.
+func (c *commonFlags) warn(msg string) {
+	if c.logFormat == "json" {
+		if log, err := c.logger(os.Stderr); err == nil {
+			log.Warn().Msg(msg)
+			return
+		}
+	}
+	fmt.Fprintln(os.Stderr, "the-loop-diagnose:", msg)
 }
 
 func isFile(p string) bool {
@@ -278,11 +296,42 @@ func parseFlags(fs *pflag.FlagSet, args []string) error {
 	return nil
 }
 
-func newLogger(w io.Writer, verbose bool) zerolog.Logger {
-	level := zerolog.InfoLevel
-	if verbose {
+func init() {
+	// A duration logged with Dur (took, wait, backoff) is its
+	// time.Duration.String, units and all ("1.5s"), not zerolog's default
+	// bare float of milliseconds.
+	zerolog.DurationFieldFormat = zerolog.DurationFormatString
+}
+
+// logger is the command's logger from --log-level, --log-format and
+// --verbose (which means debug). A bad value is a usage error.
+func (c *commonFlags) logger(w io.Writer) (zerolog.Logger, error) {
+	var level zerolog.Level
+	switch c.logLevel {
+	case "debug":
+		level = zerolog.DebugLevel
+	case "info", "":
+		level = zerolog.InfoLevel
+	case "warn":
+		level = zerolog.WarnLevel
+	case "error":
+		level = zerolog.ErrorLevel
+	default:
+		return zerolog.Nop(), usageErr("--log-level %q: want debug, info, warn or error", c.logLevel)
+	}
+	if c.verbose {
 		level = zerolog.DebugLevel
 	}
+	switch c.logFormat {
+	case "json":
+		return zerolog.New(w).Level(level).With().Timestamp().Logger(), nil
+	case "text", "":
+		return newLogger(w, level), nil
+	}
+	return zerolog.Nop(), usageErr("--log-format %q: want text or json", c.logFormat)
+}
+
+func newLogger(w io.Writer, level zerolog.Level) zerolog.Logger {
 	return zerolog.New(zerolog.ConsoleWriter{Out: w, NoColor: true, TimeFormat: time.RFC3339}).
 		Level(level).With().Timestamp().Logger()
 }

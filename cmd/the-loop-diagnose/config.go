@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -24,6 +25,9 @@ import (
 type Config struct {
 	// File is the config file read ("" for none); ConfigPath found it.
 	File string
+	// Warnings are what the file holds that is not an error yet is likely
+	// not meant (enabled: "yes"); resolve prints them.
+	Warnings []string
 	// StateRoot is the-loop's state.root: where its generated files live,
 	// the event log and the self-diagnosis ledger among them.
 	StateRoot string
@@ -153,11 +157,11 @@ func loadConfig(path string, mustExist bool) (Config, error) {
 		return cfg, nil
 	}
 	if err != nil {
-		return cfg, fmt.Errorf("config %s: %w", path, err)
+		return cfg, &ConfigError{File: path, Key: "(file)", Err: err}
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(b, &root); err != nil {
-		return cfg, fmt.Errorf("config %s: not valid YAML: %w", path, err)
+		return cfg, &ConfigError{File: path, Key: "(file)", Err: fmt.Errorf("not valid YAML: %w", err)}
 	}
 	if len(root.Content) == 0 {
 		return cfg, nil
@@ -166,10 +170,16 @@ func loadConfig(path string, mustExist bool) (Config, error) {
 	if err != nil {
 		return cfg, &ConfigError{path, "(top level)", root.Content[0].Line, err}
 	}
+	if err := checkKeys(path, "", root.Content[0], topLevelKeys); err != nil {
+		return cfg, err
+	}
 	if st, ok := top["state"]; ok && !isNull(st) {
 		m, err := mapping(st)
 		if err != nil {
 			return cfg, &ConfigError{path, "state", st.Line, err}
+		}
+		if err := checkKeys(path, "state", st, stateKeys); err != nil {
+			return cfg, err
 		}
 		if r, ok := m["root"]; ok && !isNull(r) {
 			if err := decodeKey(path, "state.root", r, &cfg.StateRoot); err != nil {
@@ -181,6 +191,9 @@ func loadConfig(path string, mustExist bool) (Config, error) {
 		m, err := mapping(ev)
 		if err != nil {
 			return cfg, &ConfigError{path, "eventLog", ev.Line, err}
+		}
+		if err := checkKeys(path, "eventLog", ev, eventLogKeys); err != nil {
+			return cfg, err
 		}
 		if p, ok := m["path"]; ok && !isNull(p) {
 			if err := decodeKey(path, "eventLog.path", p, &cfg.EventLog); err != nil {
@@ -203,9 +216,11 @@ func loadConfig(path string, mustExist bool) (Config, error) {
 		cfg.Keywords = withControlKeywords(cfg.Keywords, cfg.ControlKeywords)
 		return cfg, cfg.validate(path)
 	}
-	m, err := mapping(sd)
-	if err != nil {
+	if _, err := mapping(sd); err != nil {
 		return cfg, &ConfigError{path, "selfDiagnosis", sd.Line, err}
+	}
+	if err := checkKeys(path, "selfDiagnosis", sd, selfDiagnosisKeys); err != nil {
+		return cfg, err
 	}
 	seconds := func(key string, dst *time.Duration, n *yaml.Node) error {
 		var s float64
@@ -218,13 +233,20 @@ func loadConfig(path string, mustExist bool) (Config, error) {
 		*dst = time.Duration(s * float64(time.Second))
 		return nil
 	}
-	for key, n := range m {
+	// In the file's order, so the first bad key is the one reported.
+	for i := 0; i+1 < len(sd.Content); i += 2 {
+		key, n := sd.Content[i].Value, sd.Content[i+1]
 		full := "selfDiagnosis." + key
 		var err error
 		switch key {
 		case "enabled":
 			// Only a literal true enables posting: "yes", "true" in quotes, 1 do not.
 			cfg.Enabled = n.Kind == yaml.ScalarNode && n.Tag == "!!bool" && n.Value == "true"
+			if !cfg.Enabled && !(n.Kind == yaml.ScalarNode && n.Tag == "!!bool") {
+				// Not a boolean at all ("yes", "true" in quotes, 1): off,
+				// fail closed as the-loop does, but say why.
+				cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("config %s:%d: %s is %s, not literally true: posting stays off", path, n.Line, full, kindName(n)))
+			}
 		case "repo":
 			err = decodeKey(path, full, n, &cfg.Repo)
 		case "label":
@@ -258,7 +280,9 @@ func loadConfig(path string, mustExist bool) (Config, error) {
 		case "controlKeywords":
 			err = decodeKey(path, full, n, &cfg.Keywords)
 		case "fingerprintRules":
-			err = decodeKey(path, full, n, &cfg.Rules)
+			if err = checkListKeys(path, full, n, fingerprintRuleKeys); err == nil {
+				err = decodeKey(path, full, n, &cfg.Rules)
+			}
 		case "agentParallel":
 			err = decodeKey(path, full, n, &cfg.AgentParallel)
 		case "agentEnv":
@@ -295,17 +319,15 @@ func loadConfig(path string, mustExist bool) (Config, error) {
 		case "successSuffixes":
 			err = decodeKey(path, full, n, &cfg.Triage.SuccessSuffixes)
 		case "environmentRules":
-			err = decodeKey(path, full, n, &cfg.Triage.EnvRules)
+			if err = checkListKeys(path, full, n, envRuleKeys); err == nil {
+				err = decodeKey(path, full, n, &cfg.Triage.EnvRules)
+			}
 		case "sourceCheckout":
 			err = decodeKey(path, full, n, &cfg.SourceCheckout)
 		case "sourcePath":
 			err = decodeKey(path, full, n, &cfg.SourcePath)
 		case "trustedAuthors":
 			err = decodeTrustedAuthors(path, full, n, &cfg.TrustedAuthors)
-		default:
-			// the-loop's own newer keys must not stop this tool: ignore, but
-			// loudly enough that a typo is noticed.
-			fmt.Fprintf(os.Stderr, "the-loop-diagnose: config %s:%d: ignoring unknown key %s\n", path, n.Line, full)
 		}
 		if err != nil {
 			return cfg, err
@@ -314,7 +336,23 @@ func loadConfig(path string, mustExist bool) (Config, error) {
 	// After selfDiagnosis.controlKeywords, which may replace the defaults:
 	// the deployment's own keywords are always defanged too.
 	cfg.Keywords = withControlKeywords(cfg.Keywords, cfg.ControlKeywords)
+	cfg.relativeToFile(path)
 	return cfg, cfg.validate(path)
+}
+
+// relativeToFile resolves this tool's own path keys (selfDiagnosis.statePath,
+// sourcePath, sourceCheckout) against the config file's directory, so a
+// config means the same files whichever directory the tool starts in.
+// the-loop's keys (state.root, eventLog.path) stay relative to the working
+// directory, as the-loop opens them (state.py: Path(root); eventlog.py:
+// Path(path)): the two must keep naming the same files.
+func (c *Config) relativeToFile(file string) {
+	dir := filepath.Dir(file)
+	for _, p := range []*string{&c.StatePath, &c.SourcePath, &c.SourceCheckout} {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(dir, *p)
+		}
+	}
 }
 
 // withControlKeywords adds the deployment's keywords to those defanged,
@@ -589,6 +627,11 @@ func mapping(n *yaml.Node) (map[string]*yaml.Node, error) {
 }
 
 func decodeKey(file, key string, n *yaml.Node, dst any) error {
+	var f float64
+	if _, isInt := dst.(*int); isInt && n.Kind == yaml.ScalarNode && n.Tag == "!!float" && n.Decode(&f) == nil && f != math.Trunc(f) {
+		// yaml.v3 truncates 2.5 into an int without a word.
+		return &ConfigError{File: file, Key: key, Line: n.Line, Err: fmt.Errorf("want a whole number (got %s)", kindName(n))}
+	}
 	if err := n.Decode(dst); err != nil {
 		msg := err.Error()
 		if i := strings.LastIndex(msg, ": "); i >= 0 {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -62,7 +63,10 @@ func TestAMissingDiscoveredConfigMeansTheDefaults(t *testing.T) {
 
 // the-loop keeps its ledger at <state.root>/self-diagnosis.json and its log
 // at <state.root>/logs/events.jsonl, relative to the working directory; an
-// explicit path wins over the root, a flag over both.
+// explicit path wins over the root, a flag over both. This tool's own
+// selfDiagnosis.statePath is relative to the config file's directory (it
+// was relative to the working directory: the "explicit paths win" case
+// changed deliberately); a flag stays relative to the working directory.
 func TestPathsResolveUnderStateRoot(t *testing.T) {
 	for _, tc := range []struct {
 		name, yaml, flagState, flagLog string
@@ -72,7 +76,8 @@ func TestPathsResolveUnderStateRoot(t *testing.T) {
 		{"state.root", "state: {root: var/loop}\n", "", "", "var/loop/self-diagnosis.json", "var/loop/logs/events.jsonl"},
 		{"blank root is the default", "state: {root: \"  \"}\n", "", "", ".the-loop/self-diagnosis.json", ".the-loop/logs/events.jsonl"},
 		{"absolute root", "state: {root: /srv/loop}\n", "", "", "/srv/loop/self-diagnosis.json", "/srv/loop/logs/events.jsonl"},
-		{"explicit paths win", "state: {root: r}\neventLog: {path: l.jsonl}\nselfDiagnosis: {statePath: s.json}\n", "", "", "s.json", "l.jsonl"},
+		{"explicit paths win", "state: {root: r}\neventLog: {path: l.jsonl}\nselfDiagnosis: {statePath: s.json}\n", "", "", "<config>/s.json", "l.jsonl"},
+		{"absolute statePath", "selfDiagnosis: {statePath: /srv/s.json}\n", "", "", "/srv/s.json", ".the-loop/logs/events.jsonl"},
 		{"empty explicit paths are unset", "state: {root: r}\neventLog: {path: \"\"}\nselfDiagnosis: {statePath: \"\"}\n", "", "", "r/self-diagnosis.json", "r/logs/events.jsonl"},
 		{"flags win", "state: {root: r}\nselfDiagnosis: {statePath: s.json}\n", "f.json", "f.jsonl", "f.json", "f.jsonl"},
 	} {
@@ -81,6 +86,7 @@ func TestPathsResolveUnderStateRoot(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
+		tc.wantState = strings.Replace(tc.wantState, "<config>", filepath.ToSlash(filepath.Dir(c.config)), 1)
 		if cfg.StatePath != filepath.FromSlash(tc.wantState) || cfg.EventLog != filepath.FromSlash(tc.wantLog) {
 			t.Errorf("%s: state %q log %q, want %q %q", tc.name, cfg.StatePath, cfg.EventLog, tc.wantState, tc.wantLog)
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -29,7 +30,8 @@ selfDiagnosis:
   timeoutSeconds: 60
   maxIssuesPerDay: 5
   settleDays: 2
-other: {ignored: true}
+polling: {intervalSeconds: 30}
+webhooks: {anything: [the-loop, reads, it]}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -126,5 +128,85 @@ func TestTrustedAuthorsAreGitHubLogins(t *testing.T) {
 	_, err = LoadConfig(writeConfig(t, "selfDiagnosis:\n  trustedAuthors: ["+long+"a]\n"))
 	if err == nil || !strings.Contains(err.Error(), "selfDiagnosis.trustedAuthors[0]") || !strings.Contains(err.Error(), "not a GitHub login") {
 		t.Fatalf("a 40-character login: %v", err)
+	}
+}
+
+// Unknown keys are errors naming file, line and key, with the key meant
+// when one is close; the-loop's own sections stay accepted. (Before, an
+// unknown selfDiagnosis key was a warning and the rest were ignored: a
+// rule's `eror:` left a rule matching every error.)
+func TestUnknownKeysAreErrors(t *testing.T) {
+	cases := []struct{ text, want string }{
+		{"selfDiagnosys:\n  enabled: true\n", `:1: selfDiagnosys: unknown section (did you mean selfDiagnosis?)`},
+		{"frobnicate: 1\n", `:1: frobnicate: unknown section`},
+		{"state:\n  rooot: x\n", `:2: state.rooot: unknown key (did you mean root?)`},
+		{"eventLog:\n  enabeld: false\n", `:2: eventLog.enabeld: unknown key (did you mean enabled?)`},
+		{"selfDiagnosis:\n  repo: a/b\n  maxRetires: 2\n", `:3: selfDiagnosis.maxRetires: unknown key (did you mean maxRetries?)`},
+		{"selfDiagnosis:\n  environmentRules:\n    - name: vpn\n      eror: dial tcp\n      reason: vpn down\n",
+			`:4: selfDiagnosis.environmentRules[0].eror: unknown key (did you mean error?)`},
+		{"selfDiagnosis:\n  fingerprintRules:\n    - {name: db, error: x, fingerprint: db}\n    - {name: q, groups: [a]}\n",
+			`:4: selfDiagnosis.fingerprintRules[1].groups: unknown key (did you mean group?)`},
+		{"selfDiagnosis:\n  trustedAuthors:\n    - {login: x}\n", `:3: selfDiagnosis.trustedAuthors[0]`},
+		{"selfDiagnosis:\n  maxRetries: 2.5\n", `:2: selfDiagnosis.maxRetries: want a whole number (got "2.5")`},
+		{"selfDiagnosis:\n  maxIssuesPerDay: 0.5\n", `:2: selfDiagnosis.maxIssuesPerDay: want a whole number`},
+	}
+	for _, tc := range cases {
+		p := writeConfig(t, tc.text)
+		_, err := LoadConfig(p)
+		if err == nil || !strings.Contains(err.Error(), p+tc.want) {
+			t.Errorf("%q: error %v, want %q", tc.text, err, p+tc.want)
+		}
+		var ce *ConfigError
+		if !errors.As(err, &ce) {
+			t.Errorf("%q: %T is not a ConfigError (exit 2)", tc.text, err)
+		}
+	}
+	// Every section of the-loop's schema is accepted, used or not.
+	var all strings.Builder
+	for _, k := range topLevelKeys {
+		all.WriteString(k + ": {}\n")
+	}
+	if _, err := LoadConfig(writeConfig(t, all.String())); err != nil {
+		t.Errorf("the-loop's own sections: %v", err)
+	}
+	// Every key loadConfig reads is known; a good rule list passes.
+	cfg, err := LoadConfig(writeConfig(t, "selfDiagnosis:\n  environmentRules: [{name: vpn, event: \"x.*\", error: dial, reason: vpn}]\n  fingerprintRules: [{name: db, event: e, error: x, fingerprint: db}, {name: g, event: f, group: [a]}]\n  maxIssuesPerDay: 1.0e1\n"))
+	if err != nil || len(cfg.Triage.EnvRules) != 1 || len(cfg.Rules) != 2 || cfg.MaxIssuesPerDay != 10 {
+		t.Errorf("good rules: %v %+v", err, cfg)
+	}
+}
+
+func TestEnabledNotLiterallyTrueWarns(t *testing.T) {
+	cfg, err := LoadConfig(writeConfig(t, "selfDiagnosis:\n  enabled: \"true\"\n"))
+	if err != nil || cfg.Enabled || len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0], `selfDiagnosis.enabled is "true", not literally true`) {
+		t.Fatalf("enabled: \"true\" → %v %v %q", cfg.Enabled, err, cfg.Warnings)
+	}
+	for _, v := range []string{"true", "false"} {
+		cfg, _ := LoadConfig(writeConfig(t, "selfDiagnosis:\n  enabled: "+v+"\n"))
+		if len(cfg.Warnings) != 0 {
+			t.Errorf("enabled: %s warned %q", v, cfg.Warnings)
+		}
+	}
+}
+
+// This tool's path keys resolve against the config file's directory, from
+// whatever directory it starts in; the-loop's keys against the working one.
+func TestOwnPathsRelativeToConfigFile(t *testing.T) {
+	p := writeConfig(t, "state: {root: r}\neventLog: {path: l.jsonl}\nselfDiagnosis:\n  statePath: s/ledger.json\n  sourcePath: src\n  sourceCheckout: ../clone\n")
+	dir := filepath.Dir(p)
+	if err := os.Mkdir(filepath.Join(dir, "src"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir()) // src does not exist here: found beside the config
+	cfg, err := LoadConfig(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.StatePath != filepath.Join(dir, "s", "ledger.json") || cfg.SourcePath != filepath.Join(dir, "src") ||
+		cfg.SourceCheckout != filepath.Join(filepath.Dir(dir), "clone") {
+		t.Errorf("own paths: state %q source %q checkout %q, want under %s", cfg.StatePath, cfg.SourcePath, cfg.SourceCheckout, dir)
+	}
+	if cfg.StateRoot != "r" || cfg.EventLog != "l.jsonl" {
+		t.Errorf("the-loop's paths: root %q log %q, want them as written (the working directory's, as the-loop)", cfg.StateRoot, cfg.EventLog)
 	}
 }

@@ -40,7 +40,11 @@ func (s *scanner) tell(o pipeline.Outcome) {
 		fmt.Fprintf(s.io.out, "deferred %s — %s\n", o.Fingerprint, reason)
 	case pipeline.StatusFailed, pipeline.StatusAbandoned:
 		// The reason may quote GitHub or the agent: scrubbed, as persist keeps it.
-		fmt.Fprintf(s.io.err, "failed %s — %s\n", o.Fingerprint, s.red.Scrub(o.Error))
+		if s.jsonLog {
+			s.log.Error().Str("fingerprint", o.Fingerprint).Str("error", s.red.Scrub(o.Error)).Msg("failed")
+		} else {
+			fmt.Fprintf(s.io.err, "failed %s — %s\n", o.Fingerprint, s.red.Scrub(o.Error))
+		}
 	}
 }
 

@@ -52,7 +52,10 @@ func cmdReplay(ctx context.Context, args []string, io stdio) error {
 			return err
 		}
 	}
-	log := newLogger(io.err, c.verbose)
+	log, err := c.logger(io.err)
+	if err != nil {
+		return err
+	}
 	sc, err := newScanner(cfg, now, io, log, true)
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/rs/zerolog"
 
 	"github.com/the-loop/the-loop-diagnose/stages"
 	"github.com/the-loop/the-loop-diagnose/store"
@@ -17,7 +18,7 @@ import (
 
 // cmdRun is `run` (one scan, for cron) and `watch` (scan every interval and
 // soon after new lines appear, until a signal).
-func cmdRun(hard, soft context.Context, args []string, io stdio, watch bool) error {
+func cmdRun(hard, soft context.Context, args []string, io stdio, watch bool) (err error) {
 	name := "run"
 	if watch {
 		name = "watch"
@@ -32,6 +33,9 @@ func cmdRun(hard, soft context.Context, args []string, io stdio, watch bool) err
 	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if c.logFormat == "json" {
+		defer func() { err = jsonExit(io, &c, err) }()
 	}
 	cfg, now, err := c.resolve()
 	if err != nil {
@@ -54,11 +58,15 @@ func cmdRun(hard, soft context.Context, args []string, io stdio, watch bool) err
 		}
 	}
 	io = io.locked()
-	log := newLogger(io.err, c.verbose)
+	log, err := c.logger(io.err)
+	if err != nil {
+		return err
+	}
 	sc, err := newScanner(cfg, now, io, log, *dryRun)
 	if err != nil {
 		return err
 	}
+	sc.jsonLog = c.logFormat == "json"
 	if !watch {
 		sc.sayNothing = true
 		err := sc.runOnce(hard, soft)
@@ -68,7 +76,7 @@ func cmdRun(hard, soft context.Context, args []string, io stdio, watch bool) err
 			// the-loop reads a missing log as an empty one
 			// (eventlog.read_events) and prints its usual line; this
 			// tool also says which log it looked for.
-			fmt.Fprintf(io.err, "the-loop-diagnose: event log %s does not exist yet: nothing to diagnose\n", missing.Path)
+			sc.say(zerolog.InfoLevel, fmt.Sprintf("event log %s does not exist yet: nothing to diagnose", missing.Path))
 			fmt.Fprintln(io.out, nothingToDiagnose)
 			return nil
 		}
@@ -92,11 +100,59 @@ func cmdRun(hard, soft context.Context, args []string, io stdio, watch bool) err
 	if !*dryRun {
 		sc.writeBehind = watchWriteBehind
 	}
+	mode := "posting"
+	if *dryRun {
+		mode = "dry-run"
+	}
+	log.Info().Str("version", version).Str("config", configName(cfg)).Str("mode", mode).
+		Str("log", cfg.EventLog).Str("state", cfg.StatePath).Str("interval", cfg.Interval.String()).Msg("watch started")
 	err = sc.watch(hard, soft)
 	if ferr := sc.flushState(); err == nil {
 		err = ferr
 	}
+	reason := "signal"
+	switch {
+	case errors.Is(err, context.Canceled):
+		reason = "second signal"
+	case err != nil:
+		reason = err.Error()
+	}
+	log.Info().Str("reason", reason).Msg("watch stopped")
 	return err
+}
+
+// jsonExit turns the error a command ends with into an error-level log
+// line under --log-format json, keeping its exit code: stderr stays one
+// JSON object a line to the end.
+func jsonExit(io stdio, c *commonFlags, err error) error {
+	if err == nil {
+		return nil
+	}
+	log, lerr := c.logger(io.err)
+	if lerr != nil {
+		return err
+	}
+	var text strings.Builder
+	code := exitCode(err, &text)
+	for _, line := range strings.Split(strings.TrimSpace(text.String()), "\n") {
+		if line = strings.TrimPrefix(line, "the-loop-diagnose: "); line != "" {
+			log.Error().Int("exit", code).Msg(line)
+		}
+	}
+	if code == exitOK {
+		return nil
+	}
+	return &exitError{code: code}
+}
+
+// say is a line of the scan's own report on stderr: plain text, or under
+// --log-format json a log line at level.
+func (s *scanner) say(level zerolog.Level, msg string) {
+	if s.jsonLog {
+		s.log.WithLevel(level).Msg(msg)
+		return
+	}
+	fmt.Fprintln(s.io.err, "the-loop-diagnose: "+msg)
 }
 
 // configName is the config file for a message: the one read, or where
@@ -142,7 +198,7 @@ func (s *scanner) runOnce(hard, soft context.Context) error {
 			st, err = s.state.Open(s.cfg.StatePath)
 		}
 		if errors.Is(err, store.ErrLocked) {
-			fmt.Fprintf(s.io.err, "the-loop-diagnose: another scan holds %s.lock: skipping this scan\n", s.cfg.StatePath)
+			s.say(zerolog.WarnLevel, fmt.Sprintf("another scan holds %s.lock: skipping this scan", s.cfg.StatePath))
 			return nil
 		}
 		if err != nil {
@@ -157,9 +213,14 @@ func (s *scanner) runOnce(hard, soft context.Context) error {
 	if s.sayNothing && actedOn(sum) == 0 {
 		fmt.Fprintln(s.io.out, nothingToDiagnose)
 	}
-	fmt.Fprintf(s.io.err, "the-loop-diagnose: %d lines read (%d corrupt); %s\n", sum.Lines, sum.Corrupt, sum)
-	for _, line := range sum.Settled {
-		fmt.Fprintf(s.io.err, "  settled locally (not filed): %s\n", line)
+	if s.jsonLog {
+		s.log.Info().Int64("lines", sum.Lines).Int64("corrupt", sum.Corrupt).Str("took", time.Since(started).String()).
+			Strs("settled", sum.Settled).Msg(sum.String())
+	} else {
+		fmt.Fprintf(s.io.err, "the-loop-diagnose: %d lines read (%d corrupt); %s\n", sum.Lines, sum.Corrupt, sum)
+		for _, line := range sum.Settled {
+			fmt.Fprintf(s.io.err, "  settled locally (not filed): %s\n", line)
+		}
 	}
 	var msgs []string
 	if waiting := sum.Waiting(); len(waiting) > 0 {

@@ -60,7 +60,9 @@ type scanner struct {
 	// sayNothing: a scan that acted on nothing says so, as the-loop's
 	// `diagnose` does (run; a watcher's silence says the same).
 	sayNothing bool
-	sink       func(*store.Store, *githubPreflight) (pipeline.Stage[pipeline.Report, pipeline.Outcome], error)
+	// jsonLog: --log-format json, the scan's report lines are log lines.
+	jsonLog bool
+	sink    func(*store.Store, *githubPreflight) (pipeline.Stage[pipeline.Report, pipeline.Outcome], error)
 }
 
 func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, dryRun bool) (*scanner, error) {
@@ -253,14 +255,8 @@ func (s *scanner) githubClient() (*github.Client, error) {
 	if s.gh != nil {
 		return s.gh, nil
 	}
-	apiURL := os.Getenv("GITHUB_API_URL")
-	if apiURL == "" {
-		apiURL = s.cfg.APIURL
-	}
-	if apiURL == "" {
-		apiURL = "https://api.github.com/"
-	}
-	client, err := stages.NewGitHubClientWithTransport(apiURL, os.Getenv, s.metrics.transport(nil))
+	apiURL, env := githubTarget(os.Getenv, s.cfg.APIURL)
+	client, err := stages.NewGitHubClientWithTransport(apiURL, env, hostGuard(apiURL, s.metrics.transport(nil)))
 	if err != nil {
 		return nil, &setupError{err} // no token, or a bad API URL: the environment will not change by itself
 	}

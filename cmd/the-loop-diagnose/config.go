@@ -72,6 +72,10 @@ type Config struct {
 	// the agent may read it. Relative to the working directory, as
 	// statePath is.
 	SourcePath string
+	// EventsPath takes the diagnosis.* events when the event log is not
+	// writable by the tool's user (a read-only log); "": they are skipped,
+	// with one warning. Relative to the config file.
+	EventsPath string
 
 	// GitHub pacing: GitHub's defaults; tests set them to zero against the fake.
 	WriteSpacing  time.Duration
@@ -326,6 +330,8 @@ func loadConfig(path string, mustExist bool) (Config, error) {
 			err = decodeKey(path, full, n, &cfg.SourceCheckout)
 		case "sourcePath":
 			err = decodeKey(path, full, n, &cfg.SourcePath)
+		case "eventsPath":
+			err = decodeKey(path, full, n, &cfg.EventsPath)
 		case "trustedAuthors":
 			err = decodeTrustedAuthors(path, full, n, &cfg.TrustedAuthors)
 		}
@@ -348,7 +354,7 @@ func loadConfig(path string, mustExist bool) (Config, error) {
 // Path(path)): the two must keep naming the same files.
 func (c *Config) relativeToFile(file string) {
 	dir := filepath.Dir(file)
-	for _, p := range []*string{&c.StatePath, &c.SourcePath, &c.SourceCheckout} {
+	for _, p := range []*string{&c.StatePath, &c.SourcePath, &c.SourceCheckout, &c.EventsPath} {
 		if *p != "" && !filepath.IsAbs(*p) {
 			*p = filepath.Join(dir, *p)
 		}

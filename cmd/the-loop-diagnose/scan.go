@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/google/go-github/v66/github"
@@ -36,9 +38,11 @@ type scanner struct {
 	// chargeRun charges an agent run to this scan's state before it starts
 	// (stages.ChargeAgentRun); set by each scan.
 	chargeRun func(pipeline.Dossier) error
-	metrics   *metrics       // nil unless watch --metrics-addr
-	gh        *github.Client // made at the first scan that posts (githubClient)
-	dryState  *store.Store   // a dry-run watcher's in-memory state, kept across scans
+	// eventsWarned: the read-only event log was said once.
+	eventsWarned bool
+	metrics      *metrics       // nil unless watch --metrics-addr
+	gh           *github.Client // made at the first scan that posts (githubClient)
+	dryState     *store.Store   // a dry-run watcher's in-memory state, kept across scans
 	// state keeps the state a watcher last read or wrote, so a scan does not
 	// read and parse the file again when nobody else changed it.
 	state store.Cache
@@ -246,7 +250,30 @@ func (s *scanner) eventLogForEvents() string {
 	if s.dryRun || !s.cfg.EventLogEnabled {
 		return ""
 	}
-	return s.cfg.EventLog
+	return s.eventsTarget(s.cfg.EventLog)
+}
+
+// eventsTarget is where a scan's diagnosis.* events go: the event log when
+// this user may append to it, else selfDiagnosis.eventsPath, else nowhere
+// (said once): a log the tool may only read is no reason to fail a run
+// whose issues were filed.
+func (s *scanner) eventsTarget(log string) string {
+	f, err := os.OpenFile(log, os.O_WRONLY|os.O_APPEND, 0)
+	if err == nil {
+		f.Close()
+		return log
+	}
+	if !errors.Is(err, fs.ErrPermission) && !errors.Is(err, syscall.EROFS) {
+		return log // a missing log is created; other errors say themselves
+	}
+	if s.cfg.EventsPath != "" {
+		return s.cfg.EventsPath
+	}
+	if !s.eventsWarned {
+		s.eventsWarned = true
+		s.log.Warn().Str("log", log).Msg("the event log is not writable by this user: diagnosis.* events are not appended (set selfDiagnosis.eventsPath to keep them elsewhere)")
+	}
+	return ""
 }
 
 // githubClient is the scanner's GitHub client, made at its first scan and

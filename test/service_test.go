@@ -149,3 +149,27 @@ func TestJSONLogsToTheEnd(t *testing.T) {
 		}
 	}
 }
+
+// status says when the state does not exist yet, and its JSON names the
+// tool's version; version --json is machine-readable.
+func TestStatusAndVersionSayWhatTheyKnow(t *testing.T) {
+	gh := newGitHub(t)
+	d := newDeployment(t, gh, deployOpts{harness: "builtin"})
+	res := d.run("status")
+	if res.code != 0 || !strings.Contains(res.stdout, "does not exist yet") {
+		t.Fatalf("status before any scan: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	js := d.run("status", "--json")
+	var report struct {
+		Version     string `json:"version"`
+		StateExists *bool  `json:"state_exists"`
+	}
+	if err := json.Unmarshal([]byte(js.stdout), &report); err != nil || report.Version == "" || report.StateExists == nil || *report.StateExists {
+		t.Fatalf("status --json: %v %+v\n%s", err, report, js.stdout)
+	}
+	v := d.run("version", "--json")
+	var ver struct{ Name, Version, Go string }
+	if err := json.Unmarshal([]byte(v.stdout), &ver); err != nil || ver.Name != "the-loop-diagnose" || ver.Version == "" || ver.Go == "" {
+		t.Fatalf("version --json: %v %+v\n%s", err, ver, v.stdout)
+	}
+}

@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -71,6 +74,12 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "redact":
 		err = cmdRedact(rest, io)
 	case "version", "--version":
+		if slices.Contains(rest, "--json") {
+			b, _ := json.Marshal(map[string]string{"name": "the-loop-diagnose", "version": version,
+				"go": runtime.Version(), "os": runtime.GOOS, "arch": runtime.GOARCH})
+			fmt.Fprintln(stdout, string(b))
+			break
+		}
 		fmt.Fprintln(stdout, "the-loop-diagnose", version)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usageHeader)

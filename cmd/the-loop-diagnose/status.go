@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
 	"time"
 
@@ -26,6 +27,8 @@ func cmdStatus(args []string, io stdio) error {
 	if err != nil {
 		return err
 	}
+	_, statErr := os.Stat(cfg.StatePath)
+	exists := statErr == nil
 	st, err := store.Load(cfg.StatePath)
 	if err != nil {
 		return err
@@ -34,14 +37,18 @@ func cmdStatus(args []string, io stdio) error {
 	used := st.PostedSince(t.Add(-stages.Window))
 	diagnosed := store.CountSince(st.Diagnosed, t.Add(-stages.Window))
 	report := map[string]any{
-		"state":     cfg.StatePath,
-		"reported":  st.Reported,
-		"deferred":  st.Deferred,
-		"dismissed": st.Dismissed,
-		"settled":   st.Settled,
-		"ledger":    store.LedgerPath(cfg.StatePath),
-		"abandoned": st.Abandoned,
-		"attempts":  st.Attempts,
+		"state": cfg.StatePath,
+		// The tool that wrote this report, and whether the state exists
+		// (a deployment that never scanned has none).
+		"version":      version,
+		"state_exists": exists,
+		"reported":     st.Reported,
+		"deferred":     st.Deferred,
+		"dismissed":    st.Dismissed,
+		"settled":      st.Settled,
+		"ledger":       store.LedgerPath(cfg.StatePath),
+		"abandoned":    st.Abandoned,
+		"attempts":     st.Attempts,
 		// Dependencies the scans wait for.
 		"outages": st.Outages,
 		// What the agents' runs cost, as their harnesses reported it.
@@ -59,7 +66,11 @@ func cmdStatus(args []string, io stdio) error {
 		return enc.Encode(report)
 	}
 	w := io.out
-	fmt.Fprintf(w, "state %s\n", cfg.StatePath)
+	if exists {
+		fmt.Fprintf(w, "state %s\n", cfg.StatePath)
+	} else {
+		fmt.Fprintf(w, "state %s does not exist yet: no scan has run with it (nothing is reported, deferred or abandoned)\n", cfg.StatePath)
+	}
 	// First: someone may be trying to make a defect look filed or dismissed.
 	for _, f := range slices.Backward(st.ForeignMarkers) {
 		fmt.Fprintf(w, "warning: issue #%d by @%s carries the marker of %s; ignored (not a trusted author)\n", f.Number, f.Login, f.Fingerprint)

@@ -1,7 +1,6 @@
 package test
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -101,16 +100,7 @@ func (d *deployment) bare(args ...string) result {
 		}
 	}
 	cmd.Env = append(cmd.Env, d.env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		d.t.Fatalf("run %v: %v", args, err)
-	}
-	return result{code, out.String(), errb.String()}
+	return d.runCmd(cmd, args)
 }
 
 // A ledger the-loop wrote under a custom state.root, in its own shape and

@@ -116,7 +116,12 @@ type result struct {
 
 func (d *deployment) run(args ...string) result {
 	d.t.Helper()
-	cmd := d.command(args...)
+	return d.runCmd(d.command(args...), args)
+}
+
+// runCmd runs cmd to its end and returns its exit code and output.
+func (d *deployment) runCmd(cmd *exec.Cmd, args []string) result {
+	d.t.Helper()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -223,7 +223,8 @@ func (s *scanner) runOnce(hard, soft context.Context) error {
 		}
 	}
 	var msgs []string
-	if waiting := sum.Waiting(); len(waiting) > 0 {
+	waiting := sum.Waiting()
+	if len(waiting) > 0 {
 		// Not the defects' fault: nothing charged, nothing lost.
 		msgs = append(msgs, "the scan stopped early, "+strings.Join(waiting, "; ")+
 			"; its defects stay pending (see status) and the next scan tries again")
@@ -232,7 +233,7 @@ func (s *scanner) runOnce(hard, soft context.Context) error {
 		msgs = append(msgs, "some defects failed and will be retried next scan:\n  "+joinLines(sum.Failures))
 	}
 	if len(msgs) > 0 {
-		return &exitError{code: exitFailed, msg: strings.Join(msgs, "\n"), waiting: len(sum.Waiting()) > 0}
+		return &exitError{code: exitFailed, msg: strings.Join(msgs, "\n"), waiting: len(waiting) > 0}
 	}
 	return nil
 }

@@ -59,20 +59,64 @@ var IdentityFields = []string{
 }
 
 // IdentityOf is the record's identity as the fingerprint masks it: the
-// values of its IdentityFields and id fields.
+// values of its identity fields (identityField).
 func IdentityOf(r pipeline.Record) redact.RecordIdentity {
 	var id redact.RecordIdentity
 	for _, f := range r.Fields {
-		v, ok := f.Value.(string)
-		if !ok {
-			continue
-		}
-		k := strings.ToLower(f.Key)
-		if slices.Contains(IdentityFields, k) || isIDField(f.Key) {
-			id.Add(f.Key, v)
+		if v, ok := f.Value.(string); ok {
+			if key, ok := identityField(f.Key); ok {
+				id.Add(key, v)
+			}
 		}
 	}
 	return id
+}
+
+// identityField tells whether key names identity, and under which of
+// IdentityFields' names: one of them, an id field, or a key whose last word
+// is one of them, as other loggers name them ("git_branch" is a branch,
+// "userLogin" a login, "pod_name" and "host.name" the last word before a
+// "name"), so the value is judged as that field's (a login is a person's
+// name even when it reads as a word).
+func identityField(key string) (string, bool) {
+	if k := strings.ToLower(key); slices.Contains(IdentityFields, k) || isIDField(key) {
+		return k, true
+	}
+	words := keyWords(key)
+	if len(words) < 2 { // a one-word key was looked up whole above
+		return "", false
+	}
+	last := words[len(words)-1]
+	if last == "name" {
+		last = words[len(words)-2]
+	}
+	return last, slices.Contains(IdentityFields, last)
+}
+
+func isIdentityField(key string) bool {
+	_, ok := identityField(key)
+	return ok
+}
+
+// keyWords splits a field name into lower-case words at '_', '-', '.' and
+// a lower-to-upper case change.
+func keyWords(key string) []string {
+	var words []string
+	start := 0
+	for i := 0; i <= len(key); i++ {
+		split := i == len(key) || key[i] == '_' || key[i] == '-' || key[i] == '.'
+		camel := i > 0 && i < len(key) && key[i-1] >= 'a' && key[i-1] <= 'z' && key[i] >= 'A' && key[i] <= 'Z'
+		if split || camel {
+			if i > start {
+				words = append(words, strings.ToLower(key[start:i]))
+			}
+			start = i
+			if split {
+				start = i + 1
+			}
+		}
+	}
+	return words
 }
 
 // isIDField: "id", "delivery_id", "request-id", "traceId", "spanID".

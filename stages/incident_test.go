@@ -322,3 +322,27 @@ func TestTheRecordsOwnIdentityDoesNotSplitADefect(t *testing.T) {
 		}
 	}
 }
+
+// Other loggers name the identity fields their own way: the last word of
+// the key tells (git_branch, userLogin, pod_name, host.name), so the same
+// defect on two such records is one; a field whose last word is no
+// identity (container_image, node_version) is left alone.
+func TestIdentityFieldsAsOtherLoggersNameThem(t *testing.T) {
+	for _, k := range []string{"git_branch", "userLogin", "pod_name", "host.name", "repoName", "session-id", "traceId", "work_item"} {
+		if !isIdentityField(k) {
+			t.Errorf("%s is not taken as identity", k)
+		}
+	}
+	for _, k := range []string{"container_image", "node_version", "logger", "component", "message", "branches_total"} {
+		if isIdentityField(k) {
+			t.Errorf("%s is taken as identity", k)
+		}
+	}
+	got := fingerprintAll(t, nil,
+		failing(1, time.Second, "deploy.failed", "checkout of feature/cache-fix failed: ref feature/cache-fix is locked by nkarimi", "git_branch", "feature/cache-fix", "userLogin", "nkarimi"),
+		failing(2, 2*time.Second, "deploy.failed", "checkout of release/next failed: ref release/next is locked by svc-deploy", "git_branch", "release/next", "userLogin", "svc-deploy"),
+	)
+	if got[1].Fingerprint != got[2].Fingerprint {
+		t.Errorf("one defect, two fingerprints:\n %q\n %q", got[1].Template, got[2].Template)
+	}
+}

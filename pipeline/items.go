@@ -172,9 +172,12 @@ type Group struct {
 	FirstLine   int64        `json:"first_line"`
 	LastLine    int64        `json:"last_line"`
 	Samples     []Occurrence `json:"samples"` // newest last, capped
-	Verdict     Verdict      `json:"verdict"`
-	Attempt     int          `json:"attempt"` // attempts already made before this scan
-	Reason      string       `json:"reason,omitempty"`
+	// Tally counts a few fields' distinct values over every occurrence
+	// this scan read, not only the samples kept.
+	Tally   Tally   `json:"tally,omitzero"`
+	Verdict Verdict `json:"verdict"`
+	Attempt int     `json:"attempt"` // attempts already made before this scan
+	Reason  string  `json:"reason,omitempty"`
 	// Finding is a diagnosis cached from an earlier scan (deferred by the
 	// cap after the agent ran), so it is filed without running the agent again.
 	Finding *Answer `json:"finding,omitempty"`
@@ -193,6 +196,22 @@ type Group struct {
 	// keeps the group from being diagnosed or filed this scan: it is
 	// deferred, nothing is charged, and no retry is counted.
 	Wait *Wait `json:"wait,omitempty"`
+}
+
+// Tally is a group's count of distinct field values over all its
+// occurrences (stages.TallyFields): what the issue's evidence shows as
+// "harness: claude ×33, cursor ×17".
+type Tally struct {
+	Occurrences int                    `json:"occurrences,omitempty"` // occurrences counted
+	Fields      map[string]*FieldTally `json:"fields,omitempty"`
+}
+
+// FieldTally is one field's distinct values and how many occurrences had
+// each; Other counts the occurrences whose value was not kept (too long,
+// or past the bound on distinct values).
+type FieldTally struct {
+	Values map[string]int `json:"values"`
+	Other  int            `json:"other,omitempty"`
 }
 
 // Wait is what a scan waits for: a dependency and why it is unusable.

@@ -3,6 +3,7 @@ package stages
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -34,6 +35,9 @@ type ComposeConfig struct {
 	Keywords []string // extra control keywords to defang, beyond the-loop's own
 	Repo     string
 	Label    string
+	// Version is the deployment's version as its config gives it
+	// (selfDiagnosis.version): shown when the records name none.
+	Version string
 }
 
 // NewCompose turns each successful finding that is to be filed into an
@@ -89,7 +93,7 @@ func Compose(f pipeline.Finding, cfg ComposeConfig) (title, body string) {
 	}
 	b.WriteString(redact.Defang(composeEvidence(f, cfg, ids), cfg.Keywords))
 	b.WriteString("\n## Environment\n\n")
-	b.WriteString(redact.Defang(composeEnvironment(f), cfg.Keywords))
+	b.WriteString(redact.Defang(composeEnvironment(f, cfg.Version), cfg.Keywords))
 	tool := "the-loop-diagnose"
 	if v := composeToolVersion(f.Environment); v != "" {
 		tool += " " + v
@@ -112,18 +116,6 @@ const (
 	composeMaxVersions    = 8
 	composeVersionMaxChar = 40
 )
-
-// composeValueFields are the allow-listed fields whose distinct values the
-// evidence counts: ts differs on every record, the event is the title's.
-var composeValueFields = func() []string {
-	var out []string
-	for _, k := range DossierFields {
-		if k != "ts" && k != "event" {
-			out = append(out, k)
-		}
-	}
-	return out
-}()
 
 // composeEvidence renders the evidence from the group's records; a group
 // that holds none (a backlog defect filed from state) quotes its saved
@@ -151,19 +143,17 @@ func composeEvidence(f pipeline.Finding, cfg ComposeConfig, ids redact.RecordIde
 		fmt.Fprintf(&b, "- Log lines: %d to %d\n", g.FirstLine, g.LastLine)
 	}
 	fmt.Fprintf(&b, "- Fingerprint: `%s`\n", g.Fingerprint)
-	// Distinct values of each allow-listed field.
+	// Distinct values of each allow-listed field, over every occurrence.
 	var values strings.Builder
-	for _, k := range composeValueFields {
-		if line := composeDistinct(g.Samples, k, s, ids); line != "" {
-			values.WriteString("- " + k + ": " + line + "\n")
+	for _, k := range TallyFields {
+		if ft := g.Tally.Fields[k]; ft != nil && k != "version" {
+			if line := composeDistinct(ft, s, ids); line != "" {
+				values.WriteString("- " + k + ": " + line + "\n")
+			}
 		}
 	}
 	if values.Len() > 0 {
-		if len(g.Samples) < g.Count {
-			fmt.Fprintf(&b, "\nValues seen (in the %d newest records):\n\n", len(g.Samples))
-		} else {
-			b.WriteString("\nValues seen:\n\n")
-		}
+		b.WriteString("\nValues seen" + composeTallyScope(g) + ":\n\n")
 		b.WriteString(values.String())
 	}
 	// The error, as text with its own line breaks.
@@ -198,69 +188,84 @@ func composeEvidence(f pipeline.Finding, cfg ComposeConfig, ids redact.RecordIde
 	return b.String()
 }
 
-// composeDistinct lists a field's distinct values over the records with
-// their counts, most frequent first: "claude ×33, cursor ×17".
-func composeDistinct(samples []pipeline.Occurrence, key string, s *redact.Redactor, ids redact.RecordIdentity) string {
+// composeDistinct lists a field's distinct values with their counts, most
+// frequent first: "claude ×33, cursor ×17". Each value is scrubbed (with
+// the group's identity) before it is cut to one short line; values that
+// scrub to the same text count as one.
+func composeDistinct(ft *pipeline.FieldTally, s *redact.Redactor, ids redact.RecordIdentity) string {
 	counts := map[string]int{}
-	var order []string
-	for _, o := range samples {
-		v, ok := o.Fields.Lookup(key)
-		if !ok || v == nil {
-			continue
-		}
-		var text string
-		switch sv := s.Value(v, ids.Union(RecordIdentity(o.Record))).(type) {
-		case string:
-			text = sv
-		default:
-			text = fmt.Sprint(sv)
-		}
-		text = agentTruncate(composeOneLine(text), composeMaxValueChars)
+	other := ft.Other
+	for v, n := range ft.Values {
+		text := agentTruncate(composeOneLine(fmt.Sprint(s.Value(v, ids))), composeMaxValueChars)
 		if text == "" {
+			other += n
 			continue
 		}
-		if counts[text] == 0 {
-			order = append(order, text)
-		}
-		counts[text]++
+		counts[text] += n
 	}
-	if len(order) == 0 {
-		return ""
-	}
-	slices.SortStableFunc(order, func(a, b string) int { return counts[b] - counts[a] })
+	order := composeByCount(counts)
 	var parts []string
 	for i, v := range order {
 		if i == composeMaxValues {
-			parts = append(parts, fmt.Sprintf("and %d more", len(order)-i))
+			for _, rest := range order[i:] {
+				other += counts[rest]
+			}
 			break
 		}
 		parts = append(parts, fmt.Sprintf("%s ×%d", v, counts[v]))
 	}
+	if other > 0 {
+		parts = append(parts, fmt.Sprintf("other values ×%d", other))
+	}
 	return strings.Join(parts, ", ")
+}
+
+// composeByCount orders counted values most frequent first, then by text,
+// so a body is the same whatever order the map gives.
+func composeByCount(counts map[string]int) []string {
+	order := slices.Sorted(maps.Keys(counts))
+	slices.SortStableFunc(order, func(a, b string) int { return counts[b] - counts[a] })
+	return order
+}
+
+// composeTallyScope says which occurrences the counts cover when they are
+// not all the group's (a defect that waited in the backlog carries its
+// earlier scans' count, not their records).
+func composeTallyScope(g pipeline.Group) string {
+	if n := g.Tally.Occurrences; n < g.Count {
+		return fmt.Sprintf(" (in the %d occurrences this scan read)", n)
+	}
+	return ""
 }
 
 // composeVersionRE is what a deployment's version looks like: 1.4.2,
 // v2.0.0-rc.1, 1.4.2+build.7. Anything else in a version field is not shown.
 var composeVersionRE = regexp.MustCompile(`^v?[0-9]+(\.[0-9]+){1,3}([-+][0-9A-Za-z][0-9A-Za-z.-]{0,30})?$`)
 
-// composeEnvironment is the deployment's environment as its records give
-// it: the versions they ran (the version field, dropped from the dossier's
-// allow-list, shown only when shaped like a version) and the OS family.
-func composeEnvironment(f pipeline.Finding) string {
-	counts := map[string]int{}
-	var order []string
-	for _, o := range f.Samples {
-		v := strings.TrimSpace(o.Str("version"))
-		if len(v) > composeVersionMaxChar || !composeVersionRE.MatchString(v) {
-			continue
+// DeploymentVersions are the versions the deployment ran when a group's
+// records were written, most frequent first, with how many records named
+// each: the records' version field, shown only when shaped like a version
+// (it is free text, and public once filed).
+func DeploymentVersions(g pipeline.Group) (versions []string, counts map[string]int) {
+	counts = map[string]int{}
+	if ft := g.Tally.Fields["version"]; ft != nil {
+		for v, n := range ft.Values {
+			if v = strings.TrimSpace(v); len(v) <= composeVersionMaxChar && composeVersionRE.MatchString(v) {
+				counts[v] += n
+			}
 		}
-		if counts[v] == 0 {
-			order = append(order, v)
-		}
-		counts[v]++
 	}
+	return composeByCount(counts), counts
+}
+
+// composeEnvironment is the deployment's environment as its records give
+// it (else its config): the versions they ran and the OS family.
+func composeEnvironment(f pipeline.Finding, configured string) string {
+	order, counts := DeploymentVersions(f.Group)
 	var b strings.Builder
 	switch {
+	case len(order) == 0 && composeVersionRE.MatchString(configured) && len(configured) <= composeVersionMaxChar:
+		b.WriteString("- Version: " + configured + " (as configured: the records name none)\n")
 	case len(order) == 0:
 		b.WriteString("- Version: not recorded in the log\n")
 	default:
@@ -276,10 +281,7 @@ func composeEnvironment(f pipeline.Finding) string {
 		if len(order) > 1 {
 			label = "Versions"
 		}
-		if len(f.Samples) < f.Count {
-			label += fmt.Sprintf(" (in the %d newest records)", len(f.Samples))
-		}
-		b.WriteString("- " + label + ": " + strings.Join(parts, ", ") + "\n")
+		b.WriteString("- " + label + composeTallyScope(f.Group) + ": " + strings.Join(parts, ", ") + "\n")
 	}
 	if osName := composeOS(f.Environment); osName != "" {
 		b.WriteString("- OS: " + osName + "\n")

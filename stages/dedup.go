@@ -120,6 +120,7 @@ func addOccurrence(g *pipeline.Group, o pipeline.Occurrence, samples int) {
 		}
 	}
 	g.LastLine = o.Line
+	tallyAdd(&g.Tally, o.Record)
 	// The samples are a ring of the newest: once full, occurrence number
 	// Count-1 overwrites the oldest, in slot (Count-1) % samples, and
 	// trimSamples puts the ring back in order. A window that grew to twice

@@ -87,6 +87,7 @@ func mergeGroup(into, g *pipeline.Group) {
 	into.FirstLine = min(into.FirstLine, g.FirstLine)
 	into.LastLine = max(into.LastLine, g.LastLine)
 	into.Aliases = addAliases(into.Aliases, g.Aliases)
+	tallyMerge(&into.Tally, g.Tally)
 	keep := max(len(into.Samples), len(g.Samples))
 	samples := append(slices.Clone(into.Samples), g.Samples...)
 	slices.SortStableFunc(samples, func(a, b pipeline.Occurrence) int { return int(a.Line - b.Line) })

@@ -56,8 +56,15 @@ func TestFiledIssueReadsLikeABugReport(t *testing.T) {
 	if n := strings.Count(body, `{"`); n > 3 {
 		t.Errorf("body quotes %d records, want at most 3", n)
 	}
-	if !regexp.MustCompile(`harness: claude ×\d+, cursor ×\d+`).MatchString(body) {
-		t.Error("body lacks the distinct values of harness with their counts")
+	// The counts are over all 50 occurrences, not the 20 samples kept.
+	for _, want := range []string{"- Occurrences: 50\n", "- First seen: 2026-11-28T09:00:00Z\n", "- Last seen: 2026-11-28T11:27:00Z\n",
+		"- Rate: 20.4 per hour\n", "\nValues seen:\n", "- harness: claude ×33, cursor ×17\n", "- level: error ×50\n"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("body lacks %q", want)
+		}
+	}
+	if strings.Contains(body, "newest records") {
+		t.Error("the counts are over the samples kept, not every occurrence")
 	}
 	// The traceback as real lines inside a fence.
 	fence := regexp.MustCompile("(?s)\n(`{3,})\n(Traceback \\(most recent call last\\):\n.*?)\n`{3,}\n").FindStringSubmatch(body)
@@ -68,10 +75,11 @@ func TestFiledIssueReadsLikeABugReport(t *testing.T) {
 		t.Error("the traceback still shows as an escaped one-line string")
 	}
 	env := body[strings.Index(body, "## Environment"):]
-	for _, v := range []string{"1.4.1", "1.4.2"} {
-		if !strings.Contains(env[:strings.Index(env, "---")], v) {
-			t.Errorf("Environment lacks the deployment's version %s", v)
-		}
+	if !strings.Contains(env[:strings.Index(env, "---")], "- Versions: 1.4.1 ×25, 1.4.2 ×25\n") {
+		t.Errorf("Environment lacks the deployment's versions 1.4.1 and 1.4.2 with their counts")
+	}
+	if footer := body[strings.LastIndex(body, "\n---\n"):]; !regexp.MustCompile(`the-loop-diagnose \S+ from`).MatchString(footer) {
+		t.Errorf("the footer does not name this tool's version: %q", footer)
 	}
 	order := []string{"## Summary", "## Root cause", "## Suggested fix", "## Evidence", "## Environment"}
 	for i := 1; i < len(order); i++ {
@@ -80,7 +88,8 @@ func TestFiledIssueReadsLikeABugReport(t *testing.T) {
 		}
 	}
 	lower := strings.ToLower(body)
-	for _, w := range []*regexp.Regexp{regexp.MustCompile(`\byou\b|\byour\b`), regexp.MustCompile(`run an agent`), regexp.MustCompile(`the dossier`)} {
+	for _, w := range []*regexp.Regexp{regexp.MustCompile(`\byou\b|\byour\b`), regexp.MustCompile(`run an agent|agent harness|--harness`),
+		regexp.MustCompile(`the dossier|dossier\.md`), regexp.MustCompile(`\boperator\b|selfdiagnosis\.`)} {
 		if m := w.FindString(lower); m != "" {
 			t.Errorf("body addresses the operator: %q", m)
 		}

@@ -131,7 +131,7 @@ func (s *scanner) newGate(st *store.Store) pipeline.Stage[pipeline.Finding, pipe
 }
 
 func (s *scanner) newCompose() pipeline.Stage[pipeline.Finding, pipeline.Report] {
-	return stages.NewCompose(stages.ComposeConfig{Scrubber: s.red, Keywords: s.cfg.Keywords, Repo: s.cfg.Repo, Label: s.cfg.Label})
+	return stages.NewCompose(stages.ComposeConfig{Scrubber: s.red, Keywords: s.cfg.Keywords, Repo: s.cfg.Repo, Label: s.cfg.Label, Version: s.cfg.Version})
 }
 
 // scan runs one pass over what is new in the event log. hard cancels

@@ -1,0 +1,88 @@
+package stages
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/the-loop/the-loop-diagnose/pipeline"
+	"github.com/the-loop/the-loop-diagnose/redact"
+	"github.com/the-loop/the-loop-diagnose/store"
+)
+
+// The distinct values count every occurrence dedup received, not the
+// newest few it keeps as samples.
+func TestTallyCountsEveryOccurrenceNotOnlyTheSamples(t *testing.T) {
+	stage := NewDedup(DedupConfig{Store: store.OpenMemory(), Now: func() time.Time { return now }, Policy: testPolicy(), Samples: 5})
+	var in []pipeline.Occurrence
+	for i := int64(1); i <= 50; i++ {
+		o := occ(i, "x", "a")
+		harness := "claude"
+		if i%3 == 0 {
+			harness = "cursor"
+		}
+		o.Fields = append(o.Fields, pipeline.Field{Key: "harness", Value: harness},
+			pipeline.Field{Key: "exit_code", Value: float64(i % 2)}, pipeline.Field{Key: "will_retry", Value: false},
+			pipeline.Field{Key: "work_item", Value: "acme/widgets#7"}) // not counted: not allow-listed
+		in = append(in, o)
+	}
+	got, err := pipeline.Collect(context.Background(), stage, in...)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("%v %d groups", err, len(got))
+	}
+	g := got[0]
+	if len(g.Samples) != 5 || g.Tally.Occurrences != 50 {
+		t.Fatalf("samples %d, tallied %d", len(g.Samples), g.Tally.Occurrences)
+	}
+	h := g.Tally.Fields["harness"].Values
+	if h["claude"] != 34 || h["cursor"] != 16 {
+		t.Errorf("harness %v, want claude 34 cursor 16", h)
+	}
+	if e := g.Tally.Fields["exit_code"].Values; e["0"] != 25 || e["1"] != 25 {
+		t.Errorf("exit_code %v", e)
+	}
+	if w := g.Tally.Fields["will_retry"].Values; w["false"] != 50 {
+		t.Errorf("will_retry %v", w)
+	}
+	if g.Tally.Fields["work_item"] != nil || g.Tally.Fields["ts"] != nil || g.Tally.Fields["event"] != nil {
+		t.Errorf("counted a field the evidence does not show: %v", g.Tally.Fields)
+	}
+	red := redact.New(redact.Options{})
+	if line := composeDistinct(g.Tally.Fields["harness"], red, redact.RecordIdentity{}); line != "claude ×34, cursor ×16" {
+		t.Errorf("shown as %q", line)
+	}
+}
+
+// Bounds: a field with many distinct values keeps tallyMaxValues of them
+// and counts the rest; a long value is counted, not kept; the last of a
+// repeated key is the record's value.
+func TestTallyBounds(t *testing.T) {
+	var tl pipeline.Tally
+	for i := range 40 {
+		tallyAdd(&tl, pipeline.Record{Fields: pipeline.Fields{
+			{Key: "source", Value: "first"}, {Key: "source", Value: "src-" + strings.Repeat("x", i)},
+			{Key: "via", Value: strings.Repeat("v", tallyMaxValueBytes+1)}, {Key: "level", Value: "  "},
+		}})
+	}
+	src := tl.Fields["source"]
+	if len(src.Values) != tallyMaxValues || src.Other != 40-tallyMaxValues || src.Values["first"] != 0 {
+		t.Errorf("source: %d values, other %d", len(src.Values), src.Other)
+	}
+	if via := tl.Fields["via"]; len(via.Values) != 0 || via.Other != 40 {
+		t.Errorf("via: %+v", via)
+	}
+	if tl.Fields["level"] != nil {
+		t.Errorf("a blank value was counted: %+v", tl.Fields["level"])
+	}
+	var merged pipeline.Tally
+	tallyMerge(&merged, tl)
+	tallyMerge(&merged, tl)
+	if merged.Occurrences != 80 || len(merged.Fields["source"].Values) != tallyMaxValues || merged.Fields["source"].Other != 2*(40-tallyMaxValues) {
+		t.Errorf("merged: %d occurrences, source %+v", merged.Occurrences, merged.Fields["source"])
+	}
+	line := composeDistinct(src, redact.New(redact.Options{}), redact.RecordIdentity{})
+	if !strings.HasSuffix(line, ", other values ×32") || strings.Count(line, "×1,") != composeMaxValues {
+		t.Errorf("shown as %q", line)
+	}
+}

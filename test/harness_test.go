@@ -136,7 +136,7 @@ func (d *deployment) runCmd(cmd *exec.Cmd, args []string) result {
 
 func (d *deployment) command(args ...string) *exec.Cmd {
 	full := append([]string{}, args...)
-	if len(args) > 0 && args[0] != "redact" {
+	if len(args) > 0 && !contains([]string{"redact", "version", "help"}, args[0]) { // commands that read no config
 		full = append(full, "--config", d.config)
 	}
 	cmd := exec.Command(binary, full...)

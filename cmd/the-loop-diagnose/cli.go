@@ -10,7 +10,6 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -28,18 +27,47 @@ const (
 	exitFailed  = 1   // some defect failed, or a hard error
 	exitUsage   = 2   // bad flags or config, or posting not enabled
 	exitAborted = 130 // a second SIGINT/SIGTERM aborted the scan
-	usageHeader = `the-loop-diagnose — files one GitHub issue per new defect in the-loop's event log
-
-Usage:
-  the-loop-diagnose run     [--config FILE] [--log FILE] [--state FILE] [--harness H] [--repo O/N] [--dry-run]
-  the-loop-diagnose watch   [same flags] [--metrics-addr ADDR]
-  the-loop-diagnose replay  --stage read|filter|fingerprint|dedup|dossier|agent|compose --log FIXTURE
-  the-loop-diagnose status  [--json]
-  the-loop-diagnose retry   FINGERPRINT... | --all-abandoned
-  the-loop-diagnose redact  < strings.jsonl
-  the-loop-diagnose version
-`
 )
+
+// command is one subcommand: its arguments and what it does, for the
+// usage listing and its own --help.
+type command struct{ name, args, summary string }
+
+// commands, in the order the usage lists them.
+var commands = []command{
+	{"run", "[--config FILE] [--log FILE] [--state FILE] [--harness H] [--repo O/N] [--dry-run]",
+		"One scan of the event log: diagnose each new defect and file its issue, then exit (for cron)."},
+	{"watch", "[same flags as run] [--metrics-addr ADDR]",
+		"Scan every intervalSeconds and soon after new lines, until SIGINT/SIGTERM; Prometheus /metrics and /healthz."},
+	{"replay", "--stage read|filter|fingerprint|dedup|dossier|agent|compose --log FIXTURE",
+		"Run the pipeline up to one stage over a fixture and print that stage's items as JSONL; writes and posts nothing."},
+	{"status", "[--json]", "What the state holds: reported, deferred (and what each waits for), settled, dismissed, abandoned, retry counts, the daily window."},
+	{"retry", "FINGERPRINT... | --all-abandoned", "Put abandoned defects back in the backlog with their dossier: the next scan files them."},
+	{"forget", "FINGERPRINT...", "Forget defects: every state entry of theirs goes, so the next scan treats them as new."},
+	{"redact", "< strings.jsonl", "Scrub JSON-string lines from stdin to stdout."},
+	{"version", "[--json]", "Print this tool's version."},
+	{"help", "[COMMAND]", "List the commands, or print one command's flags."},
+}
+
+func lookupCommand(name string) (command, bool) {
+	for _, c := range commands {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+// usageHeader lists the commands.
+var usageHeader = func() string {
+	var b strings.Builder
+	b.WriteString("the-loop-diagnose — files one GitHub issue per new defect in the-loop's event log\n\nUsage:\n")
+	for _, c := range commands {
+		fmt.Fprintf(&b, "  the-loop-diagnose %-8s %s\n", c.name, c.args)
+	}
+	b.WriteString("\nthe-loop-diagnose help COMMAND (or COMMAND --help) prints that command's flags.\n")
+	return b.String()
+}()
 
 // stdio bundles the process streams so tests can run the CLI in-process.
 type stdio struct {
@@ -73,16 +101,25 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = cmdRetry(rest, io)
 	case "redact":
 		err = cmdRedact(rest, io)
+	case "forget":
+		err = cmdForget(rest, io)
 	case "version", "--version":
-		if slices.Contains(rest, "--json") {
-			b, _ := json.Marshal(map[string]string{"name": "the-loop-diagnose", "version": version,
-				"go": runtime.Version(), "os": runtime.GOOS, "arch": runtime.GOARCH})
-			fmt.Fprintln(stdout, string(b))
+		err = cmdVersion(rest, io)
+	case "help", "-h", "--help":
+		if len(rest) == 0 {
+			fmt.Fprint(stdout, usageHeader)
 			break
 		}
-		fmt.Fprintln(stdout, "the-loop-diagnose", version)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usageHeader)
+		if _, ok := lookupCommand(rest[0]); !ok || len(rest) > 1 {
+			fmt.Fprintf(stderr, "the-loop-diagnose help: unknown command %q\n\n%s", strings.Join(rest, " "), usageHeader)
+			return exitUsage
+		}
+		if rest[0] == "help" {
+			fmt.Fprint(stdout, usageHeader)
+			break
+		}
+		// The command's own --help: its flag set, built as it runs.
+		return Main([]string{rest[0], "--help"}, stdin, stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "the-loop-diagnose: unknown command %q\n\n%s", cmd, usageHeader)
 		return exitUsage
@@ -184,18 +221,38 @@ type commonFlags struct {
 }
 
 func (c *commonFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&c.config, "config", "", "the-loop CLI config (YAML); default: $"+ConfigEnv+", else ./.the-loop/cli-config.yaml, else ~/.the-loop/cli-config.yaml, as the-loop finds it")
+	c.registerConfigFile(fs)
 	fs.StringVar(&c.log, "log", "", "event log to read (overrides eventLog.path; default <state.root>/logs/events.jsonl)")
-	fs.StringVar(&c.state, "state", "", "state file (overrides selfDiagnosis.statePath; default <state.root>/self-diagnosis.json)")
+	c.registerState(fs)
 	fs.StringVar(&c.harness, "harness", "", "agent harness: claude, cursor, codex, gemini, openai, command or builtin (overrides selfDiagnosis.harness)")
 	fs.StringVar(&c.repo, "repo", "", "target repository owner/name (overrides selfDiagnosis.repo)")
-	fs.StringVar(&c.now, "now", "", "pretend the time is this RFC 3339 instant (tests, replays)")
+	c.registerLogs(fs)
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the command to this file")
+	_ = fs.MarkHidden("cpuprofile")
+}
+
+// registerConfig registers what a command that only reads or edits the
+// state needs (status, retry, forget): the config, the state, the logs.
+func (c *commonFlags) registerConfig(fs *pflag.FlagSet) {
+	c.registerConfigFile(fs)
+	c.registerState(fs)
+	c.registerLogs(fs)
+}
+
+func (c *commonFlags) registerConfigFile(fs *pflag.FlagSet) {
+	fs.StringVar(&c.config, "config", "", "the-loop CLI config (YAML); default: $"+ConfigEnv+", else ./.the-loop/cli-config.yaml, else ~/.the-loop/cli-config.yaml, as the-loop finds it")
+}
+
+func (c *commonFlags) registerState(fs *pflag.FlagSet) {
+	fs.StringVar(&c.state, "state", "", "state file (overrides selfDiagnosis.statePath; default <state.root>/self-diagnosis.json)")
+}
+
+func (c *commonFlags) registerLogs(fs *pflag.FlagSet) {
 	fs.BoolVarP(&c.verbose, "verbose", "v", false, "log debug detail on stderr (--log-level debug)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "least severe log line written: debug, info, warn or error")
 	fs.StringVar(&c.logFormat, "log-format", "text", "stderr's lines: text, or json (one JSON object a line, zerolog's)")
-	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the command to this file")
+	fs.StringVar(&c.now, "now", "", "pretend the time is this RFC 3339 instant (tests, replays)")
 	_ = fs.MarkHidden("now")
-	_ = fs.MarkHidden("cpuprofile")
 }
 
 // profile starts the CPU profile when asked; the returned func stops it.
@@ -285,11 +342,38 @@ func orFlags(config string) string {
 	return config
 }
 
+// newFlagSet is a command's flag set. Errors go to stderr; --help (or -h)
+// prints the command's usage line, what it does and its own flags on
+// stdout, and the command exits 0 without doing anything.
 func newFlagSet(name string, io stdio) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fs.SetOutput(io.err)
 	fs.SortFlags = false
+	fs.Usage = func() {
+		c, _ := lookupCommand(name)
+		fmt.Fprintf(io.out, "Usage: the-loop-diagnose %s %s\n\n%s\n", name, c.args, c.summary)
+		if flags := fs.FlagUsages(); flags != "" {
+			fmt.Fprintf(io.out, "\nFlags:\n%s", flags)
+		}
+	}
 	return fs
+}
+
+// cmdVersion prints this tool's version, as a line or as JSON.
+func cmdVersion(args []string, io stdio) error {
+	fs := newFlagSet("version", io)
+	asJSON := fs.Bool("json", false, "print JSON: name, version, go, os, arch")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *asJSON {
+		b, _ := json.Marshal(map[string]string{"name": "the-loop-diagnose", "version": version,
+			"go": runtime.Version(), "os": runtime.GOOS, "arch": runtime.GOARCH})
+		fmt.Fprintln(io.out, string(b))
+		return nil
+	}
+	fmt.Fprintln(io.out, "the-loop-diagnose", version)
+	return nil
 }
 
 func parseFlags(fs *pflag.FlagSet, args []string) error {

@@ -18,7 +18,7 @@ import (
 func cmdStatus(args []string, io stdio) error {
 	fs := newFlagSet("status", io)
 	var c commonFlags
-	c.register(fs)
+	c.registerConfig(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parseFlags(fs, args); err != nil {
 		return err

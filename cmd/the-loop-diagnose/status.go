@@ -36,34 +36,10 @@ func cmdStatus(args []string, io stdio) error {
 	t := now()
 	used := st.PostedSince(t.Add(-stages.Window))
 	diagnosed := store.CountSince(st.Diagnosed, t.Add(-stages.Window))
-	report := map[string]any{
-		"state": cfg.StatePath,
-		// The tool that wrote this report, and whether the state exists
-		// (a deployment that never scanned has none).
-		"version":      version,
-		"state_exists": exists,
-		"reported":     st.Reported,
-		"deferred":     st.Deferred,
-		"dismissed":    st.Dismissed,
-		"settled":      st.Settled,
-		"ledger":       store.LedgerPath(cfg.StatePath),
-		"abandoned":    st.Abandoned,
-		"attempts":     st.Attempts,
-		// Dependencies the scans wait for.
-		"outages": st.Outages,
-		// What the agents' runs cost, as their harnesses reported it.
-		"agent_cost": map[string]any{"last_24h": st.CostSince(t.Add(-stages.Window)), "total": st.CostTotal,
-			"max_per_day_usd": cfg.MaxAgentCostPerDay},
-		"window": map[string]any{"issues_used": used, "issues_max": cfg.MaxIssuesPerDay,
-			"diagnoses_used": diagnosed, "diagnoses_max": cfg.MaxDiagnosesPerDay, "hours": stages.Window.Hours()},
-		"cursor": st.Cursor,
-		// Issues by strangers carrying a fingerprint marker, ignored.
-		"foreign_markers": append([]store.ForeignMarker{}, st.ForeignMarkers...),
-	}
 	if *asJSON {
 		enc := json.NewEncoder(io.out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(report)
+		return enc.Encode(statusReport(cfg, st, exists, t))
 	}
 	w := io.out
 	if exists {
@@ -137,6 +113,35 @@ func cmdStatus(args []string, io stdio) error {
 		fmt.Fprintf(w, "\nread cursor: %s at byte %d (line %d)\n", st.Cursor.Path, st.Cursor.Offset, st.Cursor.Line)
 	}
 	return nil
+}
+
+// statusReport is what status --json prints; its shape is documented in
+// README.md ("status --json"), and a test keeps the two in step.
+func statusReport(cfg Config, st *store.State, exists bool, t time.Time) map[string]any {
+	return map[string]any{
+		"state": cfg.StatePath,
+		// The tool that wrote this report, and whether the state exists
+		// (a deployment that never scanned has none).
+		"version":      version,
+		"state_exists": exists,
+		"reported":     st.Reported,
+		"deferred":     st.Deferred,
+		"dismissed":    st.Dismissed,
+		"settled":      st.Settled,
+		"ledger":       store.LedgerPath(cfg.StatePath),
+		"abandoned":    st.Abandoned,
+		"attempts":     st.Attempts,
+		// Dependencies the scans wait for.
+		"outages": st.Outages,
+		// What the agents' runs cost, as their harnesses reported it.
+		"agent_cost": map[string]any{"last_24h": st.CostSince(t.Add(-stages.Window)), "total": st.CostTotal,
+			"max_per_day_usd": cfg.MaxAgentCostPerDay},
+		"window": map[string]any{"issues_used": st.PostedSince(t.Add(-stages.Window)), "issues_max": cfg.MaxIssuesPerDay,
+			"diagnoses_used": store.CountSince(st.Diagnosed, t.Add(-stages.Window)), "diagnoses_max": cfg.MaxDiagnosesPerDay, "hours": stages.Window.Hours()},
+		"cursor": st.Cursor,
+		// Issues by strangers carrying a fingerprint marker, ignored.
+		"foreign_markers": append([]store.ForeignMarker{}, st.ForeignMarkers...),
+	}
 }
 
 func orDash(s string) string {

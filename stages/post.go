@@ -62,8 +62,13 @@ type PostConfig struct {
 	// CreateSettle is how long a create in doubt (sent, outcome unknown)
 	// is waited for before the defect is filed again; default 10 min.
 	CreateSettle time.Duration
-	Version      string // tool/deployment version, for occurrence and recurrence comments
-	Log          zerolog.Logger
+	// Version is the deployment's version from its config
+	// (selfDiagnosis.version), for the occurrence and recurrence comments
+	// when the records name none (DeploymentVersions).
+	Version string
+	// ToolVersion is this tool's, named in the occurrence comment's footer.
+	ToolVersion string
+	Log         zerolog.Logger
 	// FixedUpstream, when set, is asked before an issue closed as completed
 	// is reopened: a settlement means the fix shipped in a release this
 	// deployment does not run yet, so it is told to upgrade instead. An
@@ -605,11 +610,23 @@ func (p *poster) reopen(ctx context.Context, o *pipeline.Outcome, is *github.Iss
 	} else if err := p.remember(o.Fingerprint, reopened); err != nil {
 		return err
 	}
-	body := postRecurredBody(o.Count, o.FirstSeen, o.LastSeen, p.cfg.Version)
+	body := postRecurredBody(o.Count, o.FirstSeen, o.LastSeen, p.versions(o.Group))
 	return p.do(ctx, ghCall{what: "comment on the reopened issue", write: true}, func(ctx context.Context) error {
 		_, _, err := p.cfg.Client.Issues.CreateComment(ctx, p.owner, p.name, n, &github.IssueComment{Body: github.String(body)})
 		return err
 	}, nil)
+}
+
+// versions are the deployment versions a group's records name, most
+// frequent first, else the configured one.
+func (p *poster) versions(g pipeline.Group) []string {
+	if vs, _ := DeploymentVersions(g); len(vs) > 0 {
+		return vs
+	}
+	if p.cfg.Version != "" {
+		return []string{p.cfg.Version}
+	}
+	return nil
 }
 
 // remember caches what GitHub said about fp's issue.
@@ -655,8 +672,11 @@ func (p *poster) occurrence(ctx context.Context, o *pipeline.Outcome, n int) err
 		if o.LastSeen.After(ref.LastSeen) {
 			ref.LastSeen = o.LastSeen
 		}
-		if v := p.cfg.Version; v != "" && !slices.Contains(ref.Versions, v) {
-			ref.Versions = append(ref.Versions, v)
+		// The versions it recurred on since it was filed (or found).
+		for _, v := range p.versions(o.Group) {
+			if !slices.Contains(ref.Versions, v) {
+				ref.Versions = append(ref.Versions, v)
+			}
 		}
 		st.Issues[fp] = ref
 	})
@@ -677,7 +697,7 @@ func (p *poster) occurrence(ctx context.Context, o *pipeline.Outcome, n int) err
 	}
 	tally := postParseTally(current)
 	tally.set(deployment, postTallyOf(ref))
-	body := postOccurrenceBody(fp, tally)
+	body := postOccurrenceBody(fp, tally, p.cfg.ToolVersion)
 	if id != 0 {
 		err = p.do(ctx, ghCall{what: "edit the occurrence comment", write: true}, func(ctx context.Context) error {
 			_, _, err := p.cfg.Client.Issues.EditComment(ctx, p.owner, p.name, id, &github.IssueComment{Body: github.String(body)})
@@ -885,9 +905,7 @@ func (p *poster) filed(o *pipeline.Outcome, is *github.Issue) error {
 		ref.Number, ref.URL, ref.State, ref.StateReason, ref.CheckedAt = o.Number, o.URL, is.GetState(), is.GetStateReason(), now
 		ref.Occurrences = max(o.Count, 1)
 		ref.FirstSeen, ref.LastSeen = o.FirstSeen, o.LastSeen
-		if p.cfg.Version != "" {
-			ref.Versions = []string{p.cfg.Version}
-		}
+		ref.Versions = nil        // the body names the versions it was filed on; the comment, those seen since
 		ref.CommentEditedAt = now // the body is this hour's news
 		st.Issues[fp] = ref
 		delete(st.Intents, fp)

@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"golang.org/x/mod/semver"
+
 	"github.com/the-loop/the-loop-diagnose/redact"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
@@ -451,12 +453,27 @@ func (t postTally) totals() postTallyTotals {
 			}
 		}
 	}
+	// Release order, whichever deployment saw which: what is shown of a
+	// long list is the newest. A version that is not semver keeps its
+	// place after them.
+	slices.SortStableFunc(out.Versions, func(a, b string) int {
+		va, vb := canonicalVersion(a), canonicalVersion(b)
+		switch {
+		case va != "" && vb != "":
+			return semver.Compare(va, vb)
+		case va != "":
+			return -1
+		case vb != "":
+			return 1
+		}
+		return 0
+	})
 	return out
 }
 
 // postOccurrenceBody renders the one occurrence comment kept per issue:
 // the fleet's totals, then the tally they were computed from, hidden.
-func postOccurrenceBody(fp string, t postTally) string {
+func postOccurrenceBody(fp string, t postTally, tool string) string {
 	tot := t.totals()
 	var b strings.Builder
 	b.WriteString(postOccurrenceMarker(fp) + "\n" + SelfAuthoredMarker + "\n")
@@ -466,7 +483,10 @@ func postOccurrenceBody(fp string, t postTally) string {
 	fmt.Fprintf(&b, "| Deployments reporting | %d |\n", tot.Deployments)
 	fmt.Fprintf(&b, "| First seen | %s |\n", postStamp(tot.First))
 	fmt.Fprintf(&b, "| Last seen | %s |\n", postStamp(tot.Last))
-	versions := "unknown"
+	if span := tot.Last.Sub(tot.First); span >= time.Hour && tot.Count > 1 && !tot.First.IsZero() {
+		fmt.Fprintf(&b, "| Rate | %.1f per day |\n", float64(tot.Count)/span.Hours()*24)
+	}
+	versions := "none recorded"
 	if n := len(tot.Versions); n > postTallyShownVersions {
 		versions = strings.Join(tot.Versions[n-postTallyShownVersions:], ", ") + fmt.Sprintf(" (and %d earlier)", n-postTallyShownVersions)
 	} else if n > 0 {
@@ -476,8 +496,12 @@ func postOccurrenceBody(fp string, t postTally) string {
 	// is read from is editable on GitHub): keep it from breaking the table
 	// or carrying live markup.
 	versions = redact.Neutralize(strings.ReplaceAll(versions, "|", "\\|"))
-	fmt.Fprintf(&b, "| Versions seen | %s |\n", versions)
-	b.WriteString("\n_Totals over every deployment reporting here; this comment is updated in place, at most once an hour by each._\n")
+	fmt.Fprintf(&b, "| Versions seen since filing | %s |\n", versions)
+	who := "the-loop-diagnose"
+	if tool != "" {
+		who += " " + tool
+	}
+	fmt.Fprintf(&b, "\n_Totals over every deployment reporting here, kept by %s; this comment is updated in place, at most once an hour by each._\n", redact.Neutralize(who))
 	// json.Marshal escapes '<' and '>', so the tally cannot end the HTML
 	// comment early.
 	tally, _ := json.Marshal(t)
@@ -486,12 +510,13 @@ func postOccurrenceBody(fp string, t postTally) string {
 }
 
 // postRecurredBody is the comment left when a completed issue is reopened.
-func postRecurredBody(count int, first, last time.Time, version string) string {
-	if version == "" {
-		version = "unknown"
+func postRecurredBody(count int, first, last time.Time, versions []string) string {
+	running := "no version recorded"
+	if len(versions) > 0 {
+		running = "on " + redact.Neutralize(strings.Join(versions, ", "))
 	}
-	return fmt.Sprintf("%s\n**This defect recurred** after the issue was closed as completed: seen %d time(s) between %s and %s, running version %s. the-loop-diagnose reopened it.\n",
-		SelfAuthoredMarker, count, postStamp(first), postStamp(last), version)
+	return fmt.Sprintf("%s\n**This defect recurred** after the issue was closed as completed: seen %d time(s) between %s and %s, %s. the-loop-diagnose reopened it.\n",
+		SelfAuthoredMarker, count, postStamp(first), postStamp(last), running)
 }
 
 func postStamp(t time.Time) string {

@@ -88,9 +88,9 @@ func TestPostOccurrenceBodyTotalsEveryDeployment(t *testing.T) {
 	var tally postTally
 	tally.set("a1", postTallyEntry{Count: 4, First: day(3), Last: day(5), Versions: []string{"v1"}})
 	tally.set("b2", postTallyEntry{Count: 2, First: day(1), Last: day(4), Versions: []string{"v1", "v2|rc <b>"}})
-	body := postOccurrenceBody("fp", tally)
+	body := postOccurrenceBody("fp", tally, "1.0.0")
 	for _, want := range []string{"| Occurrences | 6 |", "| Deployments reporting | 2 |", "| First seen | 2025-06-01T00:00:00Z |",
-		"| Last seen | 2025-06-05T00:00:00Z |", "| Versions seen | v1, v2\\|rc <" + redact.Joiner + "b> |"} {
+		"| Last seen | 2025-06-05T00:00:00Z |", "| Versions seen since filing | v1, v2\\|rc <" + redact.Joiner + "b> |"} {
 		if !strings.Contains(body, want) {
 			t.Fatalf("lacks %q:\n%s", want, body)
 		}
@@ -123,7 +123,7 @@ func TestPostTallyFoldsAFleetTooLargeForOneCommentWithoutLosingCount(t *testing.
 	if len(tally.Deployments) != postTallyMaxDeployments || tally.Deployments["ours"].Count != 1 || tally.Deployments[postTallyOthers].Count == 0 {
 		t.Fatalf("%d entries kept; ours %+v", len(tally.Deployments), tally.Deployments["ours"])
 	}
-	body := postOccurrenceBody("fp", tally)
+	body := postOccurrenceBody("fp", tally, "1.0.0")
 	if n := utf8.RuneCountInString(body); n > PostMaxBody {
 		t.Fatalf("comment is %d characters, over GitHub's limit", n)
 	}
@@ -137,7 +137,7 @@ func TestPostTallyFoldsAFleetTooLargeForOneCommentWithoutLosingCount(t *testing.
 func FuzzPostParseTally(f *testing.F) {
 	var seed postTally
 	seed.set("0123456789abcdef0123456789abcdef", postTallyEntry{Count: 3, First: time.Unix(1700000000, 0).UTC(), Versions: []string{"v1"}})
-	f.Add(postOccurrenceBody("fp", seed))
+	f.Add(postOccurrenceBody("fp", seed, "1.0.0"))
 	f.Add(`<!-- the-loop-diagnose tally:{"deployments":{"a":{"count":1e308,"folded":1e9},"b":{"count":2,"last":"2025-01-01T00:00:00Z","first":"2026-01-01T00:00:00Z"}}} -->`)
 	f.Add(`<!-- the-loop-diagnose tally:{"deployments":{"a":{"count":2,"versions":["-->","<!--","` + strings.Repeat("é", 50) + `"]}}} -->`)
 	f.Add(`<!-- the-loop-diagnose tally:{"deployments":null} --> <!-- the-loop-diagnose tally:{"deployments":{"x":{"count":1}}} -->`)
@@ -145,7 +145,7 @@ func FuzzPostParseTally(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body string) {
 		tally := postParseTally(body)
 		tally.set("ours", postTallyEntry{Count: 1})
-		out := postOccurrenceBody("fp", tally)
+		out := postOccurrenceBody("fp", tally, "1.0.0")
 		again := postParseTally(out)
 		if !reflect.DeepEqual(again, tally) {
 			t.Fatalf("written tally reads back differently:\n got %+v\nwant %+v", again, tally)

@@ -171,7 +171,10 @@ func TestFleetFilesOnceAndTheSecondDeploymentKeepsOneOccurrenceComment(t *testin
 
 	// The second deployment meets the same defect twice: no new issue, one
 	// occurrence comment with its tally.
-	second.appendLog(failure(t0.Add(10*time.Minute), "git.failed", errText), failure(t0.Add(11*time.Minute), "git.failed", errText))
+	// Its records name the version the deployment runs: the comment shows
+	// that, not this tool's.
+	second.appendLog(failure(t0.Add(10*time.Minute), "git.failed", errText, "version", "2.3.0"),
+		failure(t0.Add(11*time.Minute), "git.failed", errText, "version", "2.3.0"))
 	if res := second.run("run", "--now", stamp(12*time.Minute)); res.code != 0 {
 		t.Fatalf("second deployment: exit %d\n%s", res.code, res.stderr)
 	}
@@ -193,9 +196,9 @@ func TestFleetFilesOnceAndTheSecondDeploymentKeepsOneOccurrenceComment(t *testin
 		t.Fatalf("%d comments, want one occurrence comment", len(comments))
 	}
 	c := comments[0]
-	version := toolVersion(t, second)
 	if occurrenceRow(c.Body, "Occurrences") != "2" || occurrenceRow(c.Body, "First seen") != stamp(10*time.Minute) ||
-		occurrenceRow(c.Body, "Last seen") != stamp(11*time.Minute) || occurrenceRow(c.Body, "Versions seen") != version {
+		occurrenceRow(c.Body, "Last seen") != stamp(11*time.Minute) || occurrenceRow(c.Body, "Versions seen since filing") != "2.3.0" ||
+		!strings.Contains(c.Body, "kept by the-loop-diagnose "+toolVersion(t, second)) {
 		t.Fatalf("occurrence comment does not tally the second deployment's sightings:\n%s", c.Body)
 	}
 
@@ -233,7 +236,7 @@ func TestFleetFilesOnceAndTheSecondDeploymentKeepsOneOccurrenceComment(t *testin
 	// the same comment rather than adding its own, and adds its own tally
 	// (its sightings at t0 and now) to the other deployment's 4: the comment
 	// shows the fleet's totals.
-	first.appendLog(failure(t0.Add(4*time.Hour), "git.failed", errText))
+	first.appendLog(failure(t0.Add(4*time.Hour), "git.failed", errText, "version", "2.4.0"))
 	if res := first.run("run", "--now", stamp(4*time.Hour+time.Minute)); res.code != 0 {
 		t.Fatalf("exit %d\n%s", res.code, res.stderr)
 	}
@@ -242,7 +245,8 @@ func TestFleetFilesOnceAndTheSecondDeploymentKeepsOneOccurrenceComment(t *testin
 		t.Fatalf("after the first deployment's edit: %d comments\n%s", len(cs), cs[len(cs)-1].Body)
 	}
 	if occurrenceRow(cs[0].Body, "Occurrences") != "6" || occurrenceRow(cs[0].Body, "Deployments reporting") != "2" ||
-		occurrenceRow(cs[0].Body, "First seen") != stamp(0) || occurrenceRow(cs[0].Body, "Last seen") != stamp(4*time.Hour) {
+		occurrenceRow(cs[0].Body, "First seen") != stamp(0) || occurrenceRow(cs[0].Body, "Last seen") != stamp(4*time.Hour) ||
+		occurrenceRow(cs[0].Body, "Versions seen since filing") != "2.3.0, 2.4.0" || occurrenceRow(cs[0].Body, "Rate") != "36.0 per day" {
 		t.Fatalf("after the first deployment's edit the comment does not show the fleet's totals (2 + 4 sightings):\n%s", cs[0].Body)
 	}
 	if gh.CountCreates() != 1 || len(gh.RequestsTo(fakegh.RouteCreateComment)) != 1 {
@@ -405,7 +409,7 @@ func TestClosedAsCompletedIsReopenedWhenTheDefectRecurs(t *testing.T) {
 		t.Fatalf("exit %d, %d issues\n%s", res.code, gh.CountCreates(), res.stderr)
 	}
 	gh.SetIssueState(1, "closed", "completed")
-	d.appendLog(failure(t0.Add(48*time.Hour), "queue.failed", errText))
+	d.appendLog(failure(t0.Add(48*time.Hour), "queue.failed", errText, "version", "3.1.0"))
 	if res := d.run("run", "--now", t0.Add(48*time.Hour+time.Minute).Format(time.RFC3339)); res.code != 0 {
 		t.Fatalf("exit %d\n%s", res.code, res.stderr)
 	}
@@ -414,7 +418,7 @@ func TestClosedAsCompletedIsReopenedWhenTheDefectRecurs(t *testing.T) {
 		t.Fatalf("issue is %s/%s, want reopened", is.State, is.StateReason)
 	}
 	cs := gh.Comments(1)
-	if len(cs) != 1 || !strings.Contains(cs[0].Body, "recurred") || !strings.Contains(cs[0].Body, toolVersion(t, d)) ||
+	if len(cs) != 1 || !strings.Contains(cs[0].Body, "recurred") || !strings.Contains(cs[0].Body, "on 3.1.0") ||
 		!strings.Contains(cs[0].Body, t0.Add(48*time.Hour).UTC().Format(time.RFC3339)) {
 		t.Fatalf("want one comment saying when and in which version it recurred, got %d:\n%v", len(cs), cs)
 	}

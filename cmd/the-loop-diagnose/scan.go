@@ -315,7 +315,7 @@ func (s *scanner) newPost(st *store.Store, check *githubPreflight) (pipeline.Sta
 		Client: client, Repo: s.cfg.Repo, Label: s.cfg.Label, Store: st, Now: s.now,
 		WriteSpacing: orNone(s.cfg.WriteSpacing), SecondaryWait: max(s.cfg.SecondaryWait, time.Nanosecond),
 		MaxWait: orNone(s.cfg.MaxWait), Retries: orNoRetries(s.cfg.HTTPRetries), CallTimeout: s.cfg.HTTPTimeout,
-		Version: version, Log: s.log,
+		Version: s.cfg.Version, ToolVersion: version, Log: s.log,
 		FixedUpstream: s.fixedUpstream(), Preflight: check.run, TrustedAuthors: s.cfg.TrustedAuthors,
 	}), nil
 }

@@ -54,6 +54,9 @@ type AgentConfig struct {
 	// run's own goroutine, after the pass-through rules): it charges the
 	// run durably. Its error stops the scan.
 	BeforeRun func(pipeline.Dossier) error
+	// Running, when set, is called as each agent run starts; the function
+	// it returns, as the run ends (a terminal's "diagnosing … 12s" line).
+	Running func(pipeline.Dossier) (done func())
 	// Harness "openai" (agent_openai.go): the chat-completions endpoint's
 	// base URL, the name of the variable holding its key ("" for none), and
 	// the prices (USD per million tokens) its usage is costed at (0: none).
@@ -215,6 +218,9 @@ func agentDiagnose(ctx context.Context, cfg AgentConfig, run agentRunner, d pipe
 		if err := cfg.BeforeRun(d); err != nil {
 			return pipeline.Finding{}, err
 		}
+	}
+	if cfg.Running != nil {
+		defer cfg.Running(d)()
 	}
 	start := time.Now()
 	log.Debug().Msg("agent started")

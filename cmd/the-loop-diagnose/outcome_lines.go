@@ -64,18 +64,49 @@ func actedOn(sum *stages.Summary) int {
 // the outcome lines write stdout from different goroutines.
 func (io stdio) locked() stdio {
 	mu := &sync.Mutex{}
-	return stdio{in: io.in, out: &lockedWriter{mu: mu, w: io.out}, err: &lockedWriter{mu: mu, w: io.err}}
+	line := &statusLine{w: io.err}
+	return stdio{in: io.in, out: &lockedWriter{mu: mu, w: io.out, line: line}, err: &lockedWriter{mu: mu, w: io.err, line: line}}
 }
 
 type lockedWriter struct {
 	mu *sync.Mutex
 	w  io.Writer
+	// line is the status line drawn on stderr (a terminal's), erased
+	// before anything else is written to either stream, so a log or
+	// outcome line never lands after it; its owner redraws it.
+	line *statusLine
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.line.erase()
 	return l.w.Write(p)
+}
+
+// status draws text as the status line, in place of the last one ("" only
+// erases it).
+func (l *lockedWriter) status(text string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.line.erase()
+	if text != "" {
+		fmt.Fprint(l.line.w, "\r"+text)
+		l.line.width = len(text)
+	}
+}
+
+// statusLine is a line drawn with a carriage return and no newline.
+type statusLine struct {
+	w     io.Writer
+	width int // bytes drawn; 0: nothing shown
+}
+
+func (s *statusLine) erase() {
+	if s != nil && s.width > 0 {
+		fmt.Fprintf(s.w, "\r%*s\r", s.width, "")
+		s.width = 0
+	}
 }
 
 // unlocked is the writer under w's lock: the progress line asks whether

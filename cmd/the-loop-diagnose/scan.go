@@ -66,7 +66,9 @@ type scanner struct {
 	sayNothing bool
 	// jsonLog: --log-format json, the scan's report lines are log lines.
 	jsonLog bool
-	sink    func(*store.Store, *githubPreflight) (pipeline.Stage[pipeline.Report, pipeline.Outcome], error)
+	// progress shows the agent runs on a terminal (nil on anything else).
+	progress *agentProgress
+	sink     func(*store.Store, *githubPreflight) (pipeline.Stage[pipeline.Report, pipeline.Outcome], error)
 }
 
 func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, dryRun bool) (*scanner, error) {
@@ -76,7 +78,12 @@ func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, 
 	}
 	red := redact.FromEnvironment()
 	s := &scanner{cfg: cfg, now: now, io: io, log: log, dryRun: dryRun, fp: fp, red: red,
-		incidents: stages.NewIncidentIndex(stages.IncidentKeysWith(cfg.Triage.CorrelationKeys), stages.IncidentMaxFailures)}
+		incidents: stages.NewIncidentIndex(stages.IncidentKeysWith(cfg.Triage.CorrelationKeys), stages.IncidentMaxFailures),
+		progress:  newAgentProgress(io.err, cfg.Harness)}
+	var running func(pipeline.Dossier) func()
+	if s.progress != nil {
+		running = s.progress.running
+	}
 	if cfg.SourcePath != "" {
 		if s.source, err = stages.NewSourceFinder(cfg.SourcePath); err != nil {
 			return nil, &ConfigError{File: "config", Key: "selfDiagnosis.sourcePath", Err: err}
@@ -98,6 +105,7 @@ func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, 
 			}
 			return s.chargeRun(d)
 		},
+		Running: running,
 	})
 	if err != nil {
 		return nil, err
@@ -170,6 +178,7 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time
 		DeferDecode: true, Stop: soft.Done(), Buffer: s.readBuf}, &stats))
 	records = pipeline.Then(r, records, stages.NewDecode(&stats))
 	stopProgress := s.showProgress(src, &stats)
+	s.progress.beforeFirstRun(stopProgress) // reading is over once an agent runs
 	candidates := pipeline.Then(r, records, stages.NewFilter(&s.cfg.Triage))
 	var candidateCount atomic.Int64
 	fp := s.fp

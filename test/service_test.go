@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -74,6 +75,38 @@ func TestEnterpriseTokenOnlyToItsHost(t *testing.T) {
 		if r.Login == "" { // a token the fake does not know: the Enterprise one
 			t.Fatalf("%s %s was sent a token other than GH_TOKEN (status %d)", r.Method, r.Path, r.Status)
 		}
+	}
+}
+
+// GH_HOST alone names the API as gh does, https://HOST/api/v3/, and the
+// Enterprise token goes there: the fake serves HTTPS on 127.0.0.1 (its
+// certificate trusted through SSL_CERT_FILE) and knows only the Enterprise
+// token, no apiURL or GITHUB_API_URL is set, and every request it gets is
+// under /api/v3/ with that token.
+func TestGHHostNamesTheAPI(t *testing.T) {
+	gh := fakegh.New(fakegh.Options{TLS: true, Tokens: map[string]fakegh.Token{"ent-token": {Login: "ghe-bot", Triage: true}}})
+	t.Cleanup(gh.Close)
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, gh.CertificatePEM(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(gh.URL())
+	d := newDeployment(t, nil, deployOpts{env: []string{"GH_HOST=" + u.Host, "GH_ENTERPRISE_TOKEN=ent-token", "GH_TOKEN=plain-token", "SSL_CERT_FILE=" + ca}})
+	d.appendLog(failure(t0, "dispatch.failed", "claude exited 1: open /tmp/the-loop-8f3a1c/dossier.md: no such file or directory"))
+	if res := d.run("run", "--now", t0.Add(time.Hour).Format(time.RFC3339)); res.code != 0 || gh.CountCreates() != 1 {
+		t.Fatalf("GH_HOST=%s: exit %d, %d issues, want 1\n%s", u.Host, res.code, gh.CountCreates(), res.stderr)
+	}
+	reqs := gh.Requests()
+	for _, r := range reqs {
+		if !strings.HasPrefix(r.Path, "/api/v3/") || r.Login != "ghe-bot" {
+			t.Errorf("%s %s (login %q): want every request under /api/v3/ with the Enterprise token", r.Method, r.Path, r.Login)
+		}
+	}
+	if len(reqs) < 2 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	if issue := gh.Issues()[0]; !strings.HasPrefix(string(d.stateMap("reported")[markerOf(issue.Body)]), `{"url":"https://`+u.Host+"/") {
+		t.Errorf("the issue recorded is not on the Enterprise host: %s", d.readState()["reported"])
 	}
 }
 

@@ -12,6 +12,7 @@ package github
 import (
 	"bytes"
 	"encoding/json"
+	"encoding/pem"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -48,6 +49,9 @@ type Options struct {
 	Tokens         map[string]Token // token -> rights; default {"test-token": triage as "loop-bot"}
 	IssuesDisabled bool             // every issues route answers 410
 	Now            func() time.Time // clock for created_at and the like; default time.Now
+	// TLS serves HTTPS (httptest's certificate for 127.0.0.1; see
+	// CertificatePEM), as a GitHub Enterprise host is reached.
+	TLS bool
 }
 
 // Issue is the fake's record of one issue.
@@ -134,8 +138,22 @@ func New(opts Options) *Server {
 		issuesDisabled: opts.IssuesDisabled,
 		nextID:         1000,
 	}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	if opts.TLS {
+		s.srv = httptest.NewTLSServer(http.HandlerFunc(s.serve))
+	} else {
+		s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	}
 	return s
+}
+
+// CertificatePEM is the TLS server's certificate (Options.TLS), for a
+// client's trusted roots (SSL_CERT_FILE); nil without TLS.
+func (s *Server) CertificatePEM() []byte {
+	c := s.srv.Certificate()
+	if c == nil {
+		return nil
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
 }
 
 // Close shuts the server down.

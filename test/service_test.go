@@ -2,6 +2,7 @@ package test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -204,5 +205,57 @@ func TestStatusAndVersionSayWhatTheyKnow(t *testing.T) {
 	var ver struct{ Name, Version, Go string }
 	if err := json.Unmarshal([]byte(v.stdout), &ver); err != nil || ver.Name != "the-loop-diagnose" || ver.Version == "" || ver.Go == "" {
 		t.Fatalf("version --json: %v %+v\n%s", err, ver, v.stdout)
+	}
+}
+
+// A config read from another directory: this tool's own paths (statePath,
+// eventsPath, sourcePath) resolve beside the config file, whatever the
+// working directory; the-loop's eventLog.path is the working directory's,
+// as the-loop opens it.
+func TestConfigReadFromAnotherDirectory(t *testing.T) {
+	gh := newGitHub(t)
+	root := t.TempDir()
+	etc, work := filepath.Join(root, "etc"), filepath.Join(root, "work")
+	os.MkdirAll(work, 0o755)
+	if err := os.MkdirAll(filepath.Join(etc, "src", "app"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(etc, "src", "app", "worker.py"), []byte("def handle(event):\n    raise KeyError('harness_config')\n"), 0o644)
+	config := filepath.Join(etc, "cli-config.yaml")
+	os.WriteFile(config, []byte(fmt.Sprintf(`eventLog:
+  path: logs/events.jsonl
+selfDiagnosis:
+  enabled: true
+  repo: acme/widgets
+  harness: builtin
+  statePath: state/self-diagnosis.json
+  eventsPath: state/events.jsonl
+  sourcePath: src
+  apiURL: %q
+  writeSpacingSeconds: 0
+  secondaryWaitSeconds: 0
+`, gh.URL()+"/api/v3/")), 0o644)
+	d := &deployment{t: t, dir: root, gh: gh, config: config, log: filepath.Join(work, "logs", "events.jsonl"),
+		state: filepath.Join(etc, "state", "self-diagnosis.json"), env: []string{"GH_TOKEN=test-token", "HOME=" + work}}
+	os.MkdirAll(filepath.Dir(d.log), 0o755)
+	d.appendLog(failure(t0, "dispatch.failed", "Traceback (most recent call last):\n  File \"/srv/app/worker.py\", line 2, in handle\n    raise KeyError('harness_config')\nKeyError: 'harness_config'"))
+	cmd := d.command("run", "--now", t0.Add(time.Hour).Format(time.RFC3339))
+	cmd.Dir = work
+	asReader(t, d, cmd) // the log read-only: the events go to eventsPath
+	res := d.runCmd(cmd, nil)
+	if res.code != 0 || gh.CountCreates() != 1 {
+		t.Fatalf("exit %d, %d issues\n%s", res.code, gh.CountCreates(), res.stderr)
+	}
+	if len(d.stateMap("reported")) == 0 {
+		t.Fatalf("no state beside the config at %s", d.state)
+	}
+	if _, err := os.Stat(filepath.Join(work, "state")); err == nil {
+		t.Error("a state directory was made in the working directory")
+	}
+	if b, err := os.ReadFile(filepath.Join(etc, "state", "events.jsonl")); err != nil || !strings.Contains(string(b), "diagnosis.posted") {
+		t.Errorf("the events are not beside the config (%v)", err)
+	}
+	if body := gh.Issues()[0].Body; !strings.Contains(body, "worker.py:2") {
+		t.Errorf("the source beside the config was not quoted:\n%s", body)
 	}
 }

@@ -67,9 +67,24 @@ func cmdRun(hard, soft context.Context, args []string, io stdio, watch bool) (er
 		return err
 	}
 	sc.jsonLog = c.logFormat == "json"
+	mode := "posting"
+	if *dryRun {
+		mode = "dry-run"
+	}
 	if !watch {
 		sc.sayNothing = true
+		// A cron run's stderr stays the-loop's lines: its start and stop
+		// lines are debug's (a watcher's, info's).
+		log.Debug().Str("version", version).Str("config", configName(cfg)).Str("mode", mode).
+			Str("log", cfg.EventLog).Str("state", cfg.StatePath).Msg("run started")
 		err := sc.runOnce(hard, soft)
+		defer func() {
+			reason := "done"
+			if err != nil {
+				reason = err.Error()
+			}
+			log.Debug().Str("reason", reason).Msg("run stopped")
+		}()
 		var missing *stages.LogMissingError
 		if errors.As(err, &missing) {
 			// Not an error for cron: the-loop has not written a log yet.
@@ -99,10 +114,6 @@ func cmdRun(hard, soft context.Context, args []string, io stdio, watch bool) (er
 	}
 	if !*dryRun {
 		sc.writeBehind = watchWriteBehind
-	}
-	mode := "posting"
-	if *dryRun {
-		mode = "dry-run"
 	}
 	log.Info().Str("version", version).Str("config", configName(cfg)).Str("mode", mode).
 		Str("log", cfg.EventLog).Str("state", cfg.StatePath).Str("interval", cfg.Interval.String()).Msg("watch started")

@@ -21,6 +21,11 @@ func TestComposeLeavesNothingLive(t *testing.T) {
 	g.Samples[2].Fields.Set("source", map[string]any{"dsn": "postgres://app:pw0rdSecret1@db/x", "token": "ghp_" + strings.Repeat("Q7w8", 9)})
 	g.Samples[2].Fields.Set("via", []any{"@octocat", "#9"})
 	g.Samples[2].Fields.Set("error", hostileProse)
+	g.Samples[1].Fields.Set("harness", hostileProse[:min(len(hostileProse), 90)]) // shown in the distinct values
+	g.Samples[1].Fields.Set("version", "1.2.3 @octocat")                          // not a version: not shown
+	for _, o := range g.Samples {                                                 // as dedup counts them
+		tallyAdd(&g.Tally, o.Record)
+	}
 	g.Event = "agent.gave_up` @octocat <img src=x> `"
 	g.Template = hostileProse
 	d := pipeline.Dossier{Group: g, Markdown: BuildDossier(g, testScrubber, DefaultDossierBytes), Environment: Environment("1.0")}
@@ -39,6 +44,9 @@ func TestComposeLeavesNothingLive(t *testing.T) {
 				t.Errorf("%s holds %q", name, leak)
 			}
 		}
+	}
+	if !strings.Contains(body, "- harness: ") || strings.Contains(body, "1.2.3 @octocat") {
+		t.Errorf("the distinct values are not shown, or a version that is not one is:\n%s", body)
 	}
 	if got := strings.Count(body, "<!-- the-loop-diagnose fingerprint:"); got != 1 {
 		t.Errorf("body carries %d fingerprint markers, want exactly the tool's own one", got)
@@ -61,5 +69,24 @@ func TestDossierShowsOnlyNamesInline(t *testing.T) {
 	g.Event = "poll.comment_failed"
 	if md := BuildDossier(g, testScrubber, DefaultDossierBytes); !strings.Contains(md, "- Event: `poll.comment_failed`") {
 		t.Fatalf("a plain event name is not shown inline:\n%s", md)
+	}
+}
+
+// The Environment names the records' versions, else the configured one.
+func TestComposeEnvironmentVersions(t *testing.T) {
+	g := sampleGroup()
+	f := pipeline.Finding{Dossier: pipeline.Dossier{Group: g, Environment: Environment("1.0")}}
+	if env := composeEnvironment(f, "2.7.1"); !strings.Contains(env, "- Version: 2.7.1 (as configured: the records name none)\n") || !strings.Contains(env, "- OS: ") {
+		t.Errorf("no versions in the records: %q", env)
+	}
+	if env := composeEnvironment(f, ""); !strings.Contains(env, "- Version: not recorded in the log\n") {
+		t.Errorf("no versions anywhere: %q", env)
+	}
+	for i, v := range []string{"3.0.0", "3.0.0", "v3.1.0-rc.1", "not-a-version"} {
+		f.Samples[i%len(f.Samples)].Fields.Set("version", v)
+		tallyAdd(&f.Group.Tally, f.Samples[i%len(f.Samples)].Record)
+	}
+	if env := composeEnvironment(f, "2.7.1"); !strings.Contains(env, "- Versions: 3.0.0 ×2, v3.1.0-rc.1 ×1\n") {
+		t.Errorf("records' versions: %q", env)
 	}
 }

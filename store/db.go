@@ -359,18 +359,18 @@ func urlQuery(dsn string) url.Values {
 }
 
 // scrubSecret removes the URL's password from err's text wherever a
-// driver quoted it.
+// driver quoted it; errors.Is and As still see the error it wraps.
 func scrubSecret(err error, dsn string) error {
-	u, perr := url.Parse(dsn)
-	if perr != nil {
-		return errors.New(strings.ReplaceAll(err.Error(), dsn, "(URL)"))
-	}
 	var secrets []string
-	if p, ok := u.User.Password(); ok && p != "" {
-		secrets = append(secrets, p, url.QueryEscape(p), url.PathEscape(p))
-	}
-	if p := u.Query().Get("password"); p != "" {
-		secrets = append(secrets, p, url.QueryEscape(p))
+	if u, perr := url.Parse(dsn); perr == nil {
+		if p, ok := u.User.Password(); ok && p != "" {
+			secrets = append(secrets, p, url.QueryEscape(p), url.PathEscape(p))
+		}
+		if p := u.Query().Get("password"); p != "" {
+			secrets = append(secrets, p, url.QueryEscape(p))
+		}
+	} else {
+		secrets = append(secrets, dsn) // unparsable: the whole URL may be the secret
 	}
 	msg := err.Error()
 	scrubbed := msg
@@ -380,5 +380,13 @@ func scrubSecret(err error, dsn string) error {
 	if scrubbed == msg {
 		return err
 	}
-	return errors.New(scrubbed)
+	return &scrubbedError{scrubbed, err}
 }
+
+type scrubbedError struct {
+	msg string
+	err error
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+func (e *scrubbedError) Unwrap() error { return e.err }

@@ -22,6 +22,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("STORE_TEST_OPEN_DSN") != "" {
 		os.Exit(openHelper())
 	}
+	if os.Getenv("STORE_TEST_FLEET_DSN") != "" {
+		os.Exit(fleetHelper())
+	}
 	os.Exit(pgtest.Main(m))
 }
 

@@ -65,12 +65,15 @@ func randomToken() string {
 	return hex.EncodeToString(b[:])
 }
 
-func ms(t time.Time) int64 { return t.UnixMilli() }
+func unixMS(t time.Time) int64 { return t.UnixMilli() }
 
 // Claim takes fingerprint fp for lease from now, in one statement: a new
 // claim is inserted; an expired one (its holder died or gave up) is taken
-// over; one this holder already has is extended. granted is false while
-// another live holder has it.
+// over; one this deployment already has is taken as it is — by this
+// process (extended), or by an earlier process of the same deployment,
+// which is dead or done: a deployment's scans hold its state lock, so no
+// two of them run at once. granted is false while another deployment's
+// live holder has it.
 func (f *Fleet) Claim(ctx context.Context, fp string, lease time.Duration, now time.Time) (granted bool, err error) {
 	res, err := f.db.SQL.ExecContext(ctx, f.db.Rebind(`
 		INSERT INTO claims (fingerprint, holder, deployment, claimed_ms, expires_ms)
@@ -78,8 +81,8 @@ func (f *Fleet) Claim(ctx context.Context, fp string, lease time.Duration, now t
 		ON CONFLICT (fingerprint) DO UPDATE SET
 			holder = excluded.holder, deployment = excluded.deployment,
 			claimed_ms = excluded.claimed_ms, expires_ms = excluded.expires_ms
-		WHERE claims.expires_ms <= excluded.claimed_ms OR claims.holder = excluded.holder`),
-		fp, f.holder, f.deployment, ms(now), ms(now.Add(lease)))
+		WHERE claims.expires_ms <= excluded.claimed_ms OR claims.deployment = excluded.deployment`),
+		fp, f.holder, f.deployment, unixMS(now), unixMS(now.Add(lease)))
 	if err != nil {
 		return false, f.wrap("claim "+fp, err)
 	}
@@ -92,7 +95,7 @@ func (f *Fleet) Claim(ctx context.Context, fp string, lease time.Duration, now t
 func (f *Fleet) Renew(ctx context.Context, fp string, lease time.Duration, now time.Time) (bool, error) {
 	res, err := f.db.SQL.ExecContext(ctx, f.db.Rebind(
 		`UPDATE claims SET expires_ms = ? WHERE fingerprint = ? AND holder = ?`),
-		ms(now.Add(lease)), fp, f.holder)
+		unixMS(now.Add(lease)), fp, f.holder)
 	if err != nil {
 		return false, f.wrap("renew claim "+fp, err)
 	}
@@ -170,7 +173,7 @@ func (f *Fleet) ReserveTx(ctx context.Context, tx *sql.Tx, s Spend, limit int64,
 	_, err = tx.ExecContext(ctx, f.db.Rebind(`
 		INSERT INTO reservations (id, budget, fingerprint, holder, deployment, at_ms, amount)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`),
-		s.Key, string(s.Budget), s.Fingerprint, f.holder, f.deployment, ms(now), s.Amount)
+		s.Key, string(s.Budget), s.Fingerprint, f.holder, f.deployment, unixMS(now), s.Amount)
 	if err != nil {
 		return "", false, f.wrap("reserve "+string(s.Budget), err)
 	}
@@ -195,7 +198,7 @@ func (f *Fleet) Charge(ctx context.Context, q Querier, s Spend, now time.Time) e
 	_, err := q.ExecContext(ctx, f.db.Rebind(`
 		INSERT INTO reservations (id, budget, fingerprint, holder, deployment, at_ms, amount)
 		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`),
-		s.Key, string(s.Budget), s.Fingerprint, f.holder, f.deployment, ms(now), s.Amount)
+		s.Key, string(s.Budget), s.Fingerprint, f.holder, f.deployment, unixMS(now), s.Amount)
 	return f.wrap("charge "+string(s.Budget), err)
 }
 
@@ -218,7 +221,7 @@ func (f *Fleet) used(ctx context.Context, q Querier, b Budget, window time.Durat
 	var used int64
 	err := q.QueryRowContext(ctx, f.db.Rebind(
 		`SELECT COALESCE(SUM(amount), 0) FROM reservations WHERE budget = ? AND at_ms >= ? AND at_ms <= ?`),
-		string(b), ms(now.Add(-window)), ms(now)).Scan(&used)
+		string(b), unixMS(now.Add(-window)), unixMS(now)).Scan(&used)
 	if err != nil {
 		return 0, f.wrap("count "+string(b), err)
 	}
@@ -253,7 +256,7 @@ func (f *Fleet) ReleaseIssue(ctx context.Context, key string) error {
 // Prune deletes reservations older than keep before now and claims expired
 // before it: the budgets only ever look back one window.
 func (f *Fleet) Prune(ctx context.Context, keep time.Duration, now time.Time) error {
-	cut := ms(now.Add(-keep))
+	cut := unixMS(now.Add(-keep))
 	if _, err := f.db.SQL.ExecContext(ctx, f.db.Rebind(`DELETE FROM reservations WHERE at_ms < ?`), cut); err != nil {
 		return f.wrap("prune reservations", err)
 	}

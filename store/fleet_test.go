@@ -82,6 +82,21 @@ func TestClaimLease(t *testing.T) {
 		if !claim(a, t0.Add(18*time.Minute)) {
 			t.Fatal("a released claim was not granted")
 		}
+		// The deployment's next process (a's died, holding the state lock
+		// no more) takes its claim over at once; a's renewals then fail.
+		next := NewFleet(a.DB(), a.Deployment())
+		if next.Holder() == a.Holder() {
+			t.Fatal("two processes share a holder id")
+		}
+		if ok, err := next.Claim(ctx, "fp1", lease, t0.Add(19*time.Minute)); !ok || err != nil {
+			t.Fatalf("the same deployment's next process was refused its own claim: %v %v", ok, err)
+		}
+		if ok, _ := a.Renew(ctx, "fp1", lease, t0.Add(20*time.Minute)); ok {
+			t.Fatal("a dead process renewed the claim its successor took")
+		}
+		if claim(b, t0.Add(20*time.Minute)) {
+			t.Fatal("another deployment got the successor's live claim")
+		}
 	})
 }
 

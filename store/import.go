@@ -20,7 +20,7 @@ import (
 // rows in a shared (PostgreSQL) store: random, generated once.
 const ScopeFile = "the-loop-diagnose.scope"
 
-// deploymentScope is the key of this deployment's own rows: '' in its own
+// deploymentScope is the key of this deployment's own rows: ” in its own
 // SQLite file, else the random key of ScopeFile (created unless readOnly).
 func deploymentScope(db *DB, statePath string, readOnly bool) (string, error) {
 	if db.Dialect != DialectPostgres {
@@ -111,7 +111,7 @@ func (s *Store) imported() (bool, error) {
 	return n > 0, nil
 }
 
-// digest is a file's sha256 in hex, '' for no file.
+// digest is a file's sha256 in hex, ” for no file.
 func digest(b []byte) string {
 	if b == nil {
 		return ""

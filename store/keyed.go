@@ -19,9 +19,9 @@ type Keyed[V any] struct {
 	// committed are the entries as the database holds them, for those in m
 	// or deleted: the next Update writes only what differs.
 	committed map[string]V
-	fetch   func(fp string) (V, bool, error)
-	all     func() (map[string]V, error)
-	failed  func(error) // records a lookup failure (the store's)
+	fetch     func(fp string) (V, bool, error)
+	all       func() (map[string]V, error)
+	failed    func(error) // records a lookup failure (the store's)
 	// complete: m holds every entry (a JSON state, or after All).
 	complete bool
 }

@@ -245,7 +245,7 @@ func (s *Store) ReadOnly() bool { return s.readOnly }
 // shares its transactions (the fleet's claims and budgets).
 func (s *Store) DB() *DB { return s.db }
 
-// Scope is this deployment's key for the rows that are its own ('' on SQLite).
+// Scope is this deployment's key for the rows that are its own (” on SQLite).
 func (s *Store) Scope() string {
 	if s.rows == nil {
 		return ""

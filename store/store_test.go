@@ -264,7 +264,7 @@ func TestHoldsOlderVersionsTellsOlderFingerprintsFromOurs(t *testing.T) {
 		t.Fatal("only current fingerprints, yet HoldsOlderVersions")
 	}
 	for _, older := range []func(){
-		func() { st.Abandoned["0123456789abcdef"] = Abandoned{} },  // the-loop's
+		func() { st.Abandoned["0123456789abcdef"] = Abandoned{} },     // the-loop's
 		func() { st.Reported.Set("v2:0123456789abcdef", Reported{}) }, // the previous release's
 		func() { st.Deferred["v2:0123456789abcdef"] = Deferred{} },
 	} {

@@ -88,4 +88,3 @@ func exportState(db *store.Store, format string) ([]byte, error) {
 	}, "", "  ")
 	return append(b, '\n'), err
 }
-

@@ -61,8 +61,8 @@ func cmdStatus(args []string, io stdio) error {
 		"ledger":       append([]store.LedgerEntry{}, ledger...),
 		// The backlog retention pruned, counted by event type.
 		"backlog_pruned": append([]store.BacklogSummary{}, pruned...),
-		"abandoned":    st.Abandoned,
-		"attempts":     st.Attempts,
+		"abandoned":      st.Abandoned,
+		"attempts":       st.Attempts,
 		// Dependencies the scans wait for.
 		"outages": st.Outages,
 		// What the agents' runs cost, as their harnesses reported it.

@@ -262,7 +262,7 @@ func (p *poster) post(ctx context.Context, o *pipeline.Outcome) error {
 	var cached, intent bool
 	var pending store.Intent
 	p.cfg.Store.View(func(st *store.State) {
-		ref, cached = st.Issues[fp]
+		ref, cached = st.Issues.Get(fp)
 		pending, intent = st.Intents[fp]
 	})
 	if err := p.ensureLogin(ctx); err != nil {
@@ -362,9 +362,9 @@ func (p *poster) refreshKnown(ctx context.Context, o *pipeline.Outcome) error {
 	var cached, dismissed bool
 	var rep store.Reported
 	p.cfg.Store.View(func(st *store.State) {
-		ref, cached = st.Issues[fp]
+		ref, cached = st.Issues.Get(fp)
 		_, dismissed = st.Dismissed[fp]
-		rep = st.Reported[fp]
+		rep = st.Reported.At(fp)
 	})
 	if dismissed {
 		return nil
@@ -405,8 +405,8 @@ func (p *poster) refreshKnown(ctx context.Context, o *pipeline.Outcome) error {
 			Msg("the issue recorded for this defect was not filed by a trusted author: forgetting it, the defect will be filed")
 		o.Reason = fmt.Sprintf("#%d is not the tool's own issue: filed anew next scan", number)
 		return p.cfg.Store.Update(func(st *store.State) error {
-			delete(st.Issues, fp)
-			delete(st.Reported, fp)
+			st.Issues.Delete(fp)
+			st.Reported.Delete(fp)
 			return nil
 		})
 	}
@@ -426,7 +426,7 @@ func (p *poster) mergeTwins(ctx context.Context, o *pipeline.Outcome) error {
 	var unchecked []string
 	p.cfg.Store.View(func(st *store.State) {
 		for _, fp := range fps {
-			r, ok := st.Reported[fp]
+			r, ok := st.Reported.Get(fp)
 			if ok && r.Number > 0 && strings.Contains(r.URL, "/"+p.owner+"/"+p.name+"/issues/") {
 				numbers[r.Number] = r
 			} else if !ok && fingerprint.IsPattern(fp) {
@@ -474,14 +474,14 @@ func (p *poster) mergeTwins(ctx context.Context, o *pipeline.Outcome) error {
 	kept := numbers[order[0]]
 	return p.cfg.Store.Update(func(st *store.State) error {
 		for _, fp := range fps {
-			if _, ok := st.Reported[fp]; ok || slices.Contains(unchecked, fp) {
-				st.Reported[fp] = kept
+			if st.Reported.Has(fp) || slices.Contains(unchecked, fp) {
+				st.Reported.Set(fp, kept)
 			}
-			if ref, ok := st.Issues[fp]; ok && ref.Number != kept.Number {
-				delete(st.Issues, fp)
+			if ref, ok := st.Issues.Get(fp); ok && ref.Number != kept.Number {
+				st.Issues.Delete(fp)
 			}
 		}
-		st.Reported[o.Fingerprint] = kept
+		st.Reported.Set(o.Fingerprint, kept)
 		return nil
 	})
 }
@@ -618,11 +618,11 @@ func (p *poster) reopen(ctx context.Context, o *pipeline.Outcome, is *github.Iss
 func (p *poster) remember(fp string, is *github.Issue) error {
 	changed := false
 	p.cfg.Store.Mutate(func(st *store.State) {
-		ref := st.Issues[fp]
+		ref := st.Issues.At(fp)
 		changed = ref.Number != is.GetNumber() || ref.URL != is.GetHTMLURL() || ref.State != is.GetState() || ref.StateReason != is.GetStateReason()
 		ref.Number, ref.URL, ref.State, ref.StateReason = is.GetNumber(), is.GetHTMLURL(), is.GetState(), is.GetStateReason()
 		ref.CheckedAt = p.cfg.Now()
-		st.Issues[fp] = ref
+		st.Issues.Set(fp, ref)
 	})
 	if !changed {
 		return nil
@@ -647,7 +647,7 @@ func (p *poster) occurrence(ctx context.Context, o *pipeline.Outcome, n int) err
 			st.Deployment = postNewDeploymentID()
 		}
 		deployment = st.Deployment
-		ref = st.Issues[fp]
+		ref = st.Issues.At(fp)
 		ref.Occurrences += max(o.Count, 1)
 		if !o.FirstSeen.IsZero() && (ref.FirstSeen.IsZero() || o.FirstSeen.Before(ref.FirstSeen)) {
 			ref.FirstSeen = o.FirstSeen
@@ -658,7 +658,7 @@ func (p *poster) occurrence(ctx context.Context, o *pipeline.Outcome, n int) err
 		if v := p.cfg.Version; v != "" && !slices.Contains(ref.Versions, v) {
 			ref.Versions = append(ref.Versions, v)
 		}
-		st.Issues[fp] = ref
+		st.Issues.Set(fp, ref)
 	})
 	if !ref.CommentEditedAt.IsZero() && now.Sub(ref.CommentEditedAt) < postOccurrenceEvery {
 		return nil
@@ -708,9 +708,9 @@ func (p *poster) occurrence(ctx context.Context, o *pipeline.Outcome, n int) err
 		}
 	}
 	return p.cfg.Store.Update(func(st *store.State) error {
-		ref := st.Issues[fp]
+		ref := st.Issues.At(fp)
 		ref.CommentID, ref.CommentEditedAt = id, now
-		st.Issues[fp] = ref
+		st.Issues.Set(fp, ref)
 		return nil
 	})
 }
@@ -880,8 +880,8 @@ func (p *poster) filed(o *pipeline.Outcome, is *github.Issue) error {
 	p.indexIssue(fp, is)
 	o.Status, o.URL, o.Number = pipeline.StatusFiled, is.GetHTMLURL(), is.GetNumber()
 	return p.cfg.Store.Update(func(st *store.State) error {
-		st.Reported[fp] = store.Reported{URL: o.URL, Number: o.Number, At: now, Title: is.GetTitle()}
-		ref := st.Issues[fp]
+		st.Reported.Set(fp, store.Reported{URL: o.URL, Number: o.Number, At: now, Title: is.GetTitle()})
+		ref := st.Issues.At(fp)
 		ref.Number, ref.URL, ref.State, ref.StateReason, ref.CheckedAt = o.Number, o.URL, is.GetState(), is.GetStateReason(), now
 		ref.Occurrences = max(o.Count, 1)
 		ref.FirstSeen, ref.LastSeen = o.FirstSeen, o.LastSeen
@@ -889,7 +889,7 @@ func (p *poster) filed(o *pipeline.Outcome, is *github.Issue) error {
 			ref.Versions = []string{p.cfg.Version}
 		}
 		ref.CommentEditedAt = now // the body is this hour's news
-		st.Issues[fp] = ref
+		st.Issues.Set(fp, ref)
 		delete(st.Intents, fp)
 		return nil
 	})

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	fakegh "github.com/the-loop/the-loop-diagnose/fakes/github"
+	"github.com/the-loop/the-loop-diagnose/store"
 )
 
 // The kill-point test SIGKILLs a real run at many moments around its GitHub
@@ -293,7 +294,7 @@ func classifyKill(d *deployment, p *killProxy, exitedFirst bool) string {
 	}
 	p.waitIdle()
 	var intents, reported map[string]json.RawMessage
-	if _, err := os.Stat(d.state); err == nil {
+	if _, err := os.Stat(store.DefaultDSN(d.state)); err == nil {
 		intents, reported = d.stateMap("intents"), d.stateMap("reported")
 	}
 	fl := p.flights()

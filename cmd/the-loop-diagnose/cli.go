@@ -36,6 +36,7 @@ Usage:
   the-loop-diagnose replay  --stage read|filter|fingerprint|dedup|dossier|agent|compose --log FIXTURE
   the-loop-diagnose status  [--json]
   the-loop-diagnose retry   FINGERPRINT... | --all-abandoned
+  the-loop-diagnose state   export [--format the-loop|json|ledger] [-o FILE]
   the-loop-diagnose redact  < strings.jsonl
   the-loop-diagnose version
 `
@@ -71,6 +72,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = cmdStatus(rest, io)
 	case "retry":
 		err = cmdRetry(rest, io)
+	case "state":
+		err = cmdState(rest, io)
 	case "redact":
 		err = cmdRedact(rest, io)
 	case "version", "--version":
@@ -244,6 +247,9 @@ func (c *commonFlags) resolve() (Config, func() time.Time, error) {
 	}
 	if c.repo != "" {
 		cfg.Repo = c.repo
+	}
+	if env := os.Getenv(StoreEnv); env != "" {
+		cfg.Store = env
 	}
 	cfg.resolvePaths()
 	if err := cfg.validate(orFlags(cfg.File)); err != nil {

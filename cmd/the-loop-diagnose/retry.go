@@ -33,7 +33,7 @@ func cmdRetry(args []string, io stdio) error {
 	if err != nil {
 		return err
 	}
-	st, err := store.Open(cfg.StatePath, false)
+	st, err := store.OpenDSN(cfg.StatePath, cfg.Store, false)
 	if errors.Is(err, store.ErrLocked) {
 		return fmt.Errorf("retry: a scan holds %s.lock: try again when it ends", cfg.StatePath)
 	}

@@ -43,8 +43,7 @@ type scanner struct {
 	metrics      *metrics       // nil unless watch --metrics-addr
 	gh           *github.Client // made at the first scan that posts (githubClient)
 	dryState     *store.Store   // a dry-run watcher's in-memory state, kept across scans
-	// state keeps the state a watcher last read or wrote, so a scan does not
-	// read and parse the file again when nobody else changed it.
+	// state keeps a watcher's database open between its scans.
 	state store.Cache
 	// readBuf is the reader's buffer, reused by every scan of a watcher.
 	readBuf []byte
@@ -55,9 +54,6 @@ type scanner struct {
 	// run starts from what the previous run saved in the state, so a
 	// give-up links to a failure the previous scan read.
 	incidents *stages.IncidentIndex
-	// writeBehind lets a watcher's scan that saw only recurrences keep its
-	// state in memory while the file is younger than this (FinishScan).
-	writeBehind time.Duration
 	// skipBacklog is set by a watcher woken by new lines: the backlog is
 	// retried on the interval, not on every append.
 	skipBacklog bool
@@ -76,7 +72,8 @@ func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, 
 	}
 	red := redact.FromEnvironment()
 	s := &scanner{cfg: cfg, now: now, io: io, log: log, dryRun: dryRun, fp: fp, red: red,
-		incidents: stages.NewIncidentIndex(stages.IncidentKeysWith(cfg.Triage.CorrelationKeys), stages.IncidentMaxFailures)}
+		incidents: stages.NewIncidentIndex(stages.IncidentKeysWith(cfg.Triage.CorrelationKeys), stages.IncidentMaxFailures),
+		state:     store.Cache{DSN: cfg.Store}}
 	if cfg.SourcePath != "" {
 		if s.source, err = stages.NewSourceFinder(cfg.SourcePath); err != nil {
 			return nil, &ConfigError{File: "config", Key: "selfDiagnosis.sourcePath", Err: err}
@@ -150,6 +147,12 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time
 	if old := src.Rotated(); old != "" {
 		s.log.Info().Str("log", s.cfg.EventLog).Str("rotated", old).Msg("event log was rotated: finishing the old file first")
 	}
+	// A pipe is no place to append diagnosis.* events to.
+	eventLog := s.eventLogForEvents()
+	if !src.Persistent() {
+		eventLog = ""
+	}
+	st.SetEventLog(eventLog)
 	check, err := s.newPreflight()
 	if err != nil {
 		return nil, err
@@ -224,18 +227,17 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time
 		ev.Msg("skipped corrupt lines")
 	}
 	if runErr != nil {
-		// Outcomes already persisted stay; the cursor does not move, so the
-		// records of unfinished groups are read again next scan.
+		// Outcomes already committed stay, their events are appended; the
+		// cursor does not move, so the records of unfinished groups are
+		// read again next scan.
+		if err := st.FlushEvents(); err != nil {
+			s.log.Warn().Err(err).Msg("diagnosis.* events stay in the outbox for the next scan")
+		}
 		return sum, runErr
 	}
-	// Only now, with every outcome durable, may the cursor move past the
-	// records read. A pipe has none (nil keeps the stored one), and is no
-	// place to append diagnosis.* events to.
-	eventLog := s.eventLogForEvents()
-	if !src.Persistent() {
-		eventLog = ""
-	}
-	if err := stages.FinishScan(st, src.Cursor(&stats), s.incidents, eventLog, sum, s.now(), s.writeBehind); err != nil {
+	// Only now, with every outcome committed, may the cursor move past the
+	// records read. A pipe has none (nil keeps the stored one).
+	if err := stages.FinishScan(st, src.Cursor(&stats), s.incidents, sum, s.now(), s.cfg.Retention); err != nil {
 		return sum, err
 	}
 	sum.Lines, sum.Corrupt = stats.Lines.Load(), stats.Corrupt.Load()

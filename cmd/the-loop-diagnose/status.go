@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"time"
 
@@ -27,17 +26,30 @@ func cmdStatus(args []string, io stdio) error {
 	if err != nil {
 		return err
 	}
-	_, statErr := os.Stat(cfg.StatePath)
-	exists := statErr == nil
-	st, err := store.Load(cfg.StatePath)
+	exists := store.Exists(cfg.StatePath, cfg.Store)
+	db, err := store.OpenDSN(cfg.StatePath, cfg.Store, true)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	st, err := db.Everything()
 	if err != nil {
 		return err
 	}
 	t := now()
+	ledger, err := db.Ledger(t.Add(-90 * 24 * time.Hour))
+	if err != nil {
+		return err
+	}
+	pruned, err := db.PrunedBacklog()
+	if err != nil {
+		return err
+	}
 	used := st.PostedSince(t.Add(-stages.Window))
 	diagnosed := store.CountSince(st.Diagnosed, t.Add(-stages.Window))
 	report := map[string]any{
 		"state": cfg.StatePath,
+		"store": db.Name(),
 		// The tool that wrote this report, and whether the state exists
 		// (a deployment that never scanned has none).
 		"version":      version,
@@ -46,9 +58,11 @@ func cmdStatus(args []string, io stdio) error {
 		"deferred":     st.Deferred,
 		"dismissed":    st.Dismissed,
 		"settled":      st.Settled,
-		"ledger":       store.LedgerPath(cfg.StatePath),
-		"abandoned":    st.Abandoned,
-		"attempts":     st.Attempts,
+		"ledger":       append([]store.LedgerEntry{}, ledger...),
+		// The backlog retention pruned, counted by event type.
+		"backlog_pruned": append([]store.BacklogSummary{}, pruned...),
+		"abandoned":      st.Abandoned,
+		"attempts":       st.Attempts,
 		// Dependencies the scans wait for.
 		"outages": st.Outages,
 		// What the agents' runs cost, as their harnesses reported it.
@@ -67,7 +81,7 @@ func cmdStatus(args []string, io stdio) error {
 	}
 	w := io.out
 	if exists {
-		fmt.Fprintf(w, "state %s\n", cfg.StatePath)
+		fmt.Fprintf(w, "state %s (store %s)\n", cfg.StatePath, db.Name())
 	} else {
 		fmt.Fprintf(w, "state %s does not exist yet: no scan has run with it (nothing is reported, deferred or abandoned)\n", cfg.StatePath)
 	}
@@ -89,9 +103,9 @@ func cmdStatus(args []string, io stdio) error {
 		fmt.Fprintf(w, "%s (since %s, %d scans, the last at %s): its defects wait, nothing is charged\n",
 			(&pipeline.Wait{For: what, Reason: o.Reason}).String(), o.Since.Format(time.RFC3339), o.Scans, o.Last.Format(time.RFC3339))
 	}
-	fmt.Fprintf(w, "\nreported (%d):\n", len(st.Reported))
-	for _, fp := range store.Fingerprints(st.Reported) {
-		r := st.Reported[fp]
+	fmt.Fprintf(w, "\nreported (%d):\n", st.Reported.Len())
+	for _, fp := range store.Fingerprints(st.Reported.All()) {
+		r := st.Reported.At(fp)
 		fmt.Fprintf(w, "  %s  %s  %s\n", fp, orDash(r.URL), r.Title)
 	}
 	fmt.Fprintf(w, "\ndeferred (%d):\n", len(st.Deferred))
@@ -106,7 +120,11 @@ func cmdStatus(args []string, io stdio) error {
 			fmt.Fprintf(w, "      %s\n", why)
 		}
 	}
-	fmt.Fprintf(w, "\nsettled by the machine, not filed (%d; evidence in %s):\n", len(st.Settled), store.LedgerPath(cfg.StatePath))
+	for _, b := range pruned {
+		fmt.Fprintf(w, "  (and %d older %s defects, %d occurrences %s to %s, left the backlog after %d days unseen)\n",
+			b.Defects, b.Event, b.Occurrences, b.First.Format(time.RFC3339), b.Last.Format(time.RFC3339), cfg.Retention.BacklogDays)
+	}
+	fmt.Fprintf(w, "\nsettled by the machine, not filed (%d; %d settlements in the ledger of the last 90 days, status --json shows them):\n", len(st.Settled), len(ledger))
 	for _, fp := range store.Fingerprints(st.Settled) {
 		s := st.Settled[fp]
 		state := "until " + s.Until.Format(time.RFC3339)

@@ -15,7 +15,15 @@ type GateConfig struct {
 	Now             func() time.Time
 	MaxIssuesPerDay int
 	Confidence      float64 // agent verdicts settle at or above this
+	// Fleet counts the issues the whole fleet filed in the window (nil:
+	// this deployment's own record only). The post stage's reservation is
+	// what binds; this spares the agent-diagnosed excess a create attempt.
+	Fleet *FleetScan
 }
+
+// CapReason is why the daily issue cap held a defect back, in the-loop's
+// words (the run's outcome line names the cap).
+const CapReason = "daily issue cap reached"
 
 // NewGate applies what can only be decided after diagnosis: a confident
 // agent verdict of environment or transient whose evidence verifies against
@@ -26,10 +34,16 @@ type GateConfig struct {
 // running the agent again.
 func NewGate(cfg GateConfig) pipeline.Stage[pipeline.Finding, pipeline.Finding] {
 	return func(ctx context.Context, in <-chan pipeline.Finding, out chan<- pipeline.Finding) error {
-		var budget int
-		cfg.Store.View(func(st *store.State) {
-			budget = cfg.MaxIssuesPerDay - st.PostedSince(cfg.Now().Add(-Window))
-		})
+		var posted int
+		now := cfg.Now()
+		cfg.Store.View(func(st *store.State) { posted = st.PostedSince(now.Add(-Window)) })
+		// The fleet's count covers every create since the store was shared;
+		// the state's own also holds what an imported JSON state filed.
+		fleetIssues, _, _, err := cfg.Fleet.Used(ctx, now)
+		if err != nil {
+			return err
+		}
+		budget := cfg.MaxIssuesPerDay - max(posted, fleetIssues)
 		for f := range in {
 			if f.Verdict == pipeline.VerdictNew {
 				settle := AgentSettlement(f.Answer, f.Markdown, cfg.Confidence)
@@ -40,7 +54,7 @@ func NewGate(cfg GateConfig) pipeline.Stage[pipeline.Finding, pipeline.Finding] 
 				case budget > 0:
 					budget--
 				default:
-					f.Verdict, f.Reason = pipeline.VerdictDeferred, "daily issue cap reached"
+					f.Verdict, f.Reason = pipeline.VerdictDeferred, CapReason
 				}
 			}
 			if err := pipeline.Send(ctx, out, f); err != nil {

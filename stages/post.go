@@ -3,6 +3,7 @@ package stages
 import (
 	"context"
 	cryptorand "crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -77,7 +78,14 @@ type PostConfig struct {
 	// issues' markers count: a fleet's other bot accounts, a GitHub App's
 	// "name[bot]" when its token may not read /user.
 	TrustedAuthors []string
+	// Fleet is the scan's part in the fleet: a create reserves one issue
+	// of the fleet-wide daily cap (nil: none to reserve).
+	Fleet *FleetScan
 }
+
+// errFleetCap rolls back a create's intent when the fleet-wide cap has no
+// room left.
+var errFleetCap = errors.New("the daily issue cap is reached fleet-wide")
 
 // NewPost files each new defect on GitHub exactly once and records what it
 // learned; every other report passes through as its outcome. Writes are
@@ -206,9 +214,14 @@ func (p *poster) finish(o pipeline.Outcome, err error, lenient bool) (pipeline.O
 	var setup *SetupError
 	var deferral *postDeferral
 	var outage *OutageError
+	var storeErr *store.StoreError
 	switch {
 	case errors.As(err, &setup):
 		return o, setup
+	case errors.As(err, &storeErr):
+		// The store failed (PostgreSQL unreachable): the scan stops,
+		// failing closed; nothing is charged to the defect.
+		return o, err
 	case postCancelled(err):
 		return o, err
 	case errors.As(err, &outage):
@@ -767,10 +780,35 @@ func (p *poster) create(ctx context.Context, o *pipeline.Outcome) error {
 	if cut {
 		p.cfg.Log.Warn().Str("fingerprint", fp).Msg("the issue body was cut to fit GitHub's limit")
 	}
-	err := p.cfg.Store.Update(func(st *store.State) error {
-		st.Intents[fp] = store.Intent{At: p.cfg.Now(), Title: title}
+	// The intent and the fleet's reservation of one issue of the daily cap
+	// commit together: a crash leaves both or neither, and a cap reached
+	// fleet-wide (other deployments filed today's) writes no intent.
+	now := p.cfg.Now()
+	var prev store.Intent
+	var hadPrev, capped bool
+	var reservation string
+	err := p.cfg.Store.UpdateWith(func(st *store.State) error {
+		prev, hadPrev = st.Intents[fp]
+		st.Intents[fp] = store.Intent{At: now, Title: title}
 		return nil
+	}, func(tx *sql.Tx) error {
+		key, ok, err := p.cfg.Fleet.ReserveIssue(ctx, tx, fp, now)
+		if err == nil && !ok {
+			capped = true
+			return errFleetCap
+		}
+		reservation = key
+		return err
+	}, func(st *store.State) {
+		if hadPrev {
+			st.Intents[fp] = prev
+		} else {
+			delete(st.Intents, fp)
+		}
 	})
+	if capped {
+		return &postDeferral{reason: CapReason}
+	}
 	if err != nil {
 		return err
 	}
@@ -809,6 +847,11 @@ func (p *poster) create(ctx context.Context, o *pipeline.Outcome) error {
 		return &OutageError{Reason: fmt.Sprintf("the create of %s is in doubt (%v): it is looked for on GitHub by the next scan, not sent again", fp, doubt.err)}
 	}
 	if err != nil {
+		// GitHub answered and refused: no issue was created, the cap's
+		// reservation is returned.
+		if rerr := p.cfg.Fleet.ReleaseIssue(ctx, reservation); rerr != nil {
+			return rerr
+		}
 		return err
 	}
 	if p.login == "" && answered {

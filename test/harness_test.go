@@ -16,6 +16,7 @@ import (
 
 	fakegh "github.com/the-loop/the-loop-diagnose/fakes/github"
 	"github.com/the-loop/the-loop-diagnose/store"
+	"github.com/the-loop/the-loop-diagnose/store/pgtest"
 )
 
 var (
@@ -39,6 +40,7 @@ func TestMain(m *testing.M) {
 		}
 	}
 	code := m.Run()
+	pgtest.StopShared() // the fleet tests' PostgreSQL
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -98,7 +100,7 @@ selfDiagnosis:
   writeSpacingSeconds: 0
   secondaryWaitSeconds: 0
   httpRetries: 2
-  agentEnv: [ANTHROPIC_API_KEY, FAKE_AGENT_MODE, FAKE_AGENT_RECORD, FAKE_AGENT_VERDICT, FAKE_AGENT_CONFIDENCE, FAKE_AGENT_EVIDENCE, FAKE_AGENT_PIDFILE]
+  agentEnv: [ANTHROPIC_API_KEY, FAKE_AGENT_MODE, FAKE_AGENT_RECORD, FAKE_AGENT_VERDICT, FAKE_AGENT_CONFIDENCE, FAKE_AGENT_EVIDENCE, FAKE_AGENT_PIDFILE, FAKE_AGENT_DELAY]
 %s`, quote(d.log), harness, o.maxPerDay, quote(d.state), apiURL, o.extra)
 	if err := os.WriteFile(d.config, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)

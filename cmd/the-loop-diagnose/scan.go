@@ -38,6 +38,9 @@ type scanner struct {
 	// chargeRun charges an agent run to this scan's state before it starts
 	// (stages.ChargeAgentRun); set by each scan.
 	chargeRun func(pipeline.Dossier) error
+	// fleet is this scan's claims and fleet-wide budgets (nil in a dry run
+	// or without a database); set by each scan.
+	fleet *stages.FleetScan
 	// eventsWarned: the read-only event log was said once.
 	eventsWarned bool
 	metrics      *metrics       // nil unless watch --metrics-addr
@@ -89,6 +92,9 @@ func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, 
 		Timeout: cfg.Timeout, Parallel: cfg.AgentParallel, Env: cfg.AgentEnv, Log: log, Scrub: red.Scrub,
 		Endpoint: cfg.Endpoint, APIKeyEnv: cfg.APIKeyEnv,
 		PricePerMillionInput: cfg.PricePerMillionInput, PricePerMillionOutput: cfg.PricePerMillionOutput,
+		Admit: func(ctx context.Context, d pipeline.Dossier) (pipeline.Dossier, error) {
+			return s.fleet.Admit(ctx, d) // nil (replay, a dry run): admits everything
+		},
 		BeforeRun: func(d pipeline.Dossier) error {
 			if s.chargeRun == nil { // replay: nothing is charged
 				return nil
@@ -124,7 +130,7 @@ func (s *scanner) newDossier(st *store.Store) pipeline.Stage[pipeline.Group, pip
 
 func (s *scanner) newGate(st *store.Store) pipeline.Stage[pipeline.Finding, pipeline.Finding] {
 	return stages.NewGate(stages.GateConfig{Store: st, Now: s.now, MaxIssuesPerDay: s.cfg.MaxIssuesPerDay,
-		Confidence: s.cfg.Triage.Confidence})
+		Confidence: s.cfg.Triage.Confidence, Fleet: s.fleet})
 }
 
 func (s *scanner) newCompose() pipeline.Stage[pipeline.Finding, pipeline.Report] {
@@ -157,6 +163,8 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time
 	if err != nil {
 		return nil, err
 	}
+	s.fleet = s.newFleet(st)
+	defer s.fleet.Close()
 	sink, err := s.sink(st, check)
 	if err != nil {
 		return nil, err
@@ -202,6 +210,10 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time
 		if err := persist(ctx, o); err != nil {
 			return err
 		}
+		// Only once the outcome is durable does the claim go.
+		if err := s.fleet.Done(ctx, o); err != nil {
+			return err
+		}
 		s.tell(o) // once recorded: a line printed is an outcome kept
 		s.metrics.observe(o)
 		return nil
@@ -242,6 +254,28 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time
 	}
 	sum.Lines, sum.Corrupt = stats.Lines.Load(), stats.Corrupt.Load()
 	return sum, nil
+}
+
+// newFleet is the scan's part in the fleet sharing its store: its claims
+// last twice the agent's timeout unrenewed, so only a dead deployment's
+// expire. A dry run, which writes nothing, claims nothing.
+func (s *scanner) newFleet(st *store.Store) *stages.FleetScan {
+	if s.dryRun || st.DB() == nil {
+		return nil
+	}
+	deployment := st.Scope()
+	if deployment == "" {
+		deployment = "local" // a store of its own (SQLite): no other deployment to tell apart
+	}
+	timeout := s.cfg.Timeout
+	if timeout <= 0 {
+		timeout = stages.AgentDefaultTimeout
+	}
+	return stages.NewFleetScan(stages.FleetConfig{
+		Fleet: store.NewFleet(st.DB(), deployment), Store: st, Now: s.now, Lease: 2 * timeout,
+		MaxIssuesPerDay: s.cfg.MaxIssuesPerDay, MaxDiagnosesPerDay: s.cfg.MaxDiagnosesPerDay,
+		MaxAgentCostPerDay: s.cfg.MaxAgentCostPerDay, AnswerKey: stages.AgentAnswerKey(s.cfg.Harness, s.cfg.Model), Log: s.log,
+	})
 }
 
 // eventLogForEvents is where diagnosis.* events go: the log itself, as the-loop
@@ -319,6 +353,7 @@ func (s *scanner) newPost(st *store.Store, check *githubPreflight) (pipeline.Sta
 		MaxWait: orNone(s.cfg.MaxWait), Retries: orNoRetries(s.cfg.HTTPRetries), CallTimeout: s.cfg.HTTPTimeout,
 		Version: version, Log: s.log,
 		FixedUpstream: s.fixedUpstream(), Preflight: check.run, TrustedAuthors: s.cfg.TrustedAuthors,
+		Fleet: s.fleet,
 	}), nil
 }
 

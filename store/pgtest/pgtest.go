@@ -36,14 +36,15 @@ import (
 
 // Cluster is a running throwaway PostgreSQL server.
 type Cluster struct {
-	Dir     string // holds data/ and the socket
-	BinDir  string // where initdb, pg_ctl and postgres were found
-	SockDir string
-	data    string
-	cred    *syscall.Credential // the unprivileged user the server runs as; nil: as ourselves
-	proc    *exec.Cmd
-	exited  chan struct{}
-	logPath string
+	Dir      string // holds data/ and the socket
+	BinDir   string // where initdb, pg_ctl and postgres were found
+	SockDir  string
+	data     string
+	cred     *syscall.Credential // the unprivileged user the server runs as; nil: as ourselves
+	proc     *exec.Cmd
+	exited   chan struct{}
+	logPath  string
+	stopOnce sync.Once
 }
 
 // ErrNoServer means the PostgreSQL server binaries are not installed.
@@ -66,12 +67,18 @@ func Shared() (*Cluster, error) {
 // Main runs the tests and then stops the shared cluster, if one started.
 func Main(m *testing.M) int {
 	code := m.Run()
+	StopShared()
+	return code
+}
+
+// StopShared stops the shared cluster if one started (a TestMain that
+// does more than Main calls it after m.Run).
+func StopShared() {
 	if shared != nil {
 		if err := shared.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "pgtest:", err)
 		}
 	}
-	return code
 }
 
 // Start returns the URL of a fresh, empty database on the shared cluster,
@@ -80,6 +87,29 @@ func Main(m *testing.M) int {
 func Start(t testing.TB) string {
 	t.Helper()
 	c, err := Shared()
+	skipOrFail(t, err)
+	u, err := c.CreateDatabase(context.Background())
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	return u
+}
+
+// Own starts a cluster of the test's own (one it may stop mid-test: a
+// server going away), stopped at the test's end. It skips or fails as
+// Start does.
+func Own(t testing.TB) *Cluster {
+	t.Helper()
+	c, err := NewCluster()
+	skipOrFail(t, err)
+	t.Cleanup(func() { c.Stop() })
+	return c
+}
+
+// skipOrFail ends t when the cluster could not start: a skip, saying so,
+// without server binaries — a failure when CI is set, which installs them.
+func skipOrFail(t testing.TB, err error) {
+	t.Helper()
 	if errors.Is(err, ErrNoServer) {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("pgtest: %v (CI is set, so this fails rather than skips)", err)
@@ -89,11 +119,6 @@ func Start(t testing.TB) string {
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
-	u, err := c.CreateDatabase(context.Background())
-	if err != nil {
-		t.Fatalf("pgtest: %v", err)
-	}
-	return u
 }
 
 // FindBinaries returns the directory holding initdb, pg_ctl and postgres:
@@ -304,6 +329,12 @@ func (c *Cluster) CreateDatabase(ctx context.Context) (string, error) {
 // Stop stops the server (pg_ctl stop -m immediate: the data is thrown away)
 // and removes its directory.
 func (c *Cluster) Stop() error {
+	var err error
+	c.stopOnce.Do(func() { err = c.stop() })
+	return err
+}
+
+func (c *Cluster) stop() error {
 	var err error
 	if c.proc != nil {
 		out, e := c.command("pg_ctl", "stop", "-D", c.data, "-m", "immediate", "-w").CombinedOutput()

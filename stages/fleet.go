@@ -189,8 +189,7 @@ func (f *FleetScan) ReserveIssue(ctx context.Context, tx *sql.Tx, fp string, now
 	if f == nil {
 		return "", true, nil
 	}
-	return f.cfg.Fleet.ReserveTx(ctx, tx, store.Spend{Budget: store.BudgetIssues, Fingerprint: fp, Amount: 1},
-		int64(f.cfg.MaxIssuesPerDay), Window, now)
+	return f.cfg.Fleet.ReserveTx(ctx, tx, store.IssueSpend(fp), int64(f.cfg.MaxIssuesPerDay), Window, now)
 }
 
 // ReleaseIssue returns a reserved issue whose create definitely did not

@@ -15,10 +15,6 @@ type GateConfig struct {
 	Now             func() time.Time
 	MaxIssuesPerDay int
 	Confidence      float64 // agent verdicts settle at or above this
-	// Fleet counts the issues the whole fleet filed in the window (nil:
-	// this deployment's own record only). The post stage's reservation is
-	// what binds; this spares the agent-diagnosed excess a create attempt.
-	Fleet *FleetScan
 }
 
 // CapReason is why the daily issue cap held a defect back, in the-loop's
@@ -34,16 +30,14 @@ const CapReason = "daily issue cap reached"
 // running the agent again.
 func NewGate(cfg GateConfig) pipeline.Stage[pipeline.Finding, pipeline.Finding] {
 	return func(ctx context.Context, in <-chan pipeline.Finding, out chan<- pipeline.Finding) error {
-		var posted int
-		now := cfg.Now()
-		cfg.Store.View(func(st *store.State) { posted = st.PostedSince(now.Add(-Window)) })
-		// The fleet's count covers every create since the store was shared;
-		// the state's own also holds what an imported JSON state filed.
-		fleetIssues, _, _, err := cfg.Fleet.Used(ctx, now)
-		if err != nil {
-			return err
-		}
-		budget := cfg.MaxIssuesPerDay - max(posted, fleetIssues)
+		// This deployment's own posts (an imported JSON state's too). The
+		// fleet-wide cap binds at the create (the post stage reserves with
+		// the intent): a count here would also hold the reservation of a
+		// create a crash interrupted, which its resume reuses.
+		var budget int
+		cfg.Store.View(func(st *store.State) {
+			budget = cfg.MaxIssuesPerDay - st.PostedSince(cfg.Now().Add(-Window))
+		})
 		for f := range in {
 			if f.Verdict == pipeline.VerdictNew {
 				settle := AgentSettlement(f.Answer, f.Markdown, cfg.Confidence)

@@ -147,6 +147,11 @@ type Spend struct {
 	Key         string // unique per spend (an intent's id, a run's token); empty: a random one
 	Fingerprint string
 	Amount      int64 // 1 for an issue or a run; micro-USD for cost (may be settled later)
+	// OncePerWindow: the fingerprint has at most one reservation of the
+	// budget in the window; reserving again (a create resumed after a
+	// crash, its intent's reservation committed with it) is granted on the
+	// one that stands and counts nothing more.
+	OncePerWindow bool
 }
 
 // ReserveTx reserves s on tx if the budget has room: its use (the sum of
@@ -162,6 +167,17 @@ func (f *Fleet) ReserveTx(ctx context.Context, tx *sql.Tx, s Spend, limit int64,
 	}
 	if err := f.lockBudget(ctx, tx, s.Budget); err != nil {
 		return "", false, err
+	}
+	if s.OncePerWindow {
+		var id string
+		err := tx.QueryRowContext(ctx, f.db.Rebind(`SELECT id FROM reservations WHERE budget = ? AND fingerprint = ? AND at_ms >= ? LIMIT 1`),
+			string(s.Budget), s.Fingerprint, unixMS(now.Add(-window))).Scan(&id)
+		if err == nil {
+			return id, true, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return "", false, f.wrap("reserve "+string(s.Budget), err)
+		}
 	}
 	used, err := f.used(ctx, tx, s.Budget, window, now)
 	if err != nil {
@@ -219,9 +235,11 @@ func (f *Fleet) Used(ctx context.Context, b Budget, window time.Duration, now ti
 
 func (f *Fleet) used(ctx context.Context, q Querier, b Budget, window time.Duration, now time.Time) (int64, error) {
 	var used int64
+	// No upper bound: a racer whose clock read a moment later may have
+	// committed a reservation stamped after our now, and it counts.
 	err := q.QueryRowContext(ctx, f.db.Rebind(
-		`SELECT COALESCE(SUM(amount), 0) FROM reservations WHERE budget = ? AND at_ms >= ? AND at_ms <= ?`),
-		string(b), unixMS(now.Add(-window)), unixMS(now)).Scan(&used)
+		`SELECT COALESCE(SUM(amount), 0) FROM reservations WHERE budget = ? AND at_ms >= ?`),
+		string(b), unixMS(now.Add(-window))).Scan(&used)
 	if err != nil {
 		return 0, f.wrap("count "+string(b), err)
 	}
@@ -240,11 +258,17 @@ func (f *Fleet) lockBudget(ctx context.Context, tx *sql.Tx, b Budget) error {
 	return f.wrap("lock budget "+string(b), err)
 }
 
+// IssueSpend is one issue of the daily cap for fp: once per window, so a
+// create resumed after a crash is not counted twice.
+func IssueSpend(fp string) Spend {
+	return Spend{Budget: BudgetIssues, Fingerprint: fp, Amount: 1, OncePerWindow: true}
+}
+
 // ReserveIssue reserves one issue of the fleet-wide daily cap for fp in a
 // transaction of its own; ok is false when cap issues were already
 // reserved in the window. The key names the reservation for ReleaseIssue.
 func (f *Fleet) ReserveIssue(ctx context.Context, fp string, cap int, window time.Duration, now time.Time) (key string, ok bool, err error) {
-	return f.Reserve(ctx, Spend{Budget: BudgetIssues, Fingerprint: fp, Amount: 1}, int64(cap), window, now)
+	return f.Reserve(ctx, IssueSpend(fp), int64(cap), window, now)
 }
 
 // ReleaseIssue returns a reserved issue whose create definitely did not

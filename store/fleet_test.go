@@ -29,6 +29,23 @@ func fleetOf(t *testing.T, dsn string, n int) []*Fleet {
 	return fs
 }
 
+// race runs fn for every fleet handle at once (released together) and
+// waits for them all.
+func race(fl []*Fleet, fn func(i int, f *Fleet)) {
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i, f := range fl {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			fn(i, f)
+		}()
+	}
+	close(start)
+	wg.Wait()
+}
+
 func TestClaimLease(t *testing.T) {
 	dialects(t, func(t *testing.T, dsn string) {
 		ctx := context.Background()
@@ -108,24 +125,15 @@ func TestClaimRaceExactlyOne(t *testing.T) {
 		fl := fleetOf(t, dsn, 12)
 		for round, at := range []time.Time{t0, t0.Add(time.Hour)} { // round 1: the round-0 winner's lease has expired
 			var granted atomic.Int32
-			var wg sync.WaitGroup
-			start := make(chan struct{})
-			for _, f := range fl {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					<-start
-					ok, err := f.Claim(ctx, "contended", time.Minute, at)
-					if err != nil {
-						t.Error(err)
-					}
-					if ok {
-						granted.Add(1)
-					}
-				}()
-			}
-			close(start)
-			wg.Wait()
+			race(fl, func(_ int, f *Fleet) {
+				ok, err := f.Claim(ctx, "contended", time.Minute, at)
+				if err != nil {
+					t.Error(err)
+				}
+				if ok {
+					granted.Add(1)
+				}
+			})
 			if n := granted.Load(); n != 1 {
 				t.Fatalf("round %d: %d claims granted, want exactly 1", round, n)
 			}
@@ -142,26 +150,19 @@ func TestReserveExactlyCap(t *testing.T) {
 		const cap = 5
 		var mu sync.Mutex
 		var keys []string
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i, f := range fl {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				key, ok, err := f.ReserveIssue(ctx, fmt.Sprintf("fp%d", i), cap, 24*time.Hour, t0)
-				if err != nil {
-					t.Error(err)
-				}
-				if ok {
-					mu.Lock()
-					keys = append(keys, key)
-					mu.Unlock()
-				}
-			}()
-		}
-		close(start)
-		wg.Wait()
+		race(fl, func(i int, f *Fleet) {
+			// Clocks read a moment apart: a later racer's reservation counts
+			// for an earlier one.
+			key, ok, err := f.ReserveIssue(ctx, fmt.Sprintf("fp%d", i), cap, 24*time.Hour, t0.Add(time.Duration(i%7)*time.Millisecond))
+			if err != nil {
+				t.Error(err)
+			}
+			if ok {
+				mu.Lock()
+				keys = append(keys, key)
+				mu.Unlock()
+			}
+		})
 		if len(keys) != cap {
 			t.Fatalf("%d issues reserved against a cap of %d", len(keys), cap)
 		}
@@ -170,6 +171,19 @@ func TestReserveExactlyCap(t *testing.T) {
 		}
 		if _, ok, _ := fl[1].ReserveIssue(ctx, "late", cap, 24*time.Hour, t0.Add(time.Hour)); ok {
 			t.Fatal("a reservation past the cap was granted")
+		}
+		// A create resumed after a crash: its fingerprint's reservation
+		// stands, granted again without counting again.
+		again, ok, err := fl[5].ReserveIssue(ctx, "fp-resumed", cap, 24*time.Hour, t0.Add(time.Hour))
+		if ok || err != nil {
+			t.Fatalf("an unreserved fingerprint past the cap: %v %v", ok, err)
+		}
+		var resumedFP string
+		if err := fl[0].DB().SQL.QueryRow(fl[0].DB().Rebind("SELECT fingerprint FROM reservations WHERE id = ?"), keys[1]).Scan(&resumedFP); err != nil {
+			t.Fatal(err)
+		}
+		if again, ok, err = fl[6].ReserveIssue(ctx, resumedFP, cap, 24*time.Hour, t0.Add(time.Hour)); !ok || err != nil || again != keys[1] {
+			t.Fatalf("the resumed create of %s: %q %v %v; want granted on its reservation %q", resumedFP, again, ok, err, keys[1])
 		}
 		if err := fl[2].ReleaseIssue(ctx, keys[0]); err != nil {
 			t.Fatal(err)

@@ -305,10 +305,14 @@ func TestAFleetsDailyCapIsFleetWide(t *testing.T) {
 		t.Fatal(err)
 	}
 	ageLocalPosts(t, db)
-	scanAll(t, deps, nil)
+	results, _ = scanAll(t, deps, nil)
 	f = tally(t, gh, deps)
 	t.Logf("day 2: %d issues created in all, %d agent runs in all", f.created, f.runs)
 	if f.created != 10 {
+		for i, r := range results {
+			t.Logf("deployment %d's day-2 scan: exit %d\n%s\n%s", i, r.code, r.stdout, r.stderr)
+		}
+		dumpFleet(t, url)
 		t.Errorf("%d issues created by the end of day 2; want 10 (5 a day)", f.created)
 	}
 	if f.closed != 0 {
@@ -332,7 +336,7 @@ func ageLocalPosts(t *testing.T, db *sql.DB) {
 
 func dumpFleet(t *testing.T, url string) {
 	db := openFleetDB(t, url)
-	for _, q := range []string{"SELECT fingerprint, deployment, holder, expires_ms FROM claims", "SELECT kind, scope, fingerprint, '' FROM entries WHERE kind <> 'answers'", "SELECT fingerprint, url, title, '' FROM reported"} {
+	for _, q := range []string{"SELECT fingerprint, deployment, holder, expires_ms FROM claims", "SELECT kind, scope, fingerprint, '' FROM entries WHERE kind <> 'answers'", "SELECT fingerprint, url, title, '' FROM reported", "SELECT id, budget, deployment, CAST(at_ms AS TEXT) FROM reservations"} {
 		rows, err := db.Query(q)
 		if err != nil {
 			t.Log(err)

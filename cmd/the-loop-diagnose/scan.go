@@ -130,7 +130,7 @@ func (s *scanner) newDossier(st *store.Store) pipeline.Stage[pipeline.Group, pip
 
 func (s *scanner) newGate(st *store.Store) pipeline.Stage[pipeline.Finding, pipeline.Finding] {
 	return stages.NewGate(stages.GateConfig{Store: st, Now: s.now, MaxIssuesPerDay: s.cfg.MaxIssuesPerDay,
-		Confidence: s.cfg.Triage.Confidence, Fleet: s.fleet})
+		Confidence: s.cfg.Triage.Confidence})
 }
 
 func (s *scanner) newCompose() pipeline.Stage[pipeline.Finding, pipeline.Report] {

@@ -56,6 +56,8 @@ fuzz:
 	$(GO) test ./stages -run '^$$' -fuzz '^FuzzAgentTailExcerptMasksKeys$$' -fuzztime 15s
 	$(GO) test ./stages -run '^$$' -fuzz '^FuzzPostTrailingMarkers$$' -fuzztime 15s
 	$(GO) test ./stages -run '^$$' -fuzz '^FuzzPostFitBody$$' -fuzztime 15s
+	$(GO) test ./store -run '^$$' -fuzz '^FuzzParseLedger$$' -fuzztime 15s
+	$(GO) test ./store -run '^$$' -fuzz '^FuzzEventIDsAreFoundAgain$$' -fuzztime 15s
 
 bench: build
 	$(GO) run ./test/bench --bin $(BIN) --out bench-out

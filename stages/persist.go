@@ -128,8 +128,9 @@ type PersistConfig struct {
 	Scrub func(string) string
 }
 
-// NewPersist returns the sink that records each outcome in the state. An
-// outcome that cost something or must be told (an agent run, an issue, a
+// NewPersist returns the sink that records each outcome in the state (one
+// its stage committed itself, a filing, is only counted). An outcome that
+// cost something or must be told (an agent run, an issue, a
 // failure, a settlement, any diagnosis.* event) is one transaction: its
 // state, its ledger line and its events (the outbox) commit together, so a
 // crash keeps all of them or none. One that only saw a defect again (known,
@@ -168,7 +169,11 @@ func NewPersist(cfg PersistConfig) func(context.Context, pipeline.Outcome) error
 					o.Settle = nil
 				}
 			}
-			rec := store.Record{Events: Apply(st, o, now, cfg.MaxRetries)}
+			var rec store.Record
+			if o.Recorded { // its stage committed it whole (post's filed)
+				return rec
+			}
+			rec.Events = Apply(st, o, now, cfg.MaxRetries)
 			recordTriage(st, o, now, cfg.SettleFor)
 			if d, ok := st.Deferred[o.Fingerprint]; ok && dossierFile != "" {
 				d.DossierFile, d.Dossier, d.DossierSaved = dossierFile, "", savedAt
@@ -181,7 +186,7 @@ func NewPersist(cfg PersistConfig) func(context.Context, pipeline.Outcome) error
 			return rec
 		}
 		var err error
-		if o.AgentRan || o.Settle != nil || (o.Status != pipeline.StatusKnown && o.Status != pipeline.StatusDeferred) {
+		if !o.Recorded && (o.AgentRan || o.Settle != nil || (o.Status != pipeline.StatusKnown && o.Status != pipeline.StatusDeferred)) {
 			err = cfg.Store.Decide(func(st *store.State) (store.Record, error) { return decide(st), nil })
 		} else {
 			var rec store.Record

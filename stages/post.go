@@ -911,31 +911,51 @@ func (p *poster) standDown(ctx context.Context, o *pipeline.Outcome, ours, first
 	if err := p.closeDuplicate(ctx, ours, first, why); err != nil {
 		return err
 	}
-	if err := p.filed(o, first); err != nil {
-		return err
-	}
-	o.Status = pipeline.StatusKnown // the issue that stands is not ours
-	return nil
+	// The issue that stands is not ours: the defect is known, not filed.
+	fp, now := o.Fingerprint, p.cfg.Now()
+	p.indexIssue(fp, first)
+	o.Status, o.URL, o.Number = pipeline.StatusKnown, first.GetHTMLURL(), first.GetNumber()
+	return p.cfg.Store.Update(func(st *store.State) error {
+		p.noteIssue(st, o, first, now)
+		return nil
+	})
 }
 
+// filed is the decision to file: the issue recorded as the defect's, its
+// count against the daily cap, its diagnosis.* events and the intent
+// cleared commit in one transaction (Apply, as persist would), so a crash
+// keeps all of them or none, and with them the agent run's charge and cost
+// (recordTriage); until then the intent, durable before the create, stands
+// for the issue and a rerun finds it by its marker. persist then has
+// nothing more to record (o.Recorded).
 func (p *poster) filed(o *pipeline.Outcome, is *github.Issue) error {
 	fp, now := o.Fingerprint, p.cfg.Now()
 	p.indexIssue(fp, is)
 	o.Status, o.URL, o.Number = pipeline.StatusFiled, is.GetHTMLURL(), is.GetNumber()
-	return p.cfg.Store.Update(func(st *store.State) error {
-		st.Reported.Set(fp, store.Reported{URL: o.URL, Number: o.Number, At: now, Title: is.GetTitle()})
-		ref := st.Issues.At(fp)
-		ref.Number, ref.URL, ref.State, ref.StateReason, ref.CheckedAt = o.Number, o.URL, is.GetState(), is.GetStateReason(), now
-		ref.Occurrences = max(o.Count, 1)
-		ref.FirstSeen, ref.LastSeen = o.FirstSeen, o.LastSeen
-		if p.cfg.Version != "" {
-			ref.Versions = []string{p.cfg.Version}
-		}
-		ref.CommentEditedAt = now // the body is this hour's news
-		st.Issues.Set(fp, ref)
-		delete(st.Intents, fp)
-		return nil
+	err := p.cfg.Store.Decide(func(st *store.State) (store.Record, error) {
+		p.noteIssue(st, o, is, now)
+		events := Apply(st, *o, now, 0)
+		recordTriage(st, *o, now, 0) // the agent run's charge and cost; no settlement
+		return store.Record{Events: events}, nil
 	})
+	o.Recorded = err == nil
+	return err
+}
+
+// noteIssue records is as the defect's issue.
+func (p *poster) noteIssue(st *store.State, o *pipeline.Outcome, is *github.Issue, now time.Time) {
+	fp := o.Fingerprint
+	st.Reported.Set(fp, store.Reported{URL: is.GetHTMLURL(), Number: is.GetNumber(), At: now, Title: is.GetTitle()})
+	ref := st.Issues.At(fp)
+	ref.Number, ref.URL, ref.State, ref.StateReason, ref.CheckedAt = is.GetNumber(), is.GetHTMLURL(), is.GetState(), is.GetStateReason(), now
+	ref.Occurrences = max(o.Count, 1)
+	ref.FirstSeen, ref.LastSeen = o.FirstSeen, o.LastSeen
+	if p.cfg.Version != "" {
+		ref.Versions = []string{p.cfg.Version}
+	}
+	ref.CommentEditedAt = now // the body is this hour's news
+	st.Issues.Set(fp, ref)
+	delete(st.Intents, fp)
 }
 
 // getIssue refreshes a cached issue; nil when it is gone (deleted or moved).

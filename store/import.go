@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
@@ -136,11 +135,22 @@ func readLedgerFile(path string) (entries []LedgerEntry, raw []byte, skipped int
 		return nil, nil, 0, fmt.Errorf("ledger %s: %w", path, err)
 	}
 	raw = buf.Bytes()
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
+	entries, skipped = parseLedger(raw)
+	return entries, raw, skipped, nil
+}
+
+// parseLedger reads diagnoses.jsonl's lines. A line that is not a ledger
+// entry (a torn last line, a line too long to be one) is skipped and
+// counted, never fatal: the ledger is history, not state.
+func parseLedger(raw []byte) (entries []LedgerEntry, skipped int) {
+	for len(raw) > 0 {
+		line := raw
+		if i := bytes.IndexByte(raw, '\n'); i >= 0 {
+			line, raw = raw[:i], raw[i+1:]
+		} else {
+			raw = nil
+		}
+		if line = bytes.TrimSpace(line); len(line) == 0 {
 			continue
 		}
 		var e LedgerEntry
@@ -150,10 +160,7 @@ func readLedgerFile(path string) (entries []LedgerEntry, raw []byte, skipped int
 		}
 		entries = append(entries, e)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, nil, 0, fmt.Errorf("ledger %s: %w", path, err)
-	}
-	return entries, raw, skipped, nil
+	return entries, skipped
 }
 
 // Ledger reads the ledger's settlements at or after since, oldest first.

@@ -17,18 +17,15 @@ import (
 
 // The outbox: a decision's diagnosis.* events are rows inserted in the
 // decision's own transaction, so a crash never keeps the decision without
-// its events or the reverse. FlushEvents appends them to the event log
-// after the commit, in three steps, each durable before the next:
-//
-//  1. the log's size is recorded in each pending row (log_offset);
-//  2. the lines, each carrying its row's event_id, are appended and fsynced;
-//  3. the rows are marked flushed.
-//
-// A crash between 2 and 3 leaves rows with an offset and no mark: the next
-// flush reads the log from that offset, and appends only the events whose
-// id it does not find there. So an event is never lost and never written
-// twice (but for a log rotated in the very moment between, whose new file
-// holds no trace of what went to the old one).
+// its events or the reverse. Each row records the event log's size at the
+// decision (log_offset): its line, when appended, lies past it. FlushEvents
+// appends them to the event log after the commit, each line carrying its
+// row's event_id, fsyncs, and marks the rows flushed. A flush cut short
+// between the append and the mark leaves rows pending: the next flush reads
+// the log from their offset and appends only the events whose id it does
+// not find there. So an event is never lost and never written twice (but
+// for a log rotated in the very moment between, whose new file holds no
+// trace of what went to the old one).
 
 var idSeq atomic.Uint64
 
@@ -43,15 +40,19 @@ func newID(now time.Time) string {
 // record adds rec's outbox and ledger rows to b.
 func (s *Store) record(rec Record, b *batch) error {
 	now := time.Now()
-	if s.logPath != "" {
+	if s.logPath != "" && len(rec.Events) > 0 {
+		offset := int64(0)
+		if fi, err := os.Stat(s.logPath); err == nil {
+			offset = fi.Size()
+		}
 		for _, e := range rec.Events {
 			id := newID(now)
 			line, err := encodeEvent(e, id)
 			if err != nil {
 				return err
 			}
-			b.add(`INSERT INTO outbox (id, scope, created_ms, log_path, body) VALUES (?, ?, ?, ?, ?)`,
-				id, s.rows.scope, now.UnixMilli(), s.logPath, string(line))
+			b.add(`INSERT INTO outbox (id, scope, created_ms, log_path, body, log_offset) VALUES (?, ?, ?, ?, ?, ?)`,
+				id, s.rows.scope, now.UnixMilli(), s.logPath, string(line), offset)
 		}
 	}
 	for _, l := range rec.Ledger {
@@ -129,31 +130,19 @@ func (s *Store) flushTo(path string, evs []pendingEvent) error {
 	if fi, err := os.Stat(path); err == nil {
 		size = fi.Size()
 	}
-	from := int64(-1)
+	from := size
 	for _, e := range evs {
-		if e.offset.Valid && (from < 0 || e.offset.Int64 < from) {
+		if !e.offset.Valid { // a row of no decision's offset: search all
+			from = 0
+		} else if e.offset.Int64 < from {
 			from = e.offset.Int64
 		}
 	}
-	written := map[string]bool{}
-	if from >= 0 {
-		ids, err := idsWritten(path, from, size)
-		if err != nil {
-			return err
-		}
-		written = ids
-	}
-	// 1. Where this append starts, durable before it starts.
-	var mark batch
-	for _, e := range evs {
-		if !e.offset.Valid {
-			mark.add(`UPDATE outbox SET log_offset = ? WHERE id = ?`, size, e.id)
-		}
-	}
-	if err := s.execBatch(&mark); err != nil {
+	written, err := idsWritten(path, from, size)
+	if err != nil {
 		return err
 	}
-	// 2. The lines not yet there.
+	// The lines not yet there, then the mark.
 	var lines [][]byte
 	for _, e := range evs {
 		if !written[e.id] {
@@ -165,7 +154,6 @@ func (s *Store) flushTo(path string, evs []pendingEvent) error {
 			return err
 		}
 	}
-	// 3. Done.
 	var done batch
 	now := time.Now().UnixMilli()
 	for _, e := range evs {

@@ -30,7 +30,9 @@ CREATE TABLE issues (
 -- intents, dismissed, deferred, last_failure, first_failed, charged,
 -- answers, outages, settled, heals), by kind. scope is '' for what a fleet
 -- shares and the deployment's key for what is its own. expires_ms is when
--- retention may delete the row (settled: its until), else NULL.
+-- retention may delete the row (settled: its until), else NULL. Retention
+-- finds such rows in the loaded state, so no index on it costs every
+-- entry write a page.
 CREATE TABLE entries (
     kind        TEXT NOT NULL,
     scope       TEXT NOT NULL,
@@ -39,7 +41,6 @@ CREATE TABLE entries (
     expires_ms  BIGINT,
     PRIMARY KEY (kind, scope, fingerprint)
 );
-CREATE INDEX entries_expiry ON entries (expires_ms);
 
 -- meta: the state's singletons (cursor, posted, diagnosed, costs,
 -- cost_total, deployment, template_memory, incidents, foreign_markers,
@@ -68,8 +69,10 @@ CREATE INDEX ledger_at ON ledger (at_ms);
 
 -- outbox: diagnosis.* events, inserted in their decision's transaction and
 -- appended to the event log after the commit. log_offset is the log's size
--- just before an append began (so a flush cut short by a crash finds what
--- it already wrote), flushed_ms when the append was done.
+-- at the decision (its line lies past it, so a flush cut short by a crash
+-- finds what it already wrote), flushed_ms when the append was done. Kept
+-- small by retention, it is scanned, not indexed: an index would cost
+-- every event a page more.
 CREATE TABLE outbox (
     id         TEXT PRIMARY KEY,
     scope      TEXT NOT NULL,
@@ -79,7 +82,6 @@ CREATE TABLE outbox (
     log_offset BIGINT,
     flushed_ms BIGINT
 );
-CREATE INDEX outbox_pending ON outbox (scope, flushed_ms);
 
 -- imports: what was imported into the store (a JSON state, the old
 -- diagnoses.jsonl), one row per deployment and kind, so nothing is imported

@@ -58,6 +58,7 @@ fuzz:
 	$(GO) test ./stages -run '^$$' -fuzz '^FuzzPostFitBody$$' -fuzztime 15s
 	$(GO) test ./store -run '^$$' -fuzz '^FuzzParseLedger$$' -fuzztime 15s
 	$(GO) test ./store -run '^$$' -fuzz '^FuzzEventIDsAreFoundAgain$$' -fuzztime 15s
+	$(GO) test ./store -run '^$$' -fuzz '^FuzzRebind$$' -fuzztime 15s
 
 bench: build
 	$(GO) run ./test/bench --bin $(BIN) --out bench-out

@@ -573,7 +573,7 @@ func TestKilledManyTimesTheDailyCapHoldsAndEveryIssueIsTold(t *testing.T) {
 		failure(t0.Add(3*time.Second), "db.failed", "db query failed: deadlock detected on table jobs"),
 		failure(t0.Add(4*time.Second), "auth.failed", "token refresh failed: unexpected end of JSON input"))
 	const maxPerDay = 3
-	seeds := []int64{1, 2, 3}
+	seeds := []int64{1, 2, 3, 4}
 	if testing.Short() {
 		seeds = seeds[:1]
 	}
@@ -587,7 +587,7 @@ func TestKilledManyTimesTheDailyCapHoldsAndEveryIssueIsTold(t *testing.T) {
 			d.appendLog(defects...)
 			var landed []string
 			for range 8 {
-				landed = append(landed, killRun(t, d, p, nil, time.Duration(20+rng.Intn(400))*time.Millisecond))
+				landed = append(landed, killRun(t, d, p, nil, time.Duration(5+rng.Intn(200))*time.Millisecond))
 				if n := gh.CountCreates(); n > maxPerDay {
 					t.Fatalf("after kills in %v: %d issues created, the cap is %d", landed, n, maxPerDay)
 				}

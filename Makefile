@@ -5,7 +5,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 SHARED  ?= ../shared
 
-.PHONY: all build run test vet fmt fuzz bench bench-huge score-grouping score-redaction clean
+.PHONY: all build run test vet fmt fuzz bench bench-store bench-huge score-grouping score-redaction clean
 
 all: build
 
@@ -56,11 +56,20 @@ fuzz:
 	$(GO) test ./stages -run '^$$' -fuzz '^FuzzAgentTailExcerptMasksKeys$$' -fuzztime 15s
 	$(GO) test ./stages -run '^$$' -fuzz '^FuzzPostTrailingMarkers$$' -fuzztime 15s
 	$(GO) test ./stages -run '^$$' -fuzz '^FuzzPostFitBody$$' -fuzztime 15s
+	$(GO) test ./store -run '^$$' -fuzz '^FuzzParseLedger$$' -fuzztime 15s
+	$(GO) test ./store -run '^$$' -fuzz '^FuzzEventIDsAreFoundAgain$$' -fuzztime 15s
+	$(GO) test ./store -run '^$$' -fuzz '^FuzzRebind$$' -fuzztime 15s
 
 bench: build
 	$(GO) run ./test/bench --bin $(BIN) --out bench-out
 	$(GO) test -run '^$$' -bench BenchmarkRead -benchtime 5x ./stages
 	$(GO) test -run '^$$' -bench . -benchmem ./fingerprint ./redact
+
+# The state's growth and crash figures (DESIGN.md "The state in a database"):
+# an incremental scan with 100k known fingerprints against an empty state,
+# bytes written per filed issue, and SIGKILL anywhere against the cap.
+bench-store:
+	THE_LOOP_GROWTH_KNOWN=100000 $(GO) test ./test -count=1 -v -run 'TestGrowth|TestKilledManyTimes|TestKillAnywhere' 2>&1 | grep -E 'growth_test|kill points|landed|issues created|^(ok|FAIL|---)'
 
 # A 10 GB generated log streamed through a pipe: memory must not grow.
 bench-huge: build

@@ -324,4 +324,7 @@ type Outcome struct {
 	URL    string `json:"url,omitempty"`
 	Number int    `json:"number,omitempty"`
 	Error  string `json:"error,omitempty"`
+	// Recorded: the stage that decided it (post, filing) already committed
+	// its state and events; persist adds only the rest (stages.Apply once).
+	Recorded bool `json:"-"`
 }

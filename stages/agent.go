@@ -57,6 +57,11 @@ type AgentConfig struct {
 	// Running, when set, is called as each agent run starts; the function
 	// it returns, as the run ends (a terminal's "diagnosing … 12s" line).
 	Running func(pipeline.Dossier) (done func())
+	// Admit, when set, is called for each dossier as the stage takes it
+	// up, before the pass-through rules: it may defer it or find it known
+	// (the fleet's claim, FleetScan.Admit). Its error stops the scan. It
+	// runs only as a worker is free, so what it holds is held just in time.
+	Admit func(context.Context, pipeline.Dossier) (pipeline.Dossier, error)
 	// Harness "openai" (agent_openai.go): the chat-completions endpoint's
 	// base URL, the name of the variable holding its key ("" for none), and
 	// the prices (USD per million tokens) its usage is costed at (0: none).
@@ -127,6 +132,12 @@ func agentStage(cfg AgentConfig, run agentRunner) pipeline.Stage[pipeline.Dossie
 	return func(ctx context.Context, in <-chan pipeline.Dossier, out chan<- pipeline.Finding) error {
 		health := &agentHealth{}
 		return pipeline.MapOrdered(cfg.Parallel, func(ctx context.Context, d pipeline.Dossier) (pipeline.Finding, bool, error) {
+			if cfg.Admit != nil {
+				var err error
+				if d, err = cfg.Admit(ctx, d); err != nil {
+					return pipeline.Finding{}, false, err
+				}
+			}
 			if down, ok := health.isDown(); ok && AgentWillRun(d) {
 				return pipeline.Finding{Dossier: withWait(d, pipeline.WaitAgent, down), Failure: down}, true, nil
 			}

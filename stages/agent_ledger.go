@@ -37,20 +37,26 @@ func AgentAnswerKey(harness, model string) string {
 // harness, model and prompt version that answer instead of a run.
 func NewReuseAnswers(st *store.Store, key string) pipeline.Stage[pipeline.Dossier, pipeline.Dossier] {
 	return pipeline.Map(func(_ context.Context, d pipeline.Dossier) (pipeline.Dossier, bool, error) {
-		if !AgentWillRun(d) {
-			return d, true, nil
-		}
-		var kept store.KeptAnswer
-		var ok bool
-		st.View(func(s *store.State) { kept, ok = s.Answers[d.Fingerprint] })
-		if ok && kept.Key == key {
-			var a pipeline.Answer
-			if json.Unmarshal(kept.Answer, &a) == nil {
-				d.Group.Finding = &a
-			}
-		}
-		return d, true, nil
+		return reuseAnswer(st, key, d), true, nil
 	})
+}
+
+// reuseAnswer gives d the answer the state keeps for it under key, when the
+// agent would otherwise run.
+func reuseAnswer(st *store.Store, key string, d pipeline.Dossier) pipeline.Dossier {
+	if !AgentWillRun(d) {
+		return d
+	}
+	var kept store.KeptAnswer
+	var ok bool
+	st.View(func(s *store.State) { kept, ok = s.Answers[d.Fingerprint] })
+	if ok && kept.Key == key {
+		var a pipeline.Answer
+		if json.Unmarshal(kept.Answer, &a) == nil {
+			d.Group.Finding = &a
+		}
+	}
+	return d
 }
 
 // ChargeAgentRun returns the agent stage's BeforeRun: the run is written to

@@ -36,7 +36,7 @@ func verdicts(groups []pipeline.Group) map[string]pipeline.Verdict {
 func TestDedupGroupsAndDecides(t *testing.T) {
 	st := store.OpenMemory()
 	st.Update(func(s *store.State) error {
-		s.Reported["legacy-known"] = store.Reported{URL: "u"} // the-loop's own fingerprint
+		s.Reported.Set("legacy-known", store.Reported{URL: "u"}) // the-loop's own fingerprint
 		s.Abandoned["gone"] = store.Abandoned{Reason: "agent kept failing"}
 		s.Attempts["tired"] = 3
 		return nil
@@ -100,7 +100,7 @@ func TestDiagnosisBudgetDefersTheExcessAndTheBacklogComesBack(t *testing.T) {
 	}
 	// b was deferred; its records now lie behind the cursor.
 	st.Deferred["b"] = store.Deferred{Since: now, Event: "x", Count: 1, Dossier: "d"}
-	st.Reported["a"] = store.Reported{}
+	st.Reported.Set("a", store.Reported{})
 	later := Decide(nil, st, now.Add(2*time.Hour), p)
 	if len(later) != 1 || later[0].Fingerprint != "b" || later[0].Verdict != pipeline.VerdictNew || !later[0].Backlog || later[0].CachedDossier != "d" {
 		t.Fatalf("backlog not released: %+v", later)

@@ -20,7 +20,7 @@ import (
 // still exists is found by its marker and counted on it, never filed twice;
 // one whose issue a maintainer closed as not planned is dismissed again.
 func Forget(st *store.State, fp string) (canonical string, removed []string) {
-	if r, ok := st.Reported[fp]; ok && r.AliasOf != "" {
+	if r, ok := st.Reported.Get(fp); ok && r.AliasOf != "" {
 		fp = r.AliasOf
 	} else if a, ok := st.Abandoned[fp]; ok && a.AliasOf != "" {
 		fp = a.AliasOf
@@ -30,12 +30,18 @@ func Forget(st *store.State, fp string) (canonical string, removed []string) {
 			removed = append(removed, key)
 		}
 	}
-	drop("reported", deleteKey(st.Reported, fp))
+	deleteReported := func(k string) bool {
+		had := st.Reported.Has(k)
+		st.Reported.Delete(k)
+		return had
+	}
+	drop("reported", deleteReported(fp))
 	drop("abandoned", deleteKey(st.Abandoned, fp))
-	// The copies kept for the-loop's scan name the defect they stand for.
-	for k, r := range st.Reported {
+	// The copies kept for the-loop's scan name the defect they stand for
+	// (a command, so reading every report is affordable).
+	for k, r := range st.Reported.All() {
 		if r.AliasOf == fp {
-			drop("reported", deleteKey(st.Reported, k))
+			drop("reported", deleteReported(k))
 		}
 	}
 	for k, a := range st.Abandoned {

@@ -17,6 +17,10 @@ type GateConfig struct {
 	Confidence      float64 // agent verdicts settle at or above this
 }
 
+// CapReason is why the daily issue cap held a defect back, in the-loop's
+// words (the run's outcome line names the cap).
+const CapReason = "daily issue cap reached"
+
 // NewGate applies what can only be decided after diagnosis: a confident
 // agent verdict of environment or transient whose evidence verifies against
 // the dossier settles the finding (AgentSettlement, the one place an agent's
@@ -26,6 +30,10 @@ type GateConfig struct {
 // running the agent again.
 func NewGate(cfg GateConfig) pipeline.Stage[pipeline.Finding, pipeline.Finding] {
 	return func(ctx context.Context, in <-chan pipeline.Finding, out chan<- pipeline.Finding) error {
+		// This deployment's own posts (an imported JSON state's too). The
+		// fleet-wide cap binds at the create (the post stage reserves with
+		// the intent): a count here would also hold the reservation of a
+		// create a crash interrupted, which its resume reuses.
 		var budget int
 		cfg.Store.View(func(st *store.State) {
 			budget = cfg.MaxIssuesPerDay - st.PostedSince(cfg.Now().Add(-Window))
@@ -40,7 +48,7 @@ func NewGate(cfg GateConfig) pipeline.Stage[pipeline.Finding, pipeline.Finding] 
 				case budget > 0:
 					budget--
 				default:
-					f.Verdict, f.Reason = pipeline.VerdictDeferred, "daily issue cap reached"
+					f.Verdict, f.Reason = pipeline.VerdictDeferred, CapReason
 				}
 			}
 			if err := pipeline.Send(ctx, out, f); err != nil {

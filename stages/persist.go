@@ -25,12 +25,6 @@ type Summary struct {
 	ByStatus map[pipeline.Status]int
 	Failures []string // "fingerprint: reason", for the one-line summary
 	Settled  []string // "fingerprint: reason", told to the operator
-	events   []store.Event
-	ledger   []store.LedgerEntry
-	// costly is set by an outcome that would cost something to redo (an
-	// agent run, an issue, a settlement, an event): its state is written
-	// at once, never left to a later write (FinishScan's writeBehind).
-	costly bool
 	// Waited are the dependencies this scan found down (what for → why);
 	// worked, the ones it used successfully. FinishScan turns them into
 	// the state's outages.
@@ -134,13 +128,16 @@ type PersistConfig struct {
 	Scrub func(string) string
 }
 
-// NewPersist returns the sink that records each outcome in the state. The
-// state is written once, by FinishScan, together with the cursor: a crash
-// before that re-reads the scan's records from the old cursor and decides
-// them again, so nothing is lost, and what must never be repeated (an issue
-// created) the post stage has already made durable itself, intent first.
-// One write per scan instead of one per outcome keeps a backlog of hundreds
-// of deferred defects from costing hundreds of fsyncs of the state.
+// NewPersist returns the sink that records each outcome in the state (one
+// its stage committed itself, a filing, is only counted). An outcome that
+// cost something or must be told (an agent run, an issue, a
+// failure, a settlement, any diagnosis.* event) is one transaction: its
+// state, its ledger line and its events (the outbox) commit together, so a
+// crash keeps all of them or none. One that only saw a defect again (known,
+// still waiting) changes the state in memory, written by the next
+// transaction or the scan's last: a crash re-reads its records from the old
+// cursor and decides them again, the same way, so nothing is lost, and a
+// backlog of hundreds of waiting defects does not cost hundreds of commits.
 func NewPersist(cfg PersistConfig) func(context.Context, pipeline.Outcome) error {
 	return func(_ context.Context, o pipeline.Outcome) error {
 		now := cfg.Now()
@@ -164,8 +161,7 @@ func NewPersist(cfg PersistConfig) func(context.Context, pipeline.Outcome) error
 				}
 			}
 		}
-		var events []store.Event
-		cfg.Store.Mutate(func(st *store.State) {
+		decide := func(st *store.State) store.Record {
 			if o.Settle != nil {
 				// The same verdict still in force is no new settlement: no
 				// second event or ledger line every scan.
@@ -173,25 +169,35 @@ func NewPersist(cfg PersistConfig) func(context.Context, pipeline.Outcome) error
 					o.Settle = nil
 				}
 			}
-			events = Apply(st, o, now, cfg.MaxRetries)
+			var rec store.Record
+			if o.Recorded { // its stage committed it whole (post's filed)
+				return rec
+			}
+			rec.Events = Apply(st, o, now, cfg.MaxRetries)
 			recordTriage(st, o, now, cfg.SettleFor)
 			if d, ok := st.Deferred[o.Fingerprint]; ok && dossierFile != "" {
 				d.DossierFile, d.Dossier, d.DossierSaved = dossierFile, "", savedAt
 				st.Deferred[o.Fingerprint] = d
 			}
-		})
+			if o.Settle != nil {
+				rec.Ledger = []store.LedgerEntry{{Time: now, Fingerprint: o.Fingerprint,
+					Verdict: o.Settle.Verdict, Reason: o.Settle.Reason, Evidence: o.Settle.Evidence, ToolVersion: cfg.ToolVersion}}
+			}
+			return rec
+		}
+		var err error
+		if !o.Recorded && (o.AgentRan || o.Settle != nil || (o.Status != pipeline.StatusKnown && o.Status != pipeline.StatusDeferred)) {
+			err = cfg.Store.Decide(func(st *store.State) (store.Record, error) { return decide(st), nil })
+		} else {
+			var rec store.Record
+			cfg.Store.Mutate(func(st *store.State) { rec = decide(st) })
+			if len(rec.Events) > 0 || len(rec.Ledger) > 0 {
+				// A first deferral's event: committed with its decision.
+				err = cfg.Store.Decide(func(*store.State) (store.Record, error) { return rec, nil })
+			}
+		}
 		cfg.Summary.add(o)
-		cfg.Summary.mu.Lock()
-		defer cfg.Summary.mu.Unlock()
-		cfg.Summary.events = append(cfg.Summary.events, events...)
-		if len(events) > 0 || o.AgentRan || o.Settle != nil || (o.Status != pipeline.StatusKnown && o.Status != pipeline.StatusDeferred) {
-			cfg.Summary.costly = true
-		}
-		if o.Settle != nil {
-			cfg.Summary.ledger = append(cfg.Summary.ledger, store.LedgerEntry{Time: now, Fingerprint: o.Fingerprint,
-				Verdict: o.Settle.Verdict, Reason: o.Settle.Reason, Evidence: o.Settle.Evidence, ToolVersion: cfg.ToolVersion})
-		}
-		return nil
+		return err
 	}
 }
 
@@ -314,8 +320,8 @@ func theLoopKeys(st *store.State, o pipeline.Outcome) []string {
 func reportForTheLoop(st *store.State, o pipeline.Outcome, r store.Reported) {
 	r.AliasOf, r.Title = o.Fingerprint, ""
 	for _, k := range theLoopKeys(st, o) {
-		if prev, ok := st.Reported[k]; !ok || prev.AliasOf != "" {
-			st.Reported[k] = r
+		if prev, ok := st.Reported.Get(k); !ok || prev.AliasOf != "" {
+			st.Reported.Set(k, r)
 		}
 	}
 }
@@ -324,16 +330,16 @@ func applyStatus(st *store.State, o pipeline.Outcome, now time.Time, maxRetries 
 	fp := o.Fingerprint
 	switch o.Status {
 	case pipeline.StatusFiled:
-		st.Reported[fp] = store.Reported{URL: o.URL, Number: o.Number, At: now, Event: o.Event, Title: o.Title}
-		reportForTheLoop(st, o, st.Reported[fp])
+		st.Reported.Set(fp, store.Reported{URL: o.URL, Number: o.Number, At: now, Event: o.Event, Title: o.Title})
+		reportForTheLoop(st, o, st.Reported.At(fp))
 		st.Posted = append(st.Posted, now)
 		clearPending(st, fp)
 		return []store.Event{ev("diagnosis.posted", "info", map[string]any{"url": o.URL, "number": o.Number})}
 	case pipeline.StatusKnown:
-		if _, ok := st.Reported[fp]; !ok && o.URL != "" {
-			st.Reported[fp] = store.Reported{URL: o.URL, Number: o.Number, At: now, Event: o.Event}
+		if !st.Reported.Has(fp) && o.URL != "" {
+			st.Reported.Set(fp, store.Reported{URL: o.URL, Number: o.Number, At: now, Event: o.Event})
 		}
-		if r, ok := st.Reported[fp]; ok && r.URL != "" {
+		if r, ok := st.Reported.Get(fp); ok && r.URL != "" {
 			reportForTheLoop(st, o, r)
 		}
 		clearPending(st, fp)
@@ -503,23 +509,15 @@ func Retry(st *store.State, fp string) bool {
 	return true
 }
 
-// FinishScan makes the scan's end durable: the cursor advances (only now,
-// after every outcome is on disk) and the diagnosis.* events are appended.
-// A deferral is one diagnosis.deferred per defect (fingerprint, trigger),
-// as the-loop writes it, on its first deferral only (the-loop repeats it
-// every scan), so the count stays that of distinct defects.
-//
-// With writeBehind (a watcher), a scan that only saw recurrences of known
-// and waiting defects leaves its state in memory (store.Checkpoint) while
-// the file on disk is younger than writeBehind: its fsyncs were most of an
-// incremental scan's cost, and redoing such a scan after a crash (from the
-// cursor on disk) costs nothing and changes nothing.
-func FinishScan(s *store.Store, cursor *store.Cursor, incidents *IncidentIndex, eventLog string, sum *Summary, now time.Time, writeBehind time.Duration) error {
-	sum.mu.Lock()
-	ledger, costly := sum.ledger, sum.costly || len(sum.events) > 0 || len(sum.Waited) > 0
-	sum.ledger = nil
-	sum.mu.Unlock()
-	finish := func(st *store.State) {
+// FinishScan is the scan's last transaction: the cursor advances (only
+// now, after every outcome is committed), the incident index and outages
+// are kept, the retention is applied; then the outbox's events, this
+// scan's and any a crashed scan left, are appended to the event log.
+// Re-reading a crashed scan's lines from the old cursor re-decides them:
+// what was committed is found committed (a filed defect is known), so no
+// decision is made twice.
+func FinishScan(s *store.Store, cursor *store.Cursor, incidents *IncidentIndex, sum *Summary, now time.Time, keep store.Retention) error {
+	err := s.Finish(keep, now, func(st *store.State) {
 		st.PrunePosted(now.Add(-Window))
 		if cursor != nil {
 			st.Cursor = cursor
@@ -528,33 +526,10 @@ func FinishScan(s *store.Store, cursor *store.Cursor, incidents *IncidentIndex, 
 			incidents.SaveTo(st)
 		}
 		noteOutages(st, sum, now)
-	}
-	if age, ok := s.WrittenAgo(); ok && writeBehind > 0 && age < writeBehind && !costly && len(ledger) == 0 && !s.Unsynced() {
-		s.Checkpoint(finish)
-		return nil
-	}
-	// The ledger first: a crash between it and the state write repeats a
-	// settlement line on the rerun; the other order could lose one.
-	if !s.ReadOnly() {
-		if err := store.AppendLedger(store.LedgerPath(s.Path()), ledger); err != nil {
-			return err
-		}
-	}
-
-	err := s.Update(func(st *store.State) error {
-		finish(st)
-		return nil
 	})
 	if err != nil {
 		return err
 	}
 	s.PruneDossiers()
-	if s.ReadOnly() || eventLog == "" {
-		return nil
-	}
-	sum.mu.Lock()
-	events := sum.events
-	sum.events = nil
-	sum.mu.Unlock()
-	return store.AppendEvents(eventLog, events)
+	return s.FlushEvents()
 }

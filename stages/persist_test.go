@@ -32,7 +32,7 @@ func persistDeferred(t *testing.T, path string, at time.Time, dossiers map[strin
 		}
 	}
 	if finish {
-		if err := FinishScan(s, nil, nil, "", sum, at, 0); err != nil {
+		if err := FinishScan(s, nil, nil, sum, at, store.DefaultRetention); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -45,6 +45,7 @@ func backlogDossiers(t *testing.T, path string) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer s.Close()
 	got := map[string]string{}
 	var deferred map[string]store.Deferred
 	s.View(func(st *store.State) { deferred = st.Deferred })
@@ -76,17 +77,21 @@ func TestACrashBeforeTheStateWriteLosesNoDeferredDossier(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.json")
 	persistDeferred(t, path, now, map[string]string{"v2:a": "a, first records", "v2:b": "b, first records"}, true)
 	// The next scan, an hour on, sees newer records of a and a new defect
-	// c, and dies after writing their dossiers, before its state write.
+	// c, and dies after deciding them, before its last transaction. c's
+	// first deferral was committed with its diagnosis.deferred event (its
+	// dossier made durable first); a's recurrence was left to the next
+	// transaction, c's if it came after a, else the last one.
 	later := now.Add(dossierRefresh)
 	persistDeferred(t, path, later, map[string]string{"v2:a": "a, newer records", "v2:c": "c, first records"}, false)
 
-	want := map[string]string{"v2:a": "a, first records", "v2:b": "b, first records"}
-	if got := backlogDossiers(t, path); !equalMaps(got, want) {
-		t.Fatalf("after the crash the state's dossiers are %q, want the last durable ones %q", got, want)
+	got := backlogDossiers(t, path) // each loads: none is named before it is durable
+	if a := got["v2:a"]; len(got) != 3 || got["v2:b"] != "b, first records" || got["v2:c"] != "c, first records" ||
+		a != "a, first records" && a != "a, newer records" {
+		t.Fatalf("after the crash the state's dossiers are %q, want b's and c's first ones and either of a's", got)
 	}
 	// The rerun decides the same defects again.
 	persistDeferred(t, path, later, map[string]string{"v2:a": "a, newer records", "v2:c": "c, first records"}, true)
-	want = map[string]string{"v2:a": "a, newer records", "v2:b": "b, first records", "v2:c": "c, first records"}
+	want := map[string]string{"v2:a": "a, newer records", "v2:b": "b, first records", "v2:c": "c, first records"}
 	if got := backlogDossiers(t, path); !equalMaps(got, want) {
 		t.Fatalf("after the rerun the dossiers are %q, want %q", got, want)
 	}

@@ -3,6 +3,7 @@ package stages
 import (
 	"context"
 	cryptorand "crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -82,7 +83,14 @@ type PostConfig struct {
 	// issues' markers count: a fleet's other bot accounts, a GitHub App's
 	// "name[bot]" when its token may not read /user.
 	TrustedAuthors []string
+	// Fleet is the scan's part in the fleet: a create reserves one issue
+	// of the fleet-wide daily cap (nil: none to reserve).
+	Fleet *FleetScan
 }
+
+// errFleetCap rolls back a create's intent when the fleet-wide cap has no
+// room left.
+var errFleetCap = errors.New("the daily issue cap is reached fleet-wide")
 
 // NewPost files each new defect on GitHub exactly once and records what it
 // learned; every other report passes through as its outcome. Writes are
@@ -211,9 +219,14 @@ func (p *poster) finish(o pipeline.Outcome, err error, lenient bool) (pipeline.O
 	var setup *SetupError
 	var deferral *postDeferral
 	var outage *OutageError
+	var storeErr *store.StoreError
 	switch {
 	case errors.As(err, &setup):
 		return o, setup
+	case errors.As(err, &storeErr):
+		// The store failed (PostgreSQL unreachable): the scan stops,
+		// failing closed; nothing is charged to the defect.
+		return o, err
 	case postCancelled(err):
 		return o, err
 	case errors.As(err, &outage):
@@ -267,7 +280,7 @@ func (p *poster) post(ctx context.Context, o *pipeline.Outcome) error {
 	var cached, intent bool
 	var pending store.Intent
 	p.cfg.Store.View(func(st *store.State) {
-		ref, cached = st.Issues[fp]
+		ref, cached = st.Issues.Get(fp)
 		pending, intent = st.Intents[fp]
 	})
 	if err := p.ensureLogin(ctx); err != nil {
@@ -367,9 +380,9 @@ func (p *poster) refreshKnown(ctx context.Context, o *pipeline.Outcome) error {
 	var cached, dismissed bool
 	var rep store.Reported
 	p.cfg.Store.View(func(st *store.State) {
-		ref, cached = st.Issues[fp]
+		ref, cached = st.Issues.Get(fp)
 		_, dismissed = st.Dismissed[fp]
-		rep = st.Reported[fp]
+		rep = st.Reported.At(fp)
 	})
 	if dismissed {
 		return nil
@@ -410,8 +423,8 @@ func (p *poster) refreshKnown(ctx context.Context, o *pipeline.Outcome) error {
 			Msg("the issue recorded for this defect was not filed by a trusted author: forgetting it, the defect will be filed")
 		o.Reason = fmt.Sprintf("#%d is not the tool's own issue: filed anew next scan", number)
 		return p.cfg.Store.Update(func(st *store.State) error {
-			delete(st.Issues, fp)
-			delete(st.Reported, fp)
+			st.Issues.Delete(fp)
+			st.Reported.Delete(fp)
 			return nil
 		})
 	}
@@ -431,7 +444,7 @@ func (p *poster) mergeTwins(ctx context.Context, o *pipeline.Outcome) error {
 	var unchecked []string
 	p.cfg.Store.View(func(st *store.State) {
 		for _, fp := range fps {
-			r, ok := st.Reported[fp]
+			r, ok := st.Reported.Get(fp)
 			if ok && r.Number > 0 && strings.Contains(r.URL, "/"+p.owner+"/"+p.name+"/issues/") {
 				numbers[r.Number] = r
 			} else if !ok && fingerprint.IsPattern(fp) {
@@ -479,14 +492,14 @@ func (p *poster) mergeTwins(ctx context.Context, o *pipeline.Outcome) error {
 	kept := numbers[order[0]]
 	return p.cfg.Store.Update(func(st *store.State) error {
 		for _, fp := range fps {
-			if _, ok := st.Reported[fp]; ok || slices.Contains(unchecked, fp) {
-				st.Reported[fp] = kept
+			if st.Reported.Has(fp) || slices.Contains(unchecked, fp) {
+				st.Reported.Set(fp, kept)
 			}
-			if ref, ok := st.Issues[fp]; ok && ref.Number != kept.Number {
-				delete(st.Issues, fp)
+			if ref, ok := st.Issues.Get(fp); ok && ref.Number != kept.Number {
+				st.Issues.Delete(fp)
 			}
 		}
-		st.Reported[o.Fingerprint] = kept
+		st.Reported.Set(o.Fingerprint, kept)
 		return nil
 	})
 }
@@ -635,11 +648,11 @@ func (p *poster) versions(g pipeline.Group) []string {
 func (p *poster) remember(fp string, is *github.Issue) error {
 	changed := false
 	p.cfg.Store.Mutate(func(st *store.State) {
-		ref := st.Issues[fp]
+		ref := st.Issues.At(fp)
 		changed = ref.Number != is.GetNumber() || ref.URL != is.GetHTMLURL() || ref.State != is.GetState() || ref.StateReason != is.GetStateReason()
 		ref.Number, ref.URL, ref.State, ref.StateReason = is.GetNumber(), is.GetHTMLURL(), is.GetState(), is.GetStateReason()
 		ref.CheckedAt = p.cfg.Now()
-		st.Issues[fp] = ref
+		st.Issues.Set(fp, ref)
 	})
 	if !changed {
 		return nil
@@ -664,7 +677,7 @@ func (p *poster) occurrence(ctx context.Context, o *pipeline.Outcome, n int) err
 			st.Deployment = postNewDeploymentID()
 		}
 		deployment = st.Deployment
-		ref = st.Issues[fp]
+		ref = st.Issues.At(fp)
 		ref.Occurrences += max(o.Count, 1)
 		if !o.FirstSeen.IsZero() && (ref.FirstSeen.IsZero() || o.FirstSeen.Before(ref.FirstSeen)) {
 			ref.FirstSeen = o.FirstSeen
@@ -678,7 +691,7 @@ func (p *poster) occurrence(ctx context.Context, o *pipeline.Outcome, n int) err
 				ref.Versions = append(ref.Versions, v)
 			}
 		}
-		st.Issues[fp] = ref
+		st.Issues.Set(fp, ref)
 	})
 	if !ref.CommentEditedAt.IsZero() && now.Sub(ref.CommentEditedAt) < postOccurrenceEvery {
 		return nil
@@ -728,9 +741,9 @@ func (p *poster) occurrence(ctx context.Context, o *pipeline.Outcome, n int) err
 		}
 	}
 	return p.cfg.Store.Update(func(st *store.State) error {
-		ref := st.Issues[fp]
+		ref := st.Issues.At(fp)
 		ref.CommentID, ref.CommentEditedAt = id, now
-		st.Issues[fp] = ref
+		st.Issues.Set(fp, ref)
 		return nil
 	})
 }
@@ -787,10 +800,35 @@ func (p *poster) create(ctx context.Context, o *pipeline.Outcome) error {
 	if cut {
 		p.cfg.Log.Warn().Str("fingerprint", fp).Msg("the issue body was cut to fit GitHub's limit")
 	}
-	err := p.cfg.Store.Update(func(st *store.State) error {
-		st.Intents[fp] = store.Intent{At: p.cfg.Now(), Title: title}
+	// The intent and the fleet's reservation of one issue of the daily cap
+	// commit together: a crash leaves both or neither, and a cap reached
+	// fleet-wide (other deployments filed today's) writes no intent.
+	now := p.cfg.Now()
+	var prev store.Intent
+	var hadPrev, capped bool
+	var reservation string
+	err := p.cfg.Store.UpdateWith(func(st *store.State) error {
+		prev, hadPrev = st.Intents[fp]
+		st.Intents[fp] = store.Intent{At: now, Title: title}
 		return nil
+	}, func(tx *sql.Tx) error {
+		key, ok, err := p.cfg.Fleet.ReserveIssue(ctx, tx, fp, now)
+		if err == nil && !ok {
+			capped = true
+			return errFleetCap
+		}
+		reservation = key
+		return err
+	}, func(st *store.State) {
+		if hadPrev {
+			st.Intents[fp] = prev
+		} else {
+			delete(st.Intents, fp)
+		}
 	})
+	if capped {
+		return &postDeferral{reason: CapReason}
+	}
 	if err != nil {
 		return err
 	}
@@ -829,6 +867,11 @@ func (p *poster) create(ctx context.Context, o *pipeline.Outcome) error {
 		return &OutageError{Reason: fmt.Sprintf("the create of %s is in doubt (%v): it is looked for on GitHub by the next scan, not sent again", fp, doubt.err)}
 	}
 	if err != nil {
+		// GitHub answered and refused: no issue was created, the cap's
+		// reservation is returned.
+		if rerr := p.cfg.Fleet.ReleaseIssue(ctx, reservation); rerr != nil {
+			return rerr
+		}
 		return err
 	}
 	if p.login == "" && answered {
@@ -888,29 +931,49 @@ func (p *poster) standDown(ctx context.Context, o *pipeline.Outcome, ours, first
 	if err := p.closeDuplicate(ctx, ours, first, why); err != nil {
 		return err
 	}
-	if err := p.filed(o, first); err != nil {
-		return err
-	}
-	o.Status = pipeline.StatusKnown // the issue that stands is not ours
-	return nil
+	// The issue that stands is not ours: the defect is known, not filed.
+	fp, now := o.Fingerprint, p.cfg.Now()
+	p.indexIssue(fp, first)
+	o.Status, o.URL, o.Number = pipeline.StatusKnown, first.GetHTMLURL(), first.GetNumber()
+	return p.cfg.Store.Update(func(st *store.State) error {
+		p.noteIssue(st, o, first, now)
+		return nil
+	})
 }
 
+// filed is the decision to file: the issue recorded as the defect's, its
+// count against the daily cap, its diagnosis.* events and the intent
+// cleared commit in one transaction (Apply, as persist would), so a crash
+// keeps all of them or none, and with them the agent run's charge and cost
+// (recordTriage); until then the intent, durable before the create, stands
+// for the issue and a rerun finds it by its marker. persist then has
+// nothing more to record (o.Recorded).
 func (p *poster) filed(o *pipeline.Outcome, is *github.Issue) error {
 	fp, now := o.Fingerprint, p.cfg.Now()
 	p.indexIssue(fp, is)
 	o.Status, o.URL, o.Number = pipeline.StatusFiled, is.GetHTMLURL(), is.GetNumber()
-	return p.cfg.Store.Update(func(st *store.State) error {
-		st.Reported[fp] = store.Reported{URL: o.URL, Number: o.Number, At: now, Title: is.GetTitle()}
-		ref := st.Issues[fp]
-		ref.Number, ref.URL, ref.State, ref.StateReason, ref.CheckedAt = o.Number, o.URL, is.GetState(), is.GetStateReason(), now
-		ref.Occurrences = max(o.Count, 1)
-		ref.FirstSeen, ref.LastSeen = o.FirstSeen, o.LastSeen
-		ref.Versions = nil        // the body names the versions it was filed on; the comment, those seen since
-		ref.CommentEditedAt = now // the body is this hour's news
-		st.Issues[fp] = ref
-		delete(st.Intents, fp)
-		return nil
+	err := p.cfg.Store.Decide(func(st *store.State) (store.Record, error) {
+		p.noteIssue(st, o, is, now)
+		events := Apply(st, *o, now, 0)
+		recordTriage(st, *o, now, 0) // the agent run's charge and cost; no settlement
+		return store.Record{Events: events}, nil
 	})
+	o.Recorded = err == nil
+	return err
+}
+
+// noteIssue records is as the defect's issue.
+func (p *poster) noteIssue(st *store.State, o *pipeline.Outcome, is *github.Issue, now time.Time) {
+	fp := o.Fingerprint
+	st.Reported.Set(fp, store.Reported{URL: is.GetHTMLURL(), Number: is.GetNumber(), At: now, Title: is.GetTitle()})
+	ref := st.Issues.At(fp)
+	ref.Number, ref.URL, ref.State, ref.StateReason, ref.CheckedAt = is.GetNumber(), is.GetHTMLURL(), is.GetState(), is.GetStateReason(), now
+	ref.Occurrences = max(o.Count, 1)
+	ref.FirstSeen, ref.LastSeen = o.FirstSeen, o.LastSeen
+	ref.Versions = nil        // the body names the versions it was filed on; the comment, those seen since
+	ref.CommentEditedAt = now // the body is this hour's news
+	st.Issues.Set(fp, ref)
+	delete(st.Intents, fp)
 }
 
 // getIssue refreshes a cached issue; nil when it is gone (deleted or moved).

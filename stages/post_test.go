@@ -176,7 +176,7 @@ func TestPostFilesNewDefectOnceWithLabelAndMarker(t *testing.T) {
 		t.Fatalf("the label should be created with its colour: %+v", labels)
 	}
 	st := h.state()
-	if st.Reported["fp-aaa"].Number != 1 || st.Issues["fp-aaa"].Number != 1 || len(st.Intents) != 0 {
+	if st.Reported.At("fp-aaa").Number != 1 || st.Issues.At("fp-aaa").Number != 1 || len(st.Intents) != 0 {
 		t.Fatalf("state: reported %+v issues %+v intents %+v", st.Reported, st.Issues, st.Intents)
 	}
 
@@ -276,8 +276,8 @@ func TestPostExistingOpenIssueKeepsOneOccurrenceComment(t *testing.T) {
 	if got := h.srv.Comments(n); len(got) != 1 || got[0].Body != comments[0].Body {
 		t.Fatalf("edited within the hour: %+v", got)
 	}
-	if h.state().Issues["fp-x"].Occurrences != 6 {
-		t.Fatalf("tally %d, want 6", h.state().Issues["fp-x"].Occurrences)
+	if h.state().Issues.At("fp-x").Occurrences != 6 {
+		t.Fatalf("tally %d, want 6", h.state().Issues.At("fp-x").Occurrences)
 	}
 
 	// Past the hour, with a new version: the same comment is edited.
@@ -450,7 +450,7 @@ func TestPostDeletedOccurrenceCommentIsRecreated(t *testing.T) {
 		n := h.srv.AddIssue(fakegh.Issue{Title: "t", Body: postBody("fp-d", "x"), Login: "loop-bot", Labels: []string{DefaultPostLabel}})
 		// The state remembers a comment a maintainer has since deleted.
 		h.st.Mutate(func(st *store.State) {
-			st.Issues["fp-d"] = store.IssueRef{Number: n, State: "open", CommentID: 4242, CommentEditedAt: h.clock().Add(-2 * time.Hour), Occurrences: 5}
+			st.Issues.Set("fp-d", store.IssueRef{Number: n, State: "open", CommentID: 4242, CommentEditedAt: h.clock().Add(-2 * time.Hour), Occurrences: 5})
 		})
 		h.runOne(t, postReport("fp-d"))
 		cs := h.srv.Comments(n)
@@ -460,7 +460,7 @@ func TestPostDeletedOccurrenceCommentIsRecreated(t *testing.T) {
 		if edits := h.srv.RequestsTo(fakegh.RouteEditComment); len(edits) != 0 {
 			t.Fatalf("edited a comment known to be gone: %+v", edits)
 		}
-		if got := h.state().Issues["fp-d"].CommentID; got != cs[0].ID {
+		if got := h.state().Issues.At("fp-d").CommentID; got != cs[0].ID {
 			t.Fatalf("state keeps comment %d, want %d", got, cs[0].ID)
 		}
 	})
@@ -481,7 +481,7 @@ func TestPostDeletedOccurrenceCommentIsRecreated(t *testing.T) {
 		if occurrenceCount(t, latest.Body) != 9 || !strings.Contains(latest.Body, "| Deployments reporting | 2 |") {
 			t.Fatalf("recreated comment:\n%s", latest.Body)
 		}
-		if got := h.state().Issues["fp-d"].CommentID; got != latest.ID || got == cs[0].ID {
+		if got := h.state().Issues.At("fp-d").CommentID; got != latest.ID || got == cs[0].ID {
 			t.Fatalf("state keeps comment %d, want the new %d", got, latest.ID)
 		}
 	})
@@ -559,7 +559,7 @@ func TestPostAmbiguousCreateIsReconciledNotDuplicated(t *testing.T) {
 			if h.srv.CountCreates() != 1 || len(h.srv.Issues()) != 1 {
 				t.Fatalf("duplicate: %d creates", h.srv.CountCreates())
 			}
-			if len(h.state().Intents) != 0 || h.state().Reported["fp-amb"].Number != 1 {
+			if len(h.state().Intents) != 0 || h.state().Reported.At("fp-amb").Number != 1 {
 				t.Fatalf("state not reconciled: %+v", h.state())
 			}
 		})
@@ -892,7 +892,7 @@ func TestPostSpacesWrites(t *testing.T) {
 func TestPostLooksAtAKnownIssueAtMostHourly(t *testing.T) {
 	h := newPostHarness(t, fakegh.Options{}, "")
 	h.runOne(t, postReport("fp-k"))
-	before, counted := len(h.srv.Requests()), h.state().Issues["fp-k"].Occurrences
+	before, counted := len(h.srv.Requests()), h.state().Issues.At("fp-k").Occurrences
 	h.srv.SetIssueState(1, "closed", "completed")
 	for i := 0; i < 3; i++ {
 		h.advance(10 * time.Minute)
@@ -903,7 +903,7 @@ func TestPostLooksAtAKnownIssueAtMostHourly(t *testing.T) {
 	if got := h.srv.Requests()[before:]; len(got) != 0 {
 		t.Fatalf("%d GitHub requests within the hour, want none: %+v", len(got), got)
 	}
-	if n := h.state().Issues["fp-k"].Occurrences - counted; n != 9 {
+	if n := h.state().Issues.At("fp-k").Occurrences - counted; n != 9 {
 		t.Fatalf("occurrences counted %d, want 9 (3 sightings of 3)", n)
 	}
 	h.advance(postOccurrenceEvery)

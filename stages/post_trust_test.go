@@ -244,12 +244,12 @@ func TestPostAStrangersIssueRecordedInStateIsForgotten(t *testing.T) {
 		n := h.srv.AddIssue(strangerIssue("fp-s", true))
 		// An older version believed the marker and recorded the issue.
 		h.st.Mutate(func(st *store.State) {
-			st.Reported["fp-s"] = store.Reported{Number: n, URL: h.srv.URL() + "/acme/widgets/issues/1"}
-			st.Issues["fp-s"] = store.IssueRef{Number: n, State: "closed", StateReason: "not_planned"}
+			st.Reported.Set("fp-s", store.Reported{Number: n, URL: h.srv.URL() + "/acme/widgets/issues/1"})
+			st.Issues.Set("fp-s", store.IssueRef{Number: n, State: "closed", StateReason: "not_planned"})
 		})
 		h.runOne(t, known(postReport("fp-s")))
 		noWritesTo(t, h.srv, n)
-		if _, ok := h.state().Reported["fp-s"]; ok {
+		if h.state().Reported.Has("fp-s") {
 			t.Fatal("the stranger's issue is still recorded as the defect's: it would never be filed")
 		}
 		if _, ok := h.state().Dismissed["fp-s"]; ok {
@@ -259,7 +259,7 @@ func TestPostAStrangersIssueRecordedInStateIsForgotten(t *testing.T) {
 	t.Run("a new defect", func(t *testing.T) {
 		h := newPostHarness(t, fakegh.Options{}, "")
 		n := h.srv.AddIssue(strangerIssue("fp-s", false))
-		h.st.Mutate(func(st *store.State) { st.Issues["fp-s"] = store.IssueRef{Number: n, State: "open"} })
+		h.st.Mutate(func(st *store.State) { st.Issues.Set("fp-s", store.IssueRef{Number: n, State: "open"}) })
 		if o := h.runOne(t, postReport("fp-s")); o.Status != pipeline.StatusFiled || o.Number == n {
 			t.Fatalf("outcome %+v", o)
 		}

@@ -165,7 +165,7 @@ func TestPersistRecordsAFiledIssue(t *testing.T) {
 	o := pipeline.Outcome{Status: pipeline.StatusFiled, URL: "https://github.com/o/r/issues/1", Number: 1}
 	o.Fingerprint = "fp"
 	events := Apply(st, o, now, 3)
-	if st.Reported["fp"].URL != o.URL || len(st.Posted) != 1 || st.Attempts["fp"] != 0 || len(st.Deferred) != 0 {
+	if st.Reported.At("fp").URL != o.URL || len(st.Posted) != 1 || st.Attempts["fp"] != 0 || len(st.Deferred) != 0 {
 		t.Fatalf("state after filing: %+v", st)
 	}
 	if len(events) != 1 || events[0].Type != "diagnosis.posted" {

@@ -1,6 +1,8 @@
-// Package store keeps the tool's durable state: a JSON file compatible with
-// the-loop's self-diagnosis.json, written atomically under an exclusive lock,
-// and the diagnosis.* events appended to the event log.
+// Package store keeps the tool's durable state: a database (SQLite beside
+// the state path, or a fleet's PostgreSQL) written one row per change and
+// one transaction per decision, importing and exporting the-loop's
+// self-diagnosis.json; and the diagnosis.* events, appended to the event log
+// through an outbox.
 package store
 
 import (
@@ -220,13 +222,13 @@ type Cursor struct {
 // State is the whole state file. The first four keys are the-loop's own;
 // unknown keys are kept and written back untouched.
 type State struct {
-	Reported  FlexMap[Reported]  `json:"reported"`
+	Reported  *Keyed[Reported]   `json:"reported"`
 	Abandoned FlexMap[Abandoned] `json:"abandoned"`
 	Attempts  map[string]int     `json:"attempts"`
 	Posted    []time.Time        `json:"posted"`
 
 	Intents   map[string]Intent    `json:"intents,omitempty"`
-	Issues    map[string]IssueRef  `json:"issues,omitempty"`
+	Issues    *Keyed[IssueRef]     `json:"issues,omitempty"`
 	Dismissed map[string]Dismissal `json:"dismissed,omitempty"`
 	Deferred  map[string]Deferred  `json:"deferred,omitempty"`
 	Failures  map[string]string    `json:"last_failure,omitempty"`
@@ -278,6 +280,9 @@ type State struct {
 	IssueLogin string `json:"issue_login,omitempty"`
 
 	extra map[string]json.RawMessage
+	// olderReported answers HoldsOlderVersions for Reported with one query
+	// (a state in a database); nil ranges over the entries.
+	olderReported func() bool
 }
 
 // NewState returns an empty state with every map ready to use.
@@ -289,7 +294,7 @@ func NewState() *State {
 
 func (s *State) init() {
 	if s.Reported == nil {
-		s.Reported = FlexMap[Reported]{}
+		s.Reported = NewKeyed[Reported]()
 	}
 	if s.Abandoned == nil {
 		s.Abandoned = FlexMap[Abandoned]{}
@@ -301,7 +306,7 @@ func (s *State) init() {
 		s.Intents = map[string]Intent{}
 	}
 	if s.Issues == nil {
-		s.Issues = map[string]IssueRef{}
+		s.Issues = NewKeyed[IssueRef]()
 	}
 	if s.Dismissed == nil {
 		s.Dismissed = map[string]Dismissal{}
@@ -463,10 +468,17 @@ func since(times []time.Time, t time.Time) []time.Time {
 // the current version's: the-loop's own (no prefix) or an older release's
 // ("v2:…"), which only an alias can match.
 func (s *State) HoldsOlderVersions() bool {
-	return anyEntry(s.Reported, func(fp string, r Reported) bool { return r.AliasOf == "" && olderVersion(fp) }) ||
+	return s.reportedOlder() ||
 		anyEntry(s.Abandoned, func(fp string, a Abandoned) bool { return a.AliasOf == "" && olderVersion(fp) }) || anyKey(s.Attempts, olderVersion) ||
 		anyKey(s.Deferred, olderVersion) || anyKey(s.Dismissed, olderVersion) || anyKey(s.Settled, olderVersion) ||
 		anyKey(s.Intents, olderVersion)
+}
+
+func (s *State) reportedOlder() bool {
+	if s.olderReported != nil {
+		return s.olderReported()
+	}
+	return anyEntry(s.Reported.All(), func(fp string, r Reported) bool { return r.AliasOf == "" && olderVersion(fp) })
 }
 
 func olderVersion(fp string) bool {
@@ -494,7 +506,7 @@ func anyKey[V any](m map[string]V, pred func(string) bool) bool {
 // IsReported reports whether any of the fingerprints was filed or dismissed.
 func (s *State) IsReported(fps ...string) (string, bool) {
 	for _, fp := range fps {
-		if _, ok := s.Reported[fp]; ok {
+		if s.Reported.Has(fp) {
 			return fp, true
 		}
 	}

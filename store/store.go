@@ -1,38 +1,56 @@
 package store
 
 import (
-	"bytes"
-	"encoding/json"
+	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
 	"syscall"
-	"time"
 
 	"github.com/gofrs/flock"
-	"golang.org/x/sync/errgroup"
 )
 
 // ErrLocked means another scan holds the state lock: skip this scan.
 var ErrLocked = errors.New("another scan holds the state lock")
 
-// Store is the state file plus its lock. All methods are safe for concurrent
-// use by the stages of one scan.
+// DBName is the SQLite file the state lives in by default, beside the state
+// path (the-loop's self-diagnosis.json).
+const DBName = "the-loop-diagnose.db"
+
+// DefaultDSN is the store of a state path when none is configured: a SQLite
+// file in its directory.
+func DefaultDSN(statePath string) string {
+	return filepath.Join(filepath.Dir(statePath), DBName)
+}
+
+// Notices is where the store says what it did once (an import): stderr.
+var Notices io.Writer = os.Stderr
+
+// Store is the state in its database plus the scan lock. The stages work on
+// an in-memory *State; each Update writes, in one transaction, the rows that
+// changed since the last. All methods are safe for concurrent use by the
+// stages of one scan.
 type Store struct {
 	path     string
 	lock     *flock.Flock
-	readOnly bool   // dry run: state is read, never written
-	cache    *Cache // a long-running process's state, reused between scans; may be nil
+	readOnly bool // dry run: state is read, never written
+
+	db      *DB   // nil: a state not in a database (OpenMemory; a dry run before any database)
+	ownDB   bool  // closed with the store (not a Cache's)
+	rows    *rows // the committed shadows, with db
+	ctx     context.Context
+	logPath string // where the outbox's events go (SetEventLog)
 
 	mu    sync.Mutex
 	state *State
-	// dirty is set while the state in memory holds changes not on disk
-	// (Mutate, an Update whose fn or write failed): such a state must not
-	// be reused by the next scan in place of the file.
-	dirty bool
+	// failure is a lookup the database could not answer: every later
+	// write fails with it, so nothing is decided on a guess.
+	failure error
 	// unsynced are dossier files written this scan and not yet fsynced;
 	// the next state write makes them durable first (dossiers.go).
 	unsynced map[string]bool
@@ -40,121 +58,261 @@ type Store struct {
 	// opened; pruneNeeded says a file may have become unused since.
 	referencedAtOpen map[string]bool
 	pruneNeeded      bool
+
+	flushMu sync.Mutex // one outbox flush at a time
 }
 
-// Open takes the exclusive, non-blocking lock beside path (path + ".lock") and
-// loads the state. A held lock returns ErrLocked. readOnly (dry run) still
-// locks nothing and writes nothing.
+// Open opens the state of path in its default store (DefaultDSN), taking the
+// exclusive, non-blocking lock beside path (path + ".lock"); a held lock
+// returns ErrLocked. readOnly (dry run) locks nothing and writes nothing.
 func Open(path string, readOnly bool) (*Store, error) {
-	return open(path, readOnly, nil)
+	return OpenDSN(path, "", readOnly)
 }
 
-func open(path string, readOnly bool, cache *Cache) (*Store, error) {
-	s := &Store{path: path, readOnly: readOnly, cache: cache, unsynced: map[string]bool{}}
+// OpenDSN is Open with the store dsn names ("" for the default): a SQLite
+// file or a postgres:// URL.
+func OpenDSN(path, dsn string, readOnly bool) (*Store, error) {
+	return open(path, dsn, readOnly, nil)
+}
+
+func open(path, dsn string, readOnly bool, cache *Cache) (*Store, error) {
+	if dsn == "" {
+		dsn = DefaultDSN(path)
+	}
+	s := &Store{path: path, readOnly: readOnly, ctx: context.Background(), unsynced: map[string]bool{}}
 	if !readOnly {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return nil, fmt.Errorf("state %s: %w", path, err)
-		}
-		if err := refuseSymlink("state path", path, stateFix); err != nil {
+		if err := s.takeLock(); err != nil {
 			return nil, err
 		}
-		// The lock file is opened without following a link (O_NOFOLLOW):
-		// a planted one would make us create or lock a file elsewhere.
-		s.lock = flock.New(path+".lock", flock.SetFlag(os.O_CREATE|os.O_RDONLY|syscall.O_NOFOLLOW))
-		ok, err := s.lock.TryLock()
-		if errors.Is(err, syscall.ELOOP) {
-			return nil, &SymlinkError{"state lock", path + ".lock", lockFix}
-		}
-		if err != nil {
-			return nil, fmt.Errorf("state lock %s.lock: %w", path, err)
-		}
-		if !ok {
-			return nil, ErrLocked
-		}
 	}
-	// Only under the lock: no scan of ours writes the file while we look.
-	if st, ok := cache.reuse(path); ok {
-		s.state = st
-	} else {
-		st, id, err := load(path)
-		if err != nil {
+	if readOnly && !IsPostgresURL(dsn) && !exists(sqlitePath(dsn)) {
+		return s.fromJSON() // create nothing
+	}
+	var err error
+	if !readOnly && !IsPostgresURL(dsn) {
+		if err := createSmallPaged(sqlitePath(dsn)); err != nil {
 			s.Close()
 			return nil, err
 		}
-		s.state = st
-		cache.remember(path, id, st)
-		s.pruneNeeded = true // whatever a crash left behind
 	}
-	s.referencedAtOpen = referencedDossiers(s.state)
+	if s.db, err = cache.openDB(s.ctx, dsn); err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.ownDB = cache == nil
+	scope, err := deploymentScope(s.db, path, readOnly)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.rows = &rows{db: s.db, scope: scope, colls: collections(), meta: map[string][]byte{}, tokens: map[string]string{}}
+	if readOnly {
+		if imported, err := s.imported(); err != nil || !imported {
+			s.Close()
+			if err != nil {
+				return nil, err
+			}
+			// Nothing of this deployment's is in the database yet: its
+			// state is still the JSON file's.
+			s.db, s.rows = nil, nil
+			return s.fromJSON()
+		}
+	} else if err := s.importOnce(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	st := NewState()
+	if err := s.rows.load(st, s.fail); err != nil {
+		s.Close()
+		return nil, &StoreError{s.db.Name(), fmt.Errorf("loading the state: %w", err)}
+	}
+	s.state = st
+	s.pruneNeeded = true // whatever a crash left behind
+	s.referencedAtOpen = referencedDossiers(st)
 	return s, nil
+}
+
+// fromJSON makes s a read-only store of the JSON state at its path (a dry
+// run before the first real scan imported it).
+func (s *Store) fromJSON() (*Store, error) {
+	st, err := loadJSON(s.path)
+	if err != nil {
+		return nil, err
+	}
+	s.state = st
+	s.referencedAtOpen = referencedDossiers(st)
+	return s, nil
+}
+
+func (s *Store) takeLock() error {
+	if err := os.MkdirAll(filepath.Dir(s.path), 0o755); err != nil {
+		return fmt.Errorf("state %s: %w", s.path, err)
+	}
+	if err := refuseSymlink("state path", s.path, stateFix); err != nil {
+		return err
+	}
+	// The lock file is opened without following a link (O_NOFOLLOW): a
+	// planted one would make us create or lock a file elsewhere.
+	s.lock = flock.New(s.path+".lock", flock.SetFlag(os.O_CREATE|os.O_RDONLY|syscall.O_NOFOLLOW))
+	ok, err := s.lock.TryLock()
+	if errors.Is(err, syscall.ELOOP) {
+		s.lock = nil
+		return &SymlinkError{"state lock", s.path + ".lock", lockFix}
+	}
+	if err != nil {
+		s.lock = nil
+		return fmt.Errorf("state lock %s.lock: %w", s.path, err)
+	}
+	if !ok {
+		s.lock = nil
+		return ErrLocked
+	}
+	return nil
+}
+
+// statePageSize is the page size of a state database SQLite file. A
+// decision commits a handful of rows, each on its own page of each B-tree
+// it touches, and the write-ahead log takes every such page whole: at 1 KiB
+// a filed issue writes a quarter of what SQLite's default 4 KiB pages do
+// (growth_test.go), at the cost of one more B-tree level at 100k rows.
+const statePageSize = 1024
+
+// createSmallPaged creates the SQLite file at path, when it does not exist
+// yet, with statePageSize pages (settable only before the first write),
+// owner-only and never through a link; OpenDB then migrates it.
+func createSmallPaged(path string) error {
+	if exists(path) {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return &StoreError{path, err}
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return nil // another process created it first
+	}
+	if err != nil {
+		return &StoreError{path, err}
+	}
+	f.Close()
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath())
+	if err != nil {
+		return &StoreError{path, err}
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1) // the pragma holds for its connection only
+	// VACUUM writes the empty database, and with it the page size.
+	for _, q := range []string{fmt.Sprintf("PRAGMA page_size = %d", statePageSize), "VACUUM", "PRAGMA journal_mode = WAL"} {
+		if _, err := db.Exec(q); err != nil {
+			return &StoreError{path, fmt.Errorf("creating the database: %s: %w", q, err)}
+		}
+	}
+	return nil
+}
+
+// sqlitePath is the file a SQLite dsn names.
+func sqlitePath(dsn string) string {
+	for _, p := range []string{"sqlite://", "sqlite:"} {
+		if len(dsn) > len(p) && dsn[:len(p)] == p {
+			return dsn[len(p):]
+		}
+	}
+	return dsn
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }
 
 // OpenMemory is a store that never touches disk (tests, replay).
 func OpenMemory() *Store {
-	return &Store{readOnly: true, state: NewState()}
+	return &Store{readOnly: true, state: NewState(), ctx: context.Background()}
 }
 
-// Load reads a state file; a missing file is an empty state. An empty,
-// blank or malformed file is a *CorruptStateError naming it: it is never
-// silently replaced.
+// Load reads the state of path, everything in it (status, export, tests):
+// from its database when there is one beside it, else from the JSON file at
+// path (a missing file is an empty state). An empty, blank or malformed
+// file is a *CorruptStateError naming it: it is never silently replaced.
 func Load(path string) (*State, error) {
-	st, _, err := load(path)
-	return st, err
+	return LoadDSN(path, "")
 }
 
-// load is Load that also returns the identity of the file it read, taken
-// before reading: a change made while it reads alters the identity, so the
-// state is never reused for a file it does not reflect.
-func load(path string) (*State, fileIdentity, error) {
-	f, err := openPrivate("state path", path, stateFix, os.O_RDONLY)
-	if errors.Is(err, os.ErrNotExist) {
-		return NewState(), fileIdentity{}, nil
+// LoadDSN is Load from the store dsn names ("" for the default).
+func LoadDSN(path, dsn string) (*State, error) {
+	if dsn == "" {
+		dsn = DefaultDSN(path)
 	}
+	s, err := open(path, dsn, true, nil)
 	if err != nil {
-		return nil, fileIdentity{}, err
+		return nil, err
 	}
-	defer f.Close()
-	var id fileIdentity
-	if fi, err := f.Stat(); err == nil {
-		id = identify(fi)
-	}
-	b, err := io.ReadAll(f)
-	if err != nil {
-		return nil, fileIdentity{}, fmt.Errorf("state %s: %w", path, err)
-	}
-	// Only a missing file is a fresh start. An empty or cut-off one is what
-	// a full disk or a crash mid-copy leaves: taking it as empty state would
-	// rerun every agent and reset the daily cap, so a person decides.
-	if len(bytes.TrimSpace(b)) == 0 {
-		problem := "is empty (0 bytes)"
-		if len(b) > 0 {
-			problem = "holds only white space"
-		}
-		return nil, fileIdentity{}, &CorruptStateError{Path: path, Problem: problem}
-	}
-	st := NewState()
-	if err := json.Unmarshal(b, st); err != nil {
-		return nil, fileIdentity{}, &CorruptStateError{Path: path, Problem: fmt.Sprintf("is not valid state JSON (%v)", err)}
-	}
-	return st, id, nil
+	defer s.Close()
+	return s.Everything()
 }
 
-// CorruptStateError says the state file exists but holds no state: it is
-// never silently replaced, since what it held (filed defects, retry counts,
-// the daily window, the cursor) would be forgotten.
-type CorruptStateError struct {
-	Path, Problem string
+// Everything is the state with its per-key collections read whole (status,
+// export, tests): never for a scan.
+func (s *Store) Everything() (*State, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.state.Reported.All()
+	s.state.Issues.All()
+	if s.failure != nil {
+		return nil, s.failure
+	}
+	return s.state, nil
 }
 
-func (e *CorruptStateError) Error() string {
-	return fmt.Sprintf("state file %s %s: restore it from a backup, or delete it to start afresh (the event log is then read again from its beginning)", e.Path, e.Problem)
+// Exists reports whether path has a state yet: its store's database, or a
+// JSON state file to import.
+func Exists(path, dsn string) bool {
+	if dsn == "" {
+		dsn = DefaultDSN(path)
+	}
+	return IsPostgresURL(dsn) || exists(sqlitePath(dsn)) || exists(path)
 }
 
-// Path is the state file's path.
+// Name is the store as messages name it: its database (a PostgreSQL URL
+// without its password), else the JSON state file.
+func (s *Store) Name() string {
+	if s.db != nil {
+		return s.db.Name()
+	}
+	return s.path
+}
+
+// Path is the state path.
 func (s *Store) Path() string { return s.path }
 
 // ReadOnly reports whether writes are discarded (dry run).
 func (s *Store) ReadOnly() bool { return s.readOnly }
+
+// DB is the store's database (nil for a store without one), for what
+// shares its transactions (the fleet's claims and budgets).
+func (s *Store) DB() *DB { return s.db }
+
+// Scope is this deployment's key for the rows that are its own (” on SQLite).
+func (s *Store) Scope() string {
+	if s.rows == nil {
+		return ""
+	}
+	return s.rows.scope
+}
+
+// SetEventLog names the event log the outbox's events are appended to (""
+// drops them: no log to write).
+func (s *Store) SetEventLog(path string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.logPath = path
+}
+
+func (s *Store) fail(err error) {
+	if s.failure == nil {
+		s.failure = err
+	}
+}
 
 // View calls fn with the state under the mutex; fn must not keep references.
 func (s *Store) View(fn func(*State)) {
@@ -163,38 +321,77 @@ func (s *Store) View(fn func(*State)) {
 	fn(s.state)
 }
 
-// Update applies fn and then writes the state atomically, so what fn changed
-// is durable when Update returns. If fn fails nothing is written, but fn's
-// partial changes stay in memory: fn should fail before it changes anything.
+// Update applies fn and then commits, in one transaction, every row the
+// state changed, so what fn changed is durable when Update returns. If fn
+// fails nothing is written, but fn's partial changes stay in memory (the
+// next Update writes them): fn should fail before it changes anything.
 func (s *Store) Update(fn func(*State) error) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := fn(s.state); err != nil {
-		s.dirty = true
-		return err
-	}
-	if s.readOnly {
-		return nil
-	}
-	return s.write()
+	return s.Decide(func(st *State) (Record, error) { return Record{}, fn(st) })
 }
 
-// write makes the state durable, with every dossier file it may name. The
-// caller holds s.mu.
-func (s *Store) write() error {
-	id, err := writeAtomic(s.path, s.state, s.syncDossiers)
+// Record is what a decision writes besides the state: its diagnosis.*
+// events (to the outbox) and its settlement ledger lines.
+type Record struct {
+	Events []Event
+	Ledger []LedgerEntry
+}
+
+// Decide applies fn and commits its state changes, its events and its
+// ledger lines in one transaction: a crash leaves all of them or none.
+// The events reach the event log at the next FlushEvents.
+func (s *Store) Decide(fn func(*State) (Record, error)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, err := fn(s.state)
 	if err != nil {
-		s.dirty = true
-		s.cache.forget()
 		return err
 	}
-	s.dirty = false
-	s.cache.remember(s.path, id, s.state)
+	if s.readOnly || s.db == nil {
+		return nil
+	}
+	return s.commit(rec, nil)
+}
+
+// commit writes the rows that changed, rec, and extra's statements in one
+// transaction. The caller holds s.mu.
+func (s *Store) commit(rec Record, extra func(*sql.Tx) error) error {
+	if s.failure != nil {
+		return s.failure
+	}
+	// A dossier the state is about to name is durable first.
+	if err := s.syncDossiers(); err != nil {
+		return err
+	}
+	var b batch
+	if err := s.rows.diff(s.state, &b); err != nil {
+		return &StoreError{s.db.Name(), err}
+	}
+	if err := s.record(rec, &b); err != nil {
+		return err
+	}
+	if len(b.ops) == 0 && extra == nil {
+		return nil
+	}
+	err := s.db.Tx(s.ctx, func(tx *sql.Tx) error {
+		if err := b.exec(s.db, tx); err != nil {
+			return err
+		}
+		if extra != nil {
+			return extra(tx)
+		}
+		return nil
+	})
+	if err != nil {
+		return &StoreError{s.db.Name(), err}
+	}
+	for _, done := range b.done {
+		done()
+	}
 	return nil
 }
 
 // Write makes what the state holds in memory durable (changes made with
-// Mutate or Checkpoint), as an Update that changes nothing more.
+// Mutate), as an Update that changes nothing more.
 func (s *Store) Write() error {
 	return s.Update(func(*State) error { return nil })
 }
@@ -217,147 +414,68 @@ func (s *Store) PruneDossiers() {
 	s.referencedAtOpen = referencedDossiers(s.state)
 }
 
-// Mutate applies fn in memory only; the next Update (or the scan's final
-// one) makes it durable. For changes a crash may lose because the scan that
-// made them is re-run from the old cursor.
+// Mutate applies fn in memory only; the next Update makes it durable. For
+// changes a crash may lose because the scan that made them is re-run from
+// the old cursor.
 func (s *Store) Mutate(fn func(*State)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.dirty = true
 	fn(s.state)
 }
 
-// Checkpoint applies fn in memory and declares the state consistent without
-// writing it: a watcher's scan that found nothing costly to redo (only
-// recurrences) moves its cursor this way, and the state stays with the
-// Cache for the next scan. A crash before the next write re-reads those
-// lines from the cursor on disk and reaches the same state: nothing is lost.
-// A store without a Cache would drop it at Close: use Update there.
-func (s *Store) Checkpoint(fn func(*State)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	fn(s.state)
-	s.dirty = false
-	if s.cache != nil && s.cache.state == s.state {
-		s.cache.ahead = true
-	}
-}
-
-// Ahead reports whether the state holds checkpointed changes not yet written.
-func (s *Store) Ahead() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cache != nil && s.cache.state == s.state && s.cache.ahead
-}
-
-// WrittenAgo is how long ago the state file this store holds was written (its
-// mtime when this process last read or wrote it); ok is false when the store
-// keeps no state between scans (no Cache, or no file identity on this system),
-// so a change cannot wait for a later write.
-func (s *Store) WrittenAgo() (time.Duration, bool) {
-	if s.cache == nil || s.readOnly || !s.cache.id.known() || s.cache.state != s.state {
-		return 0, false
-	}
-	return time.Since(s.cache.id.modified()), true
-}
-
-// Unsynced reports whether dossier files were written that only the next
-// state write makes durable.
-func (s *Store) Unsynced() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.unsynced) > 0
-}
-
-// Close releases the lock. A state left with changes it never wrote is not
-// kept for the next scan: that one reads the file again.
+// Close releases the lock and the database (unless a Cache keeps it).
 func (s *Store) Close() error {
-	s.mu.Lock()
-	if s.dirty {
-		s.cache.forget()
+	var err error
+	if s.db != nil && s.ownDB {
+		err = s.db.Close()
 	}
-	s.mu.Unlock()
-	if s.lock == nil {
-		return nil
-	}
-	return s.lock.Unlock()
-}
-
-// writeAtomic writes st as JSON to a temp file in the same directory, fsyncs
-// it (together with alongside, which must make durable what the file will
-// refer to), renames it over path and fsyncs the directory: a crash leaves
-// either the old or the new file, never a torn one, and never a new one
-// naming a file that is not on disk. It returns the new file's identity.
-// The JSON is compact: indenting it cost more than the rest of an
-// incremental scan's encoding (`status` shows the state to people).
-func writeAtomic(path string, st *State, alongside func() error) (fileIdentity, error) {
-	b, err := st.MarshalJSON()
-	if err != nil {
-		return fileIdentity{}, fmt.Errorf("state %s: encode: %w", path, err)
-	}
-	return writeFileAtomic(path, append(b, '\n'), alongside)
-}
-
-// writeFileAtomic is writeAtomic for bytes already encoded. The temp file's
-// fsync and alongside run concurrently: ext4 commits concurrent fsyncs in one
-// journal transaction.
-func writeFileAtomic(path string, b []byte, alongside func() error) (fileIdentity, error) {
-	dir := filepath.Dir(path)
-	// The rename below would replace a link at path with our file, leaving
-	// the operator's link silently gone: refused instead. The temp file is
-	// created 0600 with O_EXCL, which never follows a link.
-	if err := refuseSymlink("state path", path, stateFix); err != nil {
-		return fileIdentity{}, err
-	}
-	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fileIdentity{}, fmt.Errorf("state %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name()) // no-op after a successful rename
-	defer tmp.Close()
-	if _, err := tmp.Write(b); err != nil {
-		return fileIdentity{}, fmt.Errorf("state %s: write: %w", path, err)
-	}
-	var g errgroup.Group
-	g.Go(func() error {
-		if err := tmp.Sync(); err != nil {
-			return fmt.Errorf("state %s: fsync: %w", path, err)
+	s.db = nil
+	if s.lock != nil {
+		if lerr := s.lock.Unlock(); err == nil {
+			err = lerr
 		}
-		return nil
-	})
-	if alongside != nil {
-		g.Go(alongside)
 	}
-	if err := g.Wait(); err != nil {
-		return fileIdentity{}, err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fileIdentity{}, fmt.Errorf("state %s: rename: %w", path, err)
-	}
-	// The rename is done: a directory that cannot be synced does not undo it.
-	_ = syncDir(dir)
-	// The renamed file's identity, from the descriptor: a writer that
-	// replaced path since cannot be mistaken for us.
-	var id fileIdentity
-	if fi, err := tmp.Stat(); err == nil {
-		id = identify(fi)
-	}
-	if err := tmp.Close(); err != nil {
-		return fileIdentity{}, fmt.Errorf("state %s: %w", path, err)
-	}
-	return id, nil
+	return err
 }
 
-// syncDir makes a directory's entries (a rename, a new file) durable. Some
-// file systems cannot fsync a directory; their renames are durable anyway.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
+// Cache keeps a long-running process's (a watcher's) database open between
+// its scans: each scan still reads the state afresh (another writer, a cron
+// run or `retry`, may have changed it), but opening the database and
+// checking its schema happen once. One store at a time may use a Cache.
+type Cache struct {
+	// DSN is the store ("" for the default beside the state path).
+	DSN string
+	dsn string
+	db  *DB
+}
+
+// Open is store.OpenDSN for a writable store on the cache's database.
+func (c *Cache) Open(path string) (*Store, error) {
+	return open(path, c.DSN, false, c)
+}
+
+func (c *Cache) openDB(ctx context.Context, dsn string) (*DB, error) {
+	if c == nil {
+		return OpenDB(ctx, dsn)
+	}
+	if c.db != nil && c.dsn == dsn {
+		return c.db, nil
+	}
+	c.Close()
+	db, err := OpenDB(ctx, dsn)
 	if err != nil {
+		return nil, err
+	}
+	c.db, c.dsn = db, dsn
+	return db, nil
+}
+
+// Close closes the cached database.
+func (c *Cache) Close() error {
+	if c == nil || c.db == nil {
 		return nil
 	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
-		return fmt.Errorf("fsync %s: %w", dir, err)
-	}
-	return nil
+	err := c.db.Close()
+	c.db = nil
+	return err
 }

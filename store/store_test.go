@@ -32,10 +32,10 @@ func TestLoadsTheLoopStateAndKeepsUnknownKeys(t *testing.T) {
 	}
 	defer s.Close()
 	s.View(func(st *State) {
-		if fp, ok := st.IsReported("nope", "0123456789abcdef"); !ok || st.Reported[fp].URL != "https://github.com/o/r/issues/7" {
+		if fp, ok := st.IsReported("nope", "0123456789abcdef"); !ok || st.Reported.At(fp).URL != "https://github.com/o/r/issues/7" {
 			t.Errorf("string entry of reported not read as a URL: %+v", st.Reported)
 		}
-		if st.Reported["fedcba9876543210"].Number != 9 {
+		if st.Reported.At("fedcba9876543210").Number != 9 {
 			t.Errorf("object entry of reported lost its number: %+v", st.Reported)
 		}
 		if _, ok := st.IsAbandoned("1111111111111111"); !ok {
@@ -51,13 +51,23 @@ func TestLoadsTheLoopStateAndKeepsUnknownKeys(t *testing.T) {
 	if err := s.Update(func(st *State) error { st.Attempts["3333333333333333"] = 1; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	b, _ := os.ReadFile(path)
+	if b, _ := os.ReadFile(path); string(b) != theLoopState {
+		t.Errorf("the imported file was changed: %s", b)
+	}
+	st, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := st.MarshalJSON() // what state export --format the-loop writes
+	if err != nil {
+		t.Fatal(err)
+	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatalf("written state is not JSON: %v", err)
+		t.Fatalf("exported state is not JSON: %v", err)
 	}
-	if string(m["schema"]) != "1" {
-		t.Errorf("unknown key dropped on write: %s", b)
+	if string(m["schema"]) != "1" || !strings.Contains(string(m["attempts"]), "3333333333333333") {
+		t.Errorf("unknown key or a change dropped: %s", b)
 	}
 	for _, k := range []string{"reported", "abandoned", "attempts", "posted"} {
 		if _, ok := m[k]; !ok {
@@ -247,15 +257,15 @@ func TestResumeDetectsAppendTruncationAndReplacement(t *testing.T) {
 
 func TestHoldsOlderVersionsTellsOlderFingerprintsFromOurs(t *testing.T) {
 	st := NewState()
-	st.Reported["v3:0123456789abcdef"] = Reported{}
-	st.Reported["v3p:0123456789abcdef"] = Reported{}
+	st.Reported.Set("v3:0123456789abcdef", Reported{})
+	st.Reported.Set("v3p:0123456789abcdef", Reported{})
 	st.Attempts["v3:fedcba9876543210"] = 1
 	if st.HoldsOlderVersions() {
 		t.Fatal("only current fingerprints, yet HoldsOlderVersions")
 	}
 	for _, older := range []func(){
-		func() { st.Abandoned["0123456789abcdef"] = Abandoned{} },  // the-loop's
-		func() { st.Reported["v2:0123456789abcdef"] = Reported{} }, // the previous release's
+		func() { st.Abandoned["0123456789abcdef"] = Abandoned{} },     // the-loop's
+		func() { st.Reported.Set("v2:0123456789abcdef", Reported{}) }, // the previous release's
 		func() { st.Deferred["v2:0123456789abcdef"] = Deferred{} },
 	} {
 		st = NewState()

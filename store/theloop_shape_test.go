@@ -14,8 +14,8 @@ import (
 func TestStateKeepsTheLoopShapes(t *testing.T) {
 	at := time.Date(2026, 11, 28, 9, 0, 1, 987654321, time.UTC)
 	st := NewState()
-	st.Reported["v3:a"] = Reported{URL: "https://github.com/o/r/issues/1", Number: 1, At: at, Event: "git.failed"}
-	st.Reported["0123456789abcdef"] = Reported{URL: "https://github.com/o/r/issues/1", At: at, Event: "git.failed", AliasOf: "v3:a"}
+	st.Reported.Set("v3:a", Reported{URL: "https://github.com/o/r/issues/1", Number: 1, At: at, Event: "git.failed"})
+	st.Reported.Set("0123456789abcdef", Reported{URL: "https://github.com/o/r/issues/1", At: at, Event: "git.failed", AliasOf: "v3:a"})
 	st.Abandoned["v3:b"] = Abandoned{Reason: "agent failed 3 times", At: at, Event: "worker.crashed", Stage: "agent"}
 	st.Posted = []time.Time{at}
 	b, err := json.Marshal(st)
@@ -41,7 +41,7 @@ func TestStateKeepsTheLoopShapes(t *testing.T) {
 	if strings.Contains(string(b), `"at"`) {
 		t.Errorf("an older key is written: %s", b)
 	}
-	if got := Fingerprints(st.Reported); len(got) != 1 || got[0] != "v3:a" {
+	if got := Fingerprints(st.Reported.All()); len(got) != 1 || got[0] != "v3:a" {
 		t.Errorf("Fingerprints lists the-loop's copies: %v", got)
 	}
 	if st.HoldsOlderVersions() {
@@ -56,7 +56,7 @@ func TestStateKeepsTheLoopShapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := time.Date(2026, 11, 28, 9, 0, 1, 987000000, time.UTC)
-	if !back.Reported["aaaa"].At.Equal(want) || back.Reported["aaaa"].Event != "e" || back.Reported["bbbb"].At.IsZero() ||
+	if !back.Reported.At("aaaa").At.Equal(want) || back.Reported.At("aaaa").Event != "e" || back.Reported.At("bbbb").At.IsZero() ||
 		!back.Abandoned["cccc"].At.Equal(want) || back.Abandoned["cccc"].Reason != "post failed 3 times" || !back.Posted[0].Equal(want) {
 		t.Errorf("read back %+v %+v %v", back.Reported, back.Abandoned, back.Posted)
 	}

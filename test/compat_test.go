@@ -12,6 +12,7 @@ import (
 
 	fakegh "github.com/the-loop/the-loop-diagnose/fakes/github"
 	"github.com/the-loop/the-loop-diagnose/fingerprint"
+	"github.com/the-loop/the-loop-diagnose/store"
 )
 
 // A deployment configured the way the-loop is: a cli-config.yaml the tool
@@ -155,8 +156,8 @@ func TestTheConfigIsFoundWhereTheLoopFindsIt(t *testing.T) {
 			if res := d.bare("run"); res.code != 0 || gh.CountCreates() != 1 {
 				t.Fatalf("exit %d, %d issues\n%s", res.code, gh.CountCreates(), res.stderr)
 			}
-			if _, err := os.Stat(d.state); err != nil {
-				t.Fatalf("no ledger at <state.root>/self-diagnosis.json: %v", err)
+			if _, err := os.Stat(store.DefaultDSN(d.state)); err != nil {
+				t.Fatalf("no store beside <state.root>/self-diagnosis.json: %v", err)
 			}
 		})
 	}

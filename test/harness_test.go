@@ -15,6 +15,8 @@ import (
 	"time"
 
 	fakegh "github.com/the-loop/the-loop-diagnose/fakes/github"
+	"github.com/the-loop/the-loop-diagnose/store"
+	"github.com/the-loop/the-loop-diagnose/store/pgtest"
 )
 
 var (
@@ -38,6 +40,7 @@ func TestMain(m *testing.M) {
 		}
 	}
 	code := m.Run()
+	pgtest.StopShared() // the fleet tests' PostgreSQL
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -97,7 +100,7 @@ selfDiagnosis:
   writeSpacingSeconds: 0
   secondaryWaitSeconds: 0
   httpRetries: 2
-  agentEnv: [ANTHROPIC_API_KEY, FAKE_AGENT_MODE, FAKE_AGENT_RECORD, FAKE_AGENT_VERDICT, FAKE_AGENT_CONFIDENCE, FAKE_AGENT_EVIDENCE, FAKE_AGENT_PIDFILE]
+  agentEnv: [ANTHROPIC_API_KEY, FAKE_AGENT_MODE, FAKE_AGENT_RECORD, FAKE_AGENT_VERDICT, FAKE_AGENT_CONFIDENCE, FAKE_AGENT_EVIDENCE, FAKE_AGENT_PIDFILE, FAKE_AGENT_DELAY]
 %s`, quote(d.log), harness, o.maxPerDay, quote(d.state), apiURL, o.extra)
 	if err := os.WriteFile(d.config, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -187,12 +190,40 @@ func info(ts time.Time, event string) string {
 	return fmt.Sprintf(`{"ts":%q,"event":%q,"level":"info","source":"webhook"}`, ts.UTC().Format(time.RFC3339Nano), event)
 }
 
+// stateJSON is the deployment's state as `state export --format the-loop`
+// writes it, read from its store.
+func (d *deployment) stateJSON() []byte {
+	d.t.Helper()
+	if !store.Exists(d.state, "") {
+		d.t.Fatalf("state file: no store and no %s", d.state)
+	}
+	st, err := store.Load(d.state)
+	if err != nil {
+		d.t.Fatalf("state: %v", err)
+	}
+	b, err := st.MarshalJSON()
+	if err != nil {
+		d.t.Fatalf("state: %v", err)
+	}
+	return b
+}
+
+// storeBytes is everything the store's database holds on disk (its file and
+// write-ahead log), as raw bytes: SQLite keeps text as it was written, so a
+// value written to the state in clear is found here.
+func (d *deployment) storeBytes() []byte {
+	db := store.DefaultDSN(d.state)
+	var all []byte
+	for _, p := range []string{db, db + "-wal"} {
+		b, _ := os.ReadFile(p)
+		all = append(all, b...)
+	}
+	return all
+}
+
 func (d *deployment) readState() map[string]json.RawMessage {
 	d.t.Helper()
-	b, err := os.ReadFile(d.state)
-	if err != nil {
-		d.t.Fatalf("state file: %v", err)
-	}
+	b := d.stateJSON()
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(b, &m); err != nil {
 		d.t.Fatalf("state file is not valid JSON: %v\n%s", err, b)

@@ -83,9 +83,9 @@ func TestACronRunLinksAGiveUpToThePreviousRunsFailure(t *testing.T) {
 	if n := gh.CountCreates(); n != 1 {
 		t.Fatalf("%d issues after the first run, want 1", n)
 	}
-	raw, err := os.ReadFile(d.state)
-	if err != nil {
-		t.Fatal(err)
+	raw := d.storeBytes()
+	if len(raw) == 0 {
+		t.Fatal("no store written")
 	}
 	for _, private := range []string{"relay-hub", deliv, "the-loop/318-relay-fix"} {
 		if strings.Contains(string(raw), private) {

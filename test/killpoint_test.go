@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	fakegh "github.com/the-loop/the-loop-diagnose/fakes/github"
+	"github.com/the-loop/the-loop-diagnose/store"
 )
 
 // The kill-point test SIGKILLs a real run at many moments around its GitHub
@@ -293,7 +295,7 @@ func classifyKill(d *deployment, p *killProxy, exitedFirst bool) string {
 	}
 	p.waitIdle()
 	var intents, reported map[string]json.RawMessage
-	if _, err := os.Stat(d.state); err == nil {
+	if _, err := os.Stat(store.DefaultDSN(d.state)); err == nil {
 		intents, reported = d.stateMap("intents"), d.stateMap("reported")
 	}
 	fl := p.flights()
@@ -541,5 +543,84 @@ func assertOneIssuePerDefect(t *testing.T, d *deployment, gh *fakegh.Server, wan
 	}
 	if in := d.stateMap("intents"); len(in) != 0 {
 		t.Fatalf("after kills in %v: intents left behind: %v", landed, in)
+	}
+	// Each filed issue told once, and counted once against the cap: the
+	// issue, its event and its count commit together.
+	posted := map[string]int{}
+	for _, e := range d.events("diagnosis.posted") {
+		fp, _ := e["fingerprint"].(string)
+		posted[fp]++
+	}
+	for _, fp := range want {
+		if posted[fp] != 1 {
+			t.Fatalf("after kills in %v: defect %s has %d diagnosis.posted events, want 1 (all: %v)", landed, fp, posted[fp], posted)
+		}
+	}
+	var times []string
+	json.Unmarshal(d.readState()["posted"], &times)
+	if len(times) != len(want) {
+		t.Fatalf("after kills in %v: %d posts counted against the cap for %d issues: %v", landed, len(times), len(want), times)
+	}
+}
+
+// SIGKILL anywhere, many times, with more defects than the daily cap: the
+// cap is never exceeded, and once a run ends every issue filed has its one
+// diagnosis.posted event and its one count in the state (the issue, its
+// event and its count commit together; the create's intent and its
+// reservation before the create).
+func TestKilledManyTimesTheDailyCapHoldsAndEveryIssueIsTold(t *testing.T) {
+	defects := append(killDefects(),
+		failure(t0.Add(3*time.Second), "db.failed", "db query failed: deadlock detected on table jobs"),
+		failure(t0.Add(4*time.Second), "auth.failed", "token refresh failed: unexpected end of JSON input"))
+	const maxPerDay = 3
+	seeds := []int64{1, 2, 3, 4}
+	if testing.Short() {
+		seeds = seeds[:1]
+	}
+	for _, seed := range seeds {
+		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewSource(seed))
+			gh := newGitHub(t)
+			d := newDeployment(t, gh, deployOpts{maxPerDay: maxPerDay})
+			p := newKillProxy(t, gh)
+			pointAt(t, d, p.srv.URL)
+			d.appendLog(defects...)
+			var landed []string
+			for range 8 {
+				landed = append(landed, killRun(t, d, p, nil, time.Duration(5+rng.Intn(200))*time.Millisecond))
+				if n := gh.CountCreates(); n > maxPerDay {
+					t.Fatalf("after kills in %v: %d issues created, the cap is %d", landed, n, maxPerDay)
+				}
+			}
+			p.arm(nil)
+			if res := d.run("run"); res.code != 0 {
+				t.Fatalf("rerun after %v: exit %d\n%s", landed, res.code, res.stderr)
+			}
+			created := gh.CountCreates()
+			if created > maxPerDay || created == 0 {
+				t.Fatalf("after kills in %v: %d issues created, the cap is %d", landed, created, maxPerDay)
+			}
+			posted := map[string]int{}
+			for _, e := range d.events("diagnosis.posted") {
+				fp, _ := e["fingerprint"].(string)
+				posted[fp]++
+			}
+			reported := d.stateMap("reported")
+			for _, is := range gh.Issues() {
+				fp := markerOf(is.Body)
+				if posted[fp] != 1 {
+					t.Fatalf("after kills in %v: issue #%d (%s) has %d diagnosis.posted events, want 1", landed, is.Number, fp, posted[fp])
+				}
+				if _, ok := reported[fp]; !ok {
+					t.Fatalf("after kills in %v: issue #%d (%s) is not recorded", landed, is.Number, fp)
+				}
+			}
+			var times []string
+			json.Unmarshal(d.readState()["posted"], &times)
+			if len(times) != created {
+				t.Fatalf("after kills in %v: %d posts counted for %d issues", landed, len(times), len(gh.Issues()))
+			}
+			t.Logf("kills landed in %v; %d issues created, %d posts counted", landed, created, len(times))
+		})
 	}
 }

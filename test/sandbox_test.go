@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/the-loop/the-loop-diagnose/redact/redacttest"
+	"github.com/the-loop/the-loop-diagnose/store"
 )
 
 // The host's secrets, under names a deny-list would have to guess; none
@@ -42,9 +43,15 @@ func secretsEnv(extra ...string) []string {
 func everythingWritten(t *testing.T, d *deployment, extra ...string) string {
 	t.Helper()
 	var b strings.Builder
-	for _, p := range []string{d.state, filepath.Join(filepath.Dir(d.state), "diagnoses.jsonl"), d.log} {
+	// The store's pages hold its text as it was written, the export as
+	// the state reads back.
+	db := store.DefaultDSN(d.state)
+	for _, p := range []string{db, db + "-wal", d.log} {
 		data, _ := os.ReadFile(p)
 		b.Write(data)
+	}
+	if store.Exists(d.state, "") {
+		b.Write(d.stateJSON())
 	}
 	if d.gh != nil {
 		for _, is := range d.gh.Issues() {
@@ -194,7 +201,7 @@ func TestSettledAgentEvidenceIsScrubbedInLedgerStateAndEvents(t *testing.T) {
 	if !strings.Contains(all, "could not resolve host github.com") {
 		t.Error("the verified quote itself should be kept")
 	}
-	for _, p := range []string{d.state, d.state + ".lock", filepath.Join(filepath.Dir(d.state), "diagnoses.jsonl")} {
+	for _, p := range []string{store.DefaultDSN(d.state), d.state + ".lock"} {
 		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o600 {
 			t.Errorf("%s: %v %v, want mode 0600", p, fi.Mode(), err)
 		}

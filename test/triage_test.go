@@ -15,14 +15,19 @@ func record(fields map[string]any) string {
 	return string(b)
 }
 
+// ledger is the settlement ledger, as `state export --format ledger`
+// prints it from the store.
 func ledger(t *testing.T, d *deployment) []map[string]any {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(filepath.Dir(d.state), "diagnoses.jsonl"))
-	if err != nil {
-		return nil
+	r := d.run("state", "export", "--format", "ledger")
+	if r.code != 0 {
+		t.Fatalf("state export --format ledger: exit %d\n%s", r.code, r.stderr)
 	}
 	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+	if strings.TrimSpace(r.stdout) == "" {
+		return nil
+	}
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
 		var m map[string]any
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
 			t.Fatalf("ledger line is not JSON: %q", line)

@@ -44,6 +44,7 @@ var commands = []command{
 	{"status", "[--json]", "What the state holds: reported, deferred (and what each waits for), settled, dismissed, abandoned, retry counts, the daily window."},
 	{"retry", "FINGERPRINT... | --all-abandoned", "Put abandoned defects back in the backlog with their dossier: the next scan files them."},
 	{"forget", "FINGERPRINT...", "Forget defects: every state entry of theirs goes, so the next scan treats them as new."},
+	{"state", "export [--format the-loop|json|ledger] [-o FILE]", "Write the state out of its store: the-loop's self-diagnosis.json for a switch back, this tool's whole state as JSON, or the ledger."},
 	{"redact", "< strings.jsonl", "Scrub JSON-string lines from stdin to stdout."},
 	{"version", "[--json]", "Print this tool's version."},
 	{"help", "[COMMAND]", "List the commands, or print one command's flags."},
@@ -99,6 +100,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = cmdStatus(rest, io)
 	case "retry":
 		err = cmdRetry(rest, io)
+	case "state":
+		err = cmdState(rest, io)
 	case "redact":
 		err = cmdRedact(rest, io)
 	case "forget":
@@ -301,6 +304,9 @@ func (c *commonFlags) resolve() (Config, func() time.Time, error) {
 	}
 	if c.repo != "" {
 		cfg.Repo = c.repo
+	}
+	if env := os.Getenv(StoreEnv); env != "" {
+		cfg.Store = env
 	}
 	cfg.resolvePaths()
 	if err := cfg.validate(orFlags(cfg.File)); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/the-loop/the-loop-diagnose/fingerprint"
 	"github.com/the-loop/the-loop-diagnose/redact"
 	"github.com/the-loop/the-loop-diagnose/stages"
+	"github.com/the-loop/the-loop-diagnose/store"
 )
 
 // Config is the-loop's config file, the parts this tool reads: state.root,
@@ -76,6 +77,12 @@ type Config struct {
 	// writable by the tool's user (a read-only log); "": they are skipped,
 	// with one warning. Relative to the config file.
 	EventsPath string
+	// Store is where the state lives: "" for a SQLite file beside
+	// StatePath (store.DefaultDSN), a SQLite path, or a postgres:// URL a
+	// fleet shares. $THE_LOOP_DIAGNOSE_STORE wins over selfDiagnosis.store.
+	Store string
+	// Retention is what the state keeps of its past (backlogDays).
+	Retention store.Retention
 
 	// GitHub pacing: GitHub's defaults; tests set them to zero against the fake.
 	WriteSpacing  time.Duration
@@ -123,6 +130,7 @@ func DefaultConfig() Config {
 		MaxDiagnosesPerScan: 5,
 		MaxDiagnosesPerDay:  20,
 		Triage:              stages.DefaultTriage(),
+		Retention:           store.DefaultRetention,
 	}
 }
 
@@ -332,6 +340,10 @@ func loadConfig(path string, mustExist bool) (Config, error) {
 			err = decodeKey(path, full, n, &cfg.SourcePath)
 		case "eventsPath":
 			err = decodeKey(path, full, n, &cfg.EventsPath)
+		case "store":
+			err = decodeKey(path, full, n, &cfg.Store)
+		case "backlogDays":
+			err = decodeKey(path, full, n, &cfg.Retention.BacklogDays)
 		case "trustedAuthors":
 			err = decodeTrustedAuthors(path, full, n, &cfg.TrustedAuthors)
 		}
@@ -359,6 +371,9 @@ func (c *Config) relativeToFile(file string) {
 			*p = filepath.Join(dir, *p)
 		}
 	}
+	if c.Store != "" && !store.IsPostgresURL(c.Store) && !strings.HasPrefix(c.Store, "sqlite:") && !filepath.IsAbs(c.Store) {
+		c.Store = filepath.Join(dir, c.Store)
+	}
 }
 
 // withControlKeywords adds the deployment's keywords to those defanged,
@@ -371,6 +386,31 @@ func withControlKeywords(keywords, control []string) []string {
 		}
 	}
 	return keywords
+}
+
+// StoreEnv names the store, winning over selfDiagnosis.store.
+const StoreEnv = "THE_LOOP_DIAGNOSE_STORE"
+
+// checkStore accepts a SQLite path or a PostgreSQL URL; the error never
+// quotes the URL (it may hold a password).
+func checkStore(dsn string) error {
+	if dsn == "" {
+		return nil
+	}
+	if store.IsPostgresURL(dsn) {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return errors.New("not a valid postgres:// URL (want postgres://USER:PASSWORD@HOST:PORT/DATABASE)")
+		}
+		if u.Host == "" && u.Query().Get("host") == "" {
+			return errors.New("the postgres:// URL names no host (want postgres://USER:PASSWORD@HOST:PORT/DATABASE)")
+		}
+		return nil
+	}
+	if scheme, _, ok := strings.Cut(dsn, "://"); ok && !strings.EqualFold(scheme, "sqlite") {
+		return fmt.Errorf("%s:// is not a store: want a postgres:// URL or a SQLite file path", scheme)
+	}
+	return nil
 }
 
 // ConfigEnv names the config file for the-loop's CLI (cli_config.py:
@@ -483,6 +523,16 @@ func (c *Config) validate(file string) error {
 	}
 	if c.MaxRetries < 1 {
 		return bad("selfDiagnosis.maxRetries", "must be at least 1")
+	}
+	if c.Retention.BacklogDays < 1 {
+		return bad("selfDiagnosis.backlogDays", "must be at least 1")
+	}
+	if err := checkStore(c.Store); err != nil {
+		key := "selfDiagnosis.store"
+		if os.Getenv(StoreEnv) != "" {
+			key = "$" + StoreEnv
+		}
+		return bad(key, err.Error())
 	}
 	if c.MaxAgentCostPerDay < 0 {
 		return bad("selfDiagnosis.maxAgentCostPerDay", "must not be negative (0: no cap)")

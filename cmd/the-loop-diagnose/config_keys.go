@@ -37,7 +37,7 @@ var (
 		"maxDiagnosesPerDay", "maxAgentCostPerDay", "verdictConfidence",
 		"settleDays", "flakyThreshold", "correlationKeys", "successSuffixes",
 		"environmentRules", "sourceCheckout", "sourcePath", "trustedAuthors",
-		"eventsPath",
+		"eventsPath", "store", "backlogDays",
 	}
 	// The yaml keys of stages.EnvRule and fingerprint.Rule.
 	envRuleKeys         = []string{"name", "event", "error", "reason"}

@@ -21,10 +21,6 @@ import (
 // tool's own (the one status and retry take).
 const nothingToDiagnose = "nothing to diagnose — no new failure fingerprints in the log"
 
-// capReason is the gate's reason for a defect the daily issue cap held back
-// (stages.NewGate), told in the-loop's words.
-const capReason = "daily issue cap reached"
-
 // tell prints the-loop's line for o, if it has one. A known defect (the-loop
 // skips a reported fingerprint silently), a settled one (told on stderr
 // with the summary) and a dry run's (printed by the print stage) have none.
@@ -34,7 +30,7 @@ func (s *scanner) tell(o pipeline.Outcome) {
 		fmt.Fprintf(s.io.out, "filed %s — %s\n", o.URL, o.Title)
 	case pipeline.StatusDeferred:
 		reason := o.Reason
-		if reason == capReason {
+		if reason == stages.CapReason {
 			reason = fmt.Sprintf("daily cap (maxIssuesPerDay: %d) reached", s.cfg.MaxIssuesPerDay)
 		}
 		fmt.Fprintf(s.io.out, "deferred %s — %s\n", o.Fingerprint, reason)

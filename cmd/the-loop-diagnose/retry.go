@@ -87,7 +87,7 @@ func cmdForget(args []string, io stdio) error {
 				unknown = append(unknown, fp)
 				continue
 			}
-			done = append(done, forgotten{fp, canonical, removed, s.Issues[canonical]})
+			done = append(done, forgotten{fp, canonical, removed, s.Issues.At(canonical)})
 		}
 	})
 	if err != nil {
@@ -132,7 +132,7 @@ func editState(c *commonFlags, what string, fn func(*store.State)) error {
 	if err != nil {
 		return err
 	}
-	st, err := store.Open(cfg.StatePath, false)
+	st, err := store.OpenDSN(cfg.StatePath, cfg.Store, false)
 	if errors.Is(err, store.ErrLocked) {
 		return fmt.Errorf("%s: a scan holds %s.lock: try again when it ends", what, cfg.StatePath)
 	}

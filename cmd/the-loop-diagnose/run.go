@@ -67,6 +67,7 @@ func cmdRun(hard, soft context.Context, args []string, io stdio, watch bool) (er
 		return err
 	}
 	sc.jsonLog = c.logFormat == "json"
+	defer sc.state.Close()
 	mode := "posting"
 	if *dryRun {
 		mode = "dry-run"
@@ -100,7 +101,7 @@ func cmdRun(hard, soft context.Context, args []string, io stdio, watch bool) (er
 	if *dryRun {
 		// A dry-run watcher keeps its (never written) state in memory, so
 		// each wake-up prints only what is new, as a real watcher would file.
-		if sc.dryState, err = store.Open(cfg.StatePath, true); err != nil {
+		if sc.dryState, err = store.OpenDSN(cfg.StatePath, cfg.Store, true); err != nil {
 			return err
 		}
 	}
@@ -112,15 +113,9 @@ func cmdRun(hard, soft context.Context, args []string, io stdio, watch bool) (er
 		}
 		log.Info().Str("addr", addr).Msg("serving /metrics and /healthz")
 	}
-	if !*dryRun {
-		sc.writeBehind = watchWriteBehind
-	}
 	log.Info().Str("version", version).Str("config", configName(cfg)).Str("mode", mode).
 		Str("log", cfg.EventLog).Str("state", cfg.StatePath).Str("interval", cfg.Interval.String()).Msg("watch started")
 	err = sc.watch(hard, soft)
-	if ferr := sc.flushState(); err == nil {
-		err = ferr
-	}
 	reason := "signal"
 	switch {
 	case errors.Is(err, context.Canceled):
@@ -175,28 +170,6 @@ func configName(cfg Config) string {
 	return cfg.File
 }
 
-// watchWriteBehind is how long a watcher may keep the cursor of scans that
-// saw only recurrences in memory: at most this much of the log is read again
-// after a crash.
-const watchWriteBehind = 30 * time.Second
-
-// flushState writes what a watcher's last scans checkpointed in memory, so
-// the next start resumes from there.
-func (s *scanner) flushState() error {
-	if s.writeBehind == 0 {
-		return nil
-	}
-	st, err := s.state.Open(s.cfg.StatePath)
-	if err != nil {
-		return nil // locked: its holder writes; unreadable: the next scan says so
-	}
-	defer st.Close()
-	if !st.Ahead() {
-		return nil
-	}
-	return st.Write()
-}
-
 // runOnce is one locked scan with its stderr summary and exit status.
 func (s *scanner) runOnce(hard, soft context.Context) error {
 	started := time.Now()
@@ -204,7 +177,7 @@ func (s *scanner) runOnce(hard, soft context.Context) error {
 	if st == nil {
 		var err error
 		if s.dryRun {
-			st, err = store.Open(s.cfg.StatePath, true)
+			st, err = store.OpenDSN(s.cfg.StatePath, s.cfg.Store, true)
 		} else {
 			st, err = s.state.Open(s.cfg.StatePath)
 		}

@@ -38,13 +38,15 @@ type scanner struct {
 	// chargeRun charges an agent run to this scan's state before it starts
 	// (stages.ChargeAgentRun); set by each scan.
 	chargeRun func(pipeline.Dossier) error
+	// fleet is this scan's claims and fleet-wide budgets (nil in a dry run
+	// or without a database); set by each scan.
+	fleet *stages.FleetScan
 	// eventsWarned: the read-only event log was said once.
 	eventsWarned bool
 	metrics      *metrics       // nil unless watch --metrics-addr
 	gh           *github.Client // made at the first scan that posts (githubClient)
 	dryState     *store.Store   // a dry-run watcher's in-memory state, kept across scans
-	// state keeps the state a watcher last read or wrote, so a scan does not
-	// read and parse the file again when nobody else changed it.
+	// state keeps a watcher's database open between its scans.
 	state store.Cache
 	// readBuf is the reader's buffer, reused by every scan of a watcher.
 	readBuf []byte
@@ -55,9 +57,6 @@ type scanner struct {
 	// run starts from what the previous run saved in the state, so a
 	// give-up links to a failure the previous scan read.
 	incidents *stages.IncidentIndex
-	// writeBehind lets a watcher's scan that saw only recurrences keep its
-	// state in memory while the file is younger than this (FinishScan).
-	writeBehind time.Duration
 	// skipBacklog is set by a watcher woken by new lines: the backlog is
 	// retried on the interval, not on every append.
 	skipBacklog bool
@@ -79,7 +78,8 @@ func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, 
 	red := redact.FromEnvironment()
 	s := &scanner{cfg: cfg, now: now, io: io, log: log, dryRun: dryRun, fp: fp, red: red,
 		incidents: stages.NewIncidentIndex(stages.IncidentKeysWith(cfg.Triage.CorrelationKeys), stages.IncidentMaxFailures),
-		progress:  newAgentProgress(io.err, cfg.Harness)}
+		progress:  newAgentProgress(io.err, cfg.Harness),
+		state:     store.Cache{DSN: cfg.Store}}
 	var running func(pipeline.Dossier) func()
 	if s.progress != nil {
 		running = s.progress.running
@@ -99,6 +99,9 @@ func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, 
 		Timeout: cfg.Timeout, Parallel: cfg.AgentParallel, Env: cfg.AgentEnv, Log: log, Scrub: red.Scrub,
 		Endpoint: cfg.Endpoint, APIKeyEnv: cfg.APIKeyEnv,
 		PricePerMillionInput: cfg.PricePerMillionInput, PricePerMillionOutput: cfg.PricePerMillionOutput,
+		Admit: func(ctx context.Context, d pipeline.Dossier) (pipeline.Dossier, error) {
+			return s.fleet.Admit(ctx, d) // nil (replay, a dry run): admits everything
+		},
 		BeforeRun: func(d pipeline.Dossier) error {
 			if s.chargeRun == nil { // replay: nothing is charged
 				return nil
@@ -158,10 +161,18 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time
 	if old := src.Rotated(); old != "" {
 		s.log.Info().Str("log", s.cfg.EventLog).Str("rotated", old).Msg("event log was rotated: finishing the old file first")
 	}
+	// A pipe is no place to append diagnosis.* events to.
+	eventLog := s.eventLogForEvents()
+	if !src.Persistent() {
+		eventLog = ""
+	}
+	st.SetEventLog(eventLog)
 	check, err := s.newPreflight()
 	if err != nil {
 		return nil, err
 	}
+	s.fleet = s.newFleet(st)
+	defer s.fleet.Close()
 	sink, err := s.sink(st, check)
 	if err != nil {
 		return nil, err
@@ -208,6 +219,10 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time
 		if err := persist(ctx, o); err != nil {
 			return err
 		}
+		// Only once the outcome is durable does the claim go.
+		if err := s.fleet.Done(ctx, o); err != nil {
+			return err
+		}
 		s.tell(o) // once recorded: a line printed is an outcome kept
 		s.metrics.observe(o)
 		return nil
@@ -233,22 +248,43 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time
 		ev.Msg("skipped corrupt lines")
 	}
 	if runErr != nil {
-		// Outcomes already persisted stay; the cursor does not move, so the
-		// records of unfinished groups are read again next scan.
+		// Outcomes already committed stay, their events are appended; the
+		// cursor does not move, so the records of unfinished groups are
+		// read again next scan.
+		if err := st.FlushEvents(); err != nil {
+			s.log.Warn().Err(err).Msg("diagnosis.* events stay in the outbox for the next scan")
+		}
 		return sum, runErr
 	}
-	// Only now, with every outcome durable, may the cursor move past the
-	// records read. A pipe has none (nil keeps the stored one), and is no
-	// place to append diagnosis.* events to.
-	eventLog := s.eventLogForEvents()
-	if !src.Persistent() {
-		eventLog = ""
-	}
-	if err := stages.FinishScan(st, src.Cursor(&stats), s.incidents, eventLog, sum, s.now(), s.writeBehind); err != nil {
+	// Only now, with every outcome committed, may the cursor move past the
+	// records read. A pipe has none (nil keeps the stored one).
+	if err := stages.FinishScan(st, src.Cursor(&stats), s.incidents, sum, s.now(), s.cfg.Retention); err != nil {
 		return sum, err
 	}
 	sum.Lines, sum.Corrupt = stats.Lines.Load(), stats.Corrupt.Load()
 	return sum, nil
+}
+
+// newFleet is the scan's part in the fleet sharing its store: its claims
+// last twice the agent's timeout unrenewed, so only a dead deployment's
+// expire. A dry run, which writes nothing, claims nothing.
+func (s *scanner) newFleet(st *store.Store) *stages.FleetScan {
+	if s.dryRun || st.DB() == nil {
+		return nil
+	}
+	deployment := st.Scope()
+	if deployment == "" {
+		deployment = "local" // a store of its own (SQLite): no other deployment to tell apart
+	}
+	timeout := s.cfg.Timeout
+	if timeout <= 0 {
+		timeout = stages.AgentDefaultTimeout
+	}
+	return stages.NewFleetScan(stages.FleetConfig{
+		Fleet: store.NewFleet(st.DB(), deployment), Store: st, Now: s.now, Lease: 2 * timeout,
+		MaxIssuesPerDay: s.cfg.MaxIssuesPerDay, MaxDiagnosesPerDay: s.cfg.MaxDiagnosesPerDay,
+		MaxAgentCostPerDay: s.cfg.MaxAgentCostPerDay, AnswerKey: stages.AgentAnswerKey(s.cfg.Harness, s.cfg.Model), Log: s.log,
+	})
 }
 
 // eventLogForEvents is where diagnosis.* events go: the log itself, as the-loop
@@ -326,6 +362,7 @@ func (s *scanner) newPost(st *store.Store, check *githubPreflight) (pipeline.Sta
 		MaxWait: orNone(s.cfg.MaxWait), Retries: orNoRetries(s.cfg.HTTPRetries), CallTimeout: s.cfg.HTTPTimeout,
 		Version: s.cfg.Version, ToolVersion: version, Log: s.log,
 		FixedUpstream: s.fixedUpstream(), Preflight: check.run, TrustedAuthors: s.cfg.TrustedAuthors,
+		Fleet: s.fleet,
 	}), nil
 }
 

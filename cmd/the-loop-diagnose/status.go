@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"time"
 
@@ -27,23 +26,35 @@ func cmdStatus(args []string, io stdio) error {
 	if err != nil {
 		return err
 	}
-	_, statErr := os.Stat(cfg.StatePath)
-	exists := statErr == nil
-	st, err := store.Load(cfg.StatePath)
+	exists := store.Exists(cfg.StatePath, cfg.Store)
+	db, err := store.OpenDSN(cfg.StatePath, cfg.Store, true)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	st, err := db.Everything()
 	if err != nil {
 		return err
 	}
 	t := now()
+	ledger, err := db.Ledger(t.Add(-90 * 24 * time.Hour))
+	if err != nil {
+		return err
+	}
+	pruned, err := db.PrunedBacklog()
+	if err != nil {
+		return err
+	}
 	used := st.PostedSince(t.Add(-stages.Window))
 	diagnosed := store.CountSince(st.Diagnosed, t.Add(-stages.Window))
 	if *asJSON {
 		enc := json.NewEncoder(io.out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(statusReport(cfg, st, exists, t))
+		return enc.Encode(statusReport(cfg, st, exists, t, statusExtras{db.Name(), ledger, pruned}))
 	}
 	w := io.out
 	if exists {
-		fmt.Fprintf(w, "state %s\n", cfg.StatePath)
+		fmt.Fprintf(w, "state %s (store %s)\n", cfg.StatePath, db.Name())
 	} else {
 		fmt.Fprintf(w, "state %s does not exist yet: no scan has run with it (nothing is reported, deferred or abandoned)\n", cfg.StatePath)
 	}
@@ -65,9 +76,9 @@ func cmdStatus(args []string, io stdio) error {
 		fmt.Fprintf(w, "%s (since %s, %d scans, the last at %s): its defects wait, nothing is charged\n",
 			(&pipeline.Wait{For: what, Reason: o.Reason}).String(), o.Since.Format(time.RFC3339), o.Scans, o.Last.Format(time.RFC3339))
 	}
-	fmt.Fprintf(w, "\nreported (%d):\n", len(st.Reported))
-	for _, fp := range store.Fingerprints(st.Reported) {
-		r := st.Reported[fp]
+	fmt.Fprintf(w, "\nreported (%d):\n", st.Reported.Len())
+	for _, fp := range store.Fingerprints(st.Reported.All()) {
+		r := st.Reported.At(fp)
 		fmt.Fprintf(w, "  %s  %s  %s\n", fp, orDash(r.URL), r.Title)
 	}
 	fmt.Fprintf(w, "\ndeferred (%d):\n", len(st.Deferred))
@@ -82,7 +93,11 @@ func cmdStatus(args []string, io stdio) error {
 			fmt.Fprintf(w, "      %s\n", why)
 		}
 	}
-	fmt.Fprintf(w, "\nsettled by the machine, not filed (%d; evidence in %s):\n", len(st.Settled), store.LedgerPath(cfg.StatePath))
+	for _, b := range pruned {
+		fmt.Fprintf(w, "  (and %d older %s defects, %d occurrences %s to %s, left the backlog after %d days unseen)\n",
+			b.Defects, b.Event, b.Occurrences, b.First.Format(time.RFC3339), b.Last.Format(time.RFC3339), cfg.Retention.BacklogDays)
+	}
+	fmt.Fprintf(w, "\nsettled by the machine, not filed (%d; %d settlements in the ledger of the last 90 days, status --json shows them):\n", len(st.Settled), len(ledger))
 	for _, fp := range store.Fingerprints(st.Settled) {
 		s := st.Settled[fp]
 		state := "until " + s.Until.Format(time.RFC3339)
@@ -117,9 +132,17 @@ func cmdStatus(args []string, io stdio) error {
 
 // statusReport is what status --json prints; its shape is documented in
 // README.md ("status --json"), and a test keeps the two in step.
-func statusReport(cfg Config, st *store.State, exists bool, t time.Time) map[string]any {
+// statusExtras are what status reads from the store beside the state.
+type statusExtras struct {
+	store  string                 // the store, its password masked
+	ledger []store.LedgerEntry    // settlements of the ledger's retention
+	pruned []store.BacklogSummary // the backlog retention summarised
+}
+
+func statusReport(cfg Config, st *store.State, exists bool, t time.Time, x statusExtras) map[string]any {
 	return map[string]any{
 		"state": cfg.StatePath,
+		"store": x.store,
 		// The tool that wrote this report, and whether the state exists
 		// (a deployment that never scanned has none).
 		"version":      version,
@@ -128,9 +151,11 @@ func statusReport(cfg Config, st *store.State, exists bool, t time.Time) map[str
 		"deferred":     st.Deferred,
 		"dismissed":    st.Dismissed,
 		"settled":      st.Settled,
-		"ledger":       store.LedgerPath(cfg.StatePath),
-		"abandoned":    st.Abandoned,
-		"attempts":     st.Attempts,
+		"ledger":       append([]store.LedgerEntry{}, x.ledger...),
+		// The backlog retention pruned, counted by event type.
+		"backlog_pruned": append([]store.BacklogSummary{}, x.pruned...),
+		"abandoned":      st.Abandoned,
+		"attempts":       st.Attempts,
 		// Dependencies the scans wait for.
 		"outages": st.Outages,
 		// What the agents' runs cost, as their harnesses reported it.

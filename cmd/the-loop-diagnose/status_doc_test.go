@@ -43,6 +43,15 @@ func statusFill(v reflect.Value) {
 	case reflect.Interface:
 		v.Set(reflect.ValueOf("x"))
 	case reflect.Pointer:
+		if v.Type() == reflect.TypeOf(&store.Keyed[store.Reported]{}) {
+			// Looked up per key from the store: filled through its API.
+			r := store.Reported{}
+			statusFill(reflect.ValueOf(&r).Elem())
+			k := &store.Keyed[store.Reported]{}
+			k.Set("v3:0123456789abcdef", r)
+			v.Set(reflect.ValueOf(k))
+			return
+		}
 		v.Set(reflect.New(v.Type().Elem()))
 		statusFill(v.Elem())
 	case reflect.Slice:
@@ -102,7 +111,12 @@ func TestStatusJSONShapeIsDocumented(t *testing.T) {
 	st := store.NewState()
 	statusFill(reflect.ValueOf(st).Elem())
 	cfg := Config{StatePath: "/srv/the-loop/.the-loop/self-diagnosis.json", MaxIssuesPerDay: 3, MaxDiagnosesPerDay: 20, MaxAgentCostPerDay: 1}
-	b, err := json.Marshal(statusReport(cfg, st, true, time.Date(2026, 12, 1, 13, 0, 0, 0, time.UTC)))
+	at := time.Date(2026, 12, 1, 13, 0, 0, 0, time.UTC)
+	var x statusExtras
+	x.store = "sqlite /srv/the-loop/.the-loop/the-loop-diagnose.db"
+	x.ledger = []store.LedgerEntry{{Time: at, Fingerprint: "v3:1", Verdict: "environment", Reason: "r", Evidence: map[string]any{"k": "v"}, ToolVersion: "1"}}
+	x.pruned = []store.BacklogSummary{{Event: "e", Defects: 1, Occurrences: 2, First: at, Last: at}}
+	b, err := json.Marshal(statusReport(cfg, st, true, at, x))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +127,7 @@ func TestStatusJSONShapeIsDocumented(t *testing.T) {
 	// The maps keyed by fingerprint (or, for outages, by dependency).
 	data := map[string]string{"reported": "FP", "deferred": "FP", "dismissed": "FP", "settled": "FP", "abandoned": "FP",
 		"attempts": "FP", "outages": "NAME",
-		"deferred.FP.finding": "opaque", "abandoned.FP.pending.finding": "opaque", "settled.FP.evidence": "opaque"}
+		"deferred.FP.finding": "opaque", "abandoned.FP.pending.finding": "opaque", "settled.FP.evidence": "opaque", "ledger[].evidence": "opaque"}
 	emitted := map[string]string{}
 	statusPaths("", report, data, emitted)
 	// An abandoned defect's pending entry is a deferred entry: documented once.

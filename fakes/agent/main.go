@@ -51,7 +51,8 @@
 //
 // The prompt is read from -p/--prompt or from the file named by
 // --prompt-file. A dossier.md line "fake-agent-delay: DURATION" makes it
-// sleep before answering. FAKE_AGENT_RECORD=path appends one JSON line
+// sleep before answering, as does FAKE_AGENT_DELAY=DURATION in its
+// environment. FAKE_AGENT_RECORD=path appends one JSON line
 // describing the invocation (see record).
 package main
 
@@ -141,6 +142,9 @@ func main() {
 	}
 	if d := delayFrom(string(dossier)); d > 0 {
 		time.Sleep(d)
+	}
+	if d, err := time.ParseDuration(os.Getenv("FAKE_AGENT_DELAY")); err == nil && d > 0 {
+		time.Sleep(d) // every run, whatever the dossier says
 	}
 	var err error
 	switch inv.cli {

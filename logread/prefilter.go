@@ -1,0 +1,319 @@
+package logread
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+)
+
+// Prefilter is a Policy over a Format as bytes: what a line must contain to
+// be a candidate. It is exact-or-superset: it may pass a line the policy
+// then rejects, never drop one it selects. Every rule is derived:
+//
+//   - a failure level spelled as text: the quoted value in each case foldCase
+//     accepts ("error", "ERROR", "Error"), for every name the format maps to
+//     a failure level and every failure level itself, preceded by a level
+//     key and a colon;
+//   - a numeric level (pino's 50, OpenTelemetry's 17): the level key, then
+//     a number the format maps to a failure level;
+//   - the give-up: the retry key, then the give-up value (false);
+//   - "\u": an escape can spell any key or value differently, so a line
+//     holding one always passes.
+//
+// A value rare in the log anchors a rule where one exists (a level's
+// name); a key otherwise (the retry flag's, not the "false" that a
+// "cached":false puts on every line). Between keys, values and colons only
+// JSON whitespace may come. A wrapper's inner line (Docker's log) is matched
+// with its quotes escaped.
+type Prefilter struct {
+	needles []needle
+}
+
+type needle struct {
+	finder
+	// confirm reports whether the occurrence at at in line completes the
+	// rule; nil: the needle alone does.
+	confirm func(line []byte, at int) bool
+}
+
+// NewPrefilter derives the prefilter of policy p over format f.
+func NewPrefilter(p Policy, f *Format) *Prefilter {
+	pf := &Prefilter{}
+	pf.needles = append(pf.needles, needle{finder: newFinder([]byte(`\u`))})
+	pf.derive(p, f, false)
+	return pf
+}
+
+func (pf *Prefilter) derive(p Policy, f *Format, escaped bool) {
+	if f.Inner != "" {
+		pf.derive(p, f.InnerFormat, true)
+		return
+	}
+	quote := func(s string) []byte {
+		if escaped {
+			return []byte(`\"` + s + `\"`)
+		}
+		return []byte(`"` + s + `"`)
+	}
+	var keys [][]byte
+	for _, path := range f.Level {
+		for _, k := range keyNames(path) {
+			keys = append(keys, quote(k))
+		}
+	}
+	// Text values: every name mapping to a failure, every failure name.
+	names := append([]string(nil), p.FailureLevels...)
+	for raw, level := range f.Levels {
+		if p.isFailureLevel(level) {
+			names = append(names, raw)
+		}
+	}
+	seen := map[string]bool{}
+	for _, name := range names {
+		for _, s := range spellings(name) {
+			if seen[s] {
+				continue
+			}
+			seen[s] = true
+			v := quote(s)
+			pf.needles = append(pf.needles, needle{finder: newFinder(v), confirm: func(line []byte, at int) bool {
+				return keyBefore(line[:at], keys, escaped)
+			}})
+		}
+	}
+	numericFailure := false
+	for _, s := range f.numeric {
+		numericFailure = numericFailure || p.isFailureLevel(s.level)
+	}
+	if numericFailure {
+		for _, k := range keys {
+			pf.needles = append(pf.needles, needle{finder: newFinder(k), confirm: func(line []byte, at int) bool {
+				v, ok := valueAfter(line[at+len(k):], escaped)
+				if !ok {
+					return false
+				}
+				n, err := strconv.ParseFloat(string(v[:numberLen(v)]), 64)
+				l, known := f.numericLevel(n)
+				return err == nil && known && p.isFailureLevel(l)
+			}})
+		}
+	}
+	giveUp := []byte(strconv.FormatBool(p.GiveUpValue))
+	for _, path := range f.Retry {
+		for _, name := range keyNames(path) {
+			k := quote(name)
+			pf.needles = append(pf.needles, needle{finder: newFinder(k), confirm: func(line []byte, at int) bool {
+				v, ok := valueAfter(line[at+len(k):], escaped)
+				return ok && bytes.HasPrefix(v, giveUp)
+			}})
+		}
+	}
+}
+
+// keyNames are the keys a field path may appear under in a line: the path
+// itself and its last part.
+func keyNames(path string) []string {
+	if i := strings.LastIndexByte(path, '.'); i >= 0 {
+		return []string{path, path[i+1:]}
+	}
+	return []string{path}
+}
+
+// May reports whether line may be a candidate.
+func (pf *Prefilter) May(line []byte) bool {
+	for _, n := range pf.needles {
+		for at := 0; at < len(line); {
+			i := n.index(line[at:])
+			if i < 0 {
+				break
+			}
+			if n.confirm == nil || n.confirm(line, at+i) {
+				return true
+			}
+			at += i + 1
+		}
+	}
+	return false
+}
+
+// region follows the prefilter through one region of whole lines: where
+// each needle next occurs, each searched for once per region, not per line.
+type region struct {
+	pf   *Prefilter
+	b    []byte
+	next []int // next occurrence of needle k at or after searched[k]; len(b) when none
+	from []int
+}
+
+func (pf *Prefilter) region(b []byte, r *region) {
+	r.pf, r.b = pf, b
+	r.next, r.from = r.next[:0], r.from[:0]
+	for range pf.needles {
+		r.next, r.from = append(r.next, -1), append(r.from, -1)
+	}
+}
+
+// candidate is the start of the first line at or after i that may be a
+// candidate, or len(b).
+func (r *region) candidate(i int) int {
+	b := r.b
+	for {
+		best, k := len(b), -1
+		for n := range r.pf.needles {
+			if r.next[n] < i {
+				r.next[n] = r.search(n, i)
+			}
+			if r.next[n] < best {
+				best, k = r.next[n], n
+			}
+		}
+		if k < 0 {
+			return len(b)
+		}
+		start := bytes.LastIndexByte(b[:best], '\n') + 1
+		end := len(b)
+		if e := bytes.IndexByte(b[best:], '\n'); e >= 0 {
+			end = best + e
+		}
+		if c := r.pf.needles[k].confirm; c == nil || c(b[start:end], best-start) {
+			return start
+		}
+		r.next[k] = r.search(k, best+1)
+	}
+}
+
+func (r *region) search(n, from int) int {
+	if from >= len(r.b) {
+		return len(r.b)
+	}
+	if i := r.pf.needles[n].index(r.b[from:]); i >= 0 {
+		return from + i
+	}
+	return len(r.b)
+}
+
+// tune anchors each needle on its byte rarest in sample.
+func (pf *Prefilter) tune(freq *[256]int, total int) {
+	for i := range pf.needles {
+		pf.needles[i].tune(freq, total)
+	}
+}
+
+// keyBefore reports whether before ends with one of keys, a colon and
+// JSON whitespace.
+func keyBefore(before []byte, keys [][]byte, escaped bool) bool {
+	before = trimSpaceRight(before, escaped)
+	if len(before) == 0 || before[len(before)-1] != ':' {
+		return false
+	}
+	before = trimSpaceRight(before[:len(before)-1], escaped)
+	for _, k := range keys {
+		if bytes.HasSuffix(before, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// valueAfter is what follows a key: JSON whitespace, a colon, whitespace.
+func valueAfter(after []byte, escaped bool) ([]byte, bool) {
+	after = trimSpaceLeft(after, escaped)
+	if len(after) == 0 || after[0] != ':' {
+		return nil, false
+	}
+	return trimSpaceLeft(after[1:], escaped), true
+}
+
+// JSON whitespace; inside an escaped inner line also its escapes \t \n \r.
+func trimSpaceLeft(b []byte, escaped bool) []byte {
+	for len(b) > 0 {
+		switch {
+		case isJSONSpace(b[0]):
+			b = b[1:]
+		case escaped && len(b) > 1 && b[0] == '\\' && (b[1] == 't' || b[1] == 'n' || b[1] == 'r'):
+			b = b[2:]
+		default:
+			return b
+		}
+	}
+	return b
+}
+
+func trimSpaceRight(b []byte, escaped bool) []byte {
+	for n := len(b); n > 0; n = len(b) {
+		switch {
+		case isJSONSpace(b[n-1]):
+			b = b[:n-1]
+		case escaped && n > 1 && b[n-2] == '\\' && (b[n-1] == 't' || b[n-1] == 'n' || b[n-1] == 'r'):
+			b = b[:n-2]
+		default:
+			return b
+		}
+	}
+	return b
+}
+
+// numberLen is the length of the JSON number's bytes at the start of v.
+func numberLen(v []byte) int {
+	e := 0
+	for e < len(v) && (v[e] == '-' || v[e] == '.' || v[e] == '+' || v[e] == 'e' || v[e] == 'E' || (v[e] >= '0' && v[e] <= '9')) {
+		e++
+	}
+	return e
+}
+
+// isJSONSpace is JSON's whitespace: the four bytes allowed between tokens.
+func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
+// finder finds a needle by its byte rarest in the log (tune): bytes.Index
+// starts from the first byte, and in a JSON line the '"' of a quoted key or
+// value is everywhere. Until tuned, or when no byte of it is rare, it is
+// bytes.Index.
+type finder struct {
+	needle []byte
+	anchor int // offset of the byte searched for; -1: bytes.Index
+}
+
+func newFinder(b []byte) finder { return finder{needle: b, anchor: -1} }
+
+func (f finder) index(b []byte) int {
+	if f.anchor < 0 {
+		return bytes.Index(b, f.needle)
+	}
+	c, n := f.needle[f.anchor], len(f.needle)
+	for at := f.anchor; at < len(b); {
+		j := bytes.IndexByte(b[at:], c)
+		if j < 0 {
+			return -1
+		}
+		p := at + j - f.anchor
+		if p+n <= len(b) && bytes.Equal(b[p:p+n], f.needle) {
+			return p
+		}
+		at += j + 1
+	}
+	return -1
+}
+
+// rareByte is how rare a byte must be (at most one in this many) for a
+// search by it to beat bytes.Index.
+const rareByte = 64
+
+func (f *finder) tune(freq *[256]int, total int) {
+	f.anchor = -1
+	best := total/rareByte + 1
+	for i, c := range f.needle {
+		if freq[c] < best {
+			best, f.anchor = freq[c], i
+		}
+	}
+}
+
+// byteFreq counts the bytes of sample.
+func byteFreq(sample []byte) *[256]int {
+	var freq [256]int
+	for _, c := range sample {
+		freq[c]++
+	}
+	return &freq
+}

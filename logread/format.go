@@ -211,19 +211,35 @@ func (f *Format) Canonical(raw pipeline.Fields) pipeline.Fields {
 		}
 	}
 	out := make(pipeline.Fields, 0, len(raw)+6)
-	if v, ok := first(raw, f.Time); ok {
+	// used are the paths read into canonical fields: their raw copies are
+	// dropped, or the dossier would take them for identities to mask (an
+	// OpenTelemetry severityText "ERROR" masked in its own error text).
+	var used []string
+	pick := func(paths []string) (any, bool) {
+		for _, p := range paths {
+			if v, ok := lookup(raw, p); ok && v != nil {
+				used = append(used, p)
+				return v, true
+			}
+		}
+		return nil, false
+	}
+	if v, ok := pick(f.Time); ok {
 		if ts, ok := timeText(v); ok {
 			out = append(out, pipeline.Field{Key: KeyTime, Value: ts})
 		}
 	}
-	if v, ok := first(raw, f.Level); ok {
-		if l, ok := f.level(v); ok {
-			out = append(out, pipeline.Field{Key: KeyLevel, Value: l})
+	for _, p := range f.Level { // each level field says the same: none stays raw
+		if v, ok := lookup(raw, p); ok {
+			used = append(used, p)
+			if l, ok := f.level(v); ok && !slices.ContainsFunc(out, func(f pipeline.Field) bool { return f.Key == KeyLevel }) {
+				out = append(out, pipeline.Field{Key: KeyLevel, Value: l})
+			}
 		}
 	}
-	msg, _ := first(raw, f.Message)
+	msg, _ := pick(f.Message)
 	msgText, _ := msg.(string)
-	event, hasEvent := first(raw, f.Event)
+	event, hasEvent := pick(f.Event)
 	if s, ok := event.(string); hasEvent && ok && s != "" {
 		out = append(out, pipeline.Field{Key: KeyEvent, Value: s})
 		if msgText != "" {
@@ -233,10 +249,10 @@ func (f *Format) Canonical(raw pipeline.Fields) pipeline.Fields {
 		out = append(out, pipeline.Field{Key: KeyEvent, Value: msgText})
 	}
 	errText := ""
-	if v, ok := first(raw, f.Error); ok {
+	if v, ok := pick(f.Error); ok {
 		errText = errorText(v)
 	}
-	if v, ok := first(raw, f.Stack); ok {
+	if v, ok := pick(f.Stack); ok {
 		if s, ok := v.(string); ok && s != "" && !strings.Contains(errText, s) {
 			errText = strings.TrimSpace(errText + "\n" + s)
 		}
@@ -244,32 +260,35 @@ func (f *Format) Canonical(raw pipeline.Fields) pipeline.Fields {
 	if errText != "" {
 		out = append(out, pipeline.Field{Key: KeyError, Value: errText})
 	}
-	if v, ok := first(raw, f.Logger); ok {
+	if v, ok := pick(f.Logger); ok {
 		if s, ok := v.(string); ok {
 			out = append(out, pipeline.Field{Key: KeyLogger, Value: s})
 		}
 	}
-	if v, ok := first(raw, f.Retry); ok {
+	if v, ok := pick(f.Retry); ok {
 		if b, ok := v.(bool); ok {
 			out = append(out, pipeline.Field{Key: KeyRetry, Value: b})
 		}
 	}
-	canonical := len(out)
-	has := func(k string) bool {
-		return slices.ContainsFunc(out[:canonical], func(f pipeline.Field) bool { return f.Key == k })
+	for _, p := range f.Error { // the error's type beside its message: the text holds it
+		if base, ok := strings.CutSuffix(p, "message"); ok {
+			used = append(used, base+"type")
+		}
+	}
+	keep := func(key string) bool {
+		_, taken := out.Lookup(key)
+		return !taken && !isCanonicalKey(key) && !slices.Contains(used, key)
 	}
 	for _, kv := range raw {
-		if !isCanonicalKey(kv.Key) && !has(kv.Key) {
+		if keep(kv.Key) && !slices.Contains(f.Lift, kv.Key) {
 			out = append(out, kv)
 		}
 	}
 	for _, path := range f.Lift {
-		if m, ok := lookup(raw, path); ok {
-			if obj, ok := m.(map[string]any); ok {
-				for _, kv := range pipeline.FieldsOf(obj) {
-					if _, taken := out.Lookup(kv.Key); !taken && !isCanonicalKey(kv.Key) {
-						out = append(out, kv)
-					}
+		if obj, ok := raw.Get(path).(map[string]any); ok {
+			for _, kv := range pipeline.FieldsOf(obj) {
+				if keep(kv.Key) && !slices.Contains(used, path+"."+kv.Key) {
+					out = append(out, kv)
 				}
 			}
 		}
@@ -425,13 +444,18 @@ func errorText(v any) string {
 	return fmt.Sprint(v)
 }
 
-// timeText is a time value as RFC 3339 text.
+// timeText is a time value as RFC 3339 text. An epoch number is read by its
+// magnitude (seconds, ms, µs or ns since 1970), to the microsecond unless
+// it is whole nanoseconds written as digits (OpenTelemetry's).
 func timeText(v any) (string, bool) {
 	var n float64
 	switch v := v.(type) {
 	case string:
 		if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
 			return t.UTC().Format(time.RFC3339Nano), true
+		}
+		if ns, err := strconv.ParseInt(v, 10, 64); err == nil && ns >= 1e17 {
+			return time.Unix(0, ns).UTC().Format(time.RFC3339Nano), true
 		}
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil {
@@ -445,14 +469,14 @@ func timeText(v any) (string, bool) {
 	}
 	var t time.Time
 	switch {
-	case n <= 0:
+	case n <= 0 || n >= 1e19:
 		return "", false
 	case n < 1e11:
-		t = time.Unix(0, int64(n*1e9))
+		t = time.UnixMicro(int64(math.Round(n * 1e6)))
 	case n < 1e14:
-		t = time.UnixMilli(0).Add(time.Duration(n * 1e6))
+		t = time.UnixMicro(int64(math.Round(n * 1e3)))
 	case n < 1e17:
-		t = time.Unix(0, int64(n*1e3))
+		t = time.UnixMicro(int64(math.Round(n)))
 	default:
 		t = time.Unix(0, int64(n))
 	}

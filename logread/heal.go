@@ -61,23 +61,23 @@ func NewHealFilter(p Policy, f *Format) *HealFilter {
 		pending: newFIFOMap[uint64, string](p.MaxPending), families: map[string]int{},
 		ids: newCorrelationIDs(), familyNames: map[string]string{}}
 	h.pending.evicted = h.forget
-	for _, pat := range p.SuccessPatterns() {
-		h.patterns = append(h.patterns, newFinder(pat))
-	}
+	h.patterns = groupFinders(p.SuccessPatterns())
 	for _, k := range h.keys {
 		h.quoted = append(h.quoted, newFinder([]byte(`"`+k+`"`)))
 	}
 	h.event = newFinder([]byte(`"` + KeyEvent + `"`))
 	h.retry = newFinder([]byte(`"` + KeyRetry + `"`))
 	if h.other {
-		for _, r := range f.Retry {
-			h.retry = newFinder([]byte(`"` + r + `"`))
-		}
+		// A line naming the retry field, quoted or escaped, may be a
+		// retried failure; a format without one has none to heal.
+		retry := f.Retry
 		if f.Inner != "" {
-			h.retry = newFinder([]byte(`will`)) // an escaped inner line: any mention
-			for _, r := range f.InnerFormat.Retry {
-				h.retry = newFinder([]byte(r))
-			}
+			retry = f.InnerFormat.Retry
+		}
+		h.retry = finder{}
+		for _, r := range retry {
+			names := keyNames(r)
+			h.retry = newFinder([]byte(names[len(names)-1]))
 		}
 	}
 	return h
@@ -173,7 +173,7 @@ func (h *HealFilter) noteRaw(line []byte) {
 		return
 	}
 	if h.other {
-		h.maybeRetried = h.maybeRetried || h.retry.index(line) >= 0
+		h.maybeRetried = h.maybeRetried || (h.retry.needle != nil && h.retry.index(line) >= 0)
 		return
 	}
 	if !hasPair(line, h.retry, []byte(`true`)) {

@@ -2,6 +2,7 @@ package logread
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -68,18 +69,16 @@ func (pf *Prefilter) derive(p Policy, f *Format, escaped bool) {
 			names = append(names, raw)
 		}
 	}
-	seen := map[string]bool{}
+	var values [][]byte
 	for _, name := range names {
-		for _, s := range spellings(name) {
-			if seen[s] {
-				continue
-			}
-			seen[s] = true
-			v := quote(s)
-			pf.needles = append(pf.needles, needle{finder: newFinder(v), confirm: func(line []byte, at int) bool {
-				return keyBefore(line[:at], keys, escaped)
-			}})
+		for _, v := range spellings(name) {
+			values = append(values, quote(v))
 		}
+	}
+	for _, fd := range groupFinders(values) {
+		pf.needles = append(pf.needles, needle{finder: fd, confirm: func(line []byte, at int) bool {
+			return keyBefore(line[:at], keys, escaped)
+		}})
 	}
 	numericFailure := false
 	for _, s := range f.numeric {
@@ -268,15 +267,66 @@ func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c =
 // finder finds a needle by its byte rarest in the log (tune): bytes.Index
 // starts from the first byte, and in a JSON line the '"' of a quoted key or
 // value is everywhere. Until tuned, or when no byte of it is rare, it is
-// bytes.Index.
+// bytes.Index. Needles sharing a prefix are found in one pass: the finder
+// searches the prefix and reports where one of them (alts) starts.
 type finder struct {
 	needle []byte
-	anchor int // offset of the byte searched for; -1: bytes.Index
+	alts   [][]byte // nil: the needle alone
+	anchor int      // offset of the byte searched for; -1: bytes.Index
 }
 
 func newFinder(b []byte) finder { return finder{needle: b, anchor: -1} }
 
+// groupFinders are finders for needles, one pass for those sharing a
+// prefix of two bytes or more ("ERROR" and "Error" share `"E`).
+func groupFinders(needles [][]byte) []finder {
+	sorted := slices.Clone(needles)
+	slices.SortFunc(sorted, bytes.Compare)
+	sorted = slices.CompactFunc(sorted, bytes.Equal)
+	var out []finder
+	for i := 0; i < len(sorted); {
+		j, prefix := i+1, sorted[i]
+		for ; j < len(sorted); j++ {
+			n := commonPrefix(prefix, sorted[j])
+			if n < 2 {
+				break
+			}
+			prefix = prefix[:n]
+		}
+		f := newFinder(sorted[i])
+		if j > i+1 {
+			f = finder{needle: prefix, alts: sorted[i:j], anchor: -1}
+		}
+		out = append(out, f)
+		i = j
+	}
+	return out
+}
+
+func commonPrefix(a, b []byte) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
 func (f finder) index(b []byte) int {
+	for at := 0; at < len(b); {
+		i := f.indexNeedle(b[at:])
+		if i < 0 {
+			return -1
+		}
+		p := at + i
+		if f.alts == nil || slices.ContainsFunc(f.alts, func(a []byte) bool { return bytes.HasPrefix(b[p:], a) }) {
+			return p
+		}
+		at = p + 1
+	}
+	return -1
+}
+
+func (f finder) indexNeedle(b []byte) int {
 	if f.anchor < 0 {
 		return bytes.Index(b, f.needle)
 	}
@@ -297,7 +347,7 @@ func (f finder) index(b []byte) int {
 
 // rareByte is how rare a byte must be (at most one in this many) for a
 // search by it to beat bytes.Index.
-const rareByte = 64
+const rareByte = 48
 
 func (f *finder) tune(freq *[256]int, total int) {
 	f.anchor = -1

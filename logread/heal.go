@@ -198,20 +198,9 @@ func (h *HealFilter) noteRaw(line []byte) {
 // could make such a line heal something; missing that heal sends a failure
 // to a human, the safe side.)
 func (h *HealFilter) idle(b []byte, q int) bool {
-	if h.other {
-		return false
-	}
-	open := bytes.LastIndexByte(b[:q], '"')
-	if open < 0 || !bytes.HasSuffix(b[:open], []byte(`"event":`)) || bytes.IndexByte(b[open:q], '\n') >= 0 {
-		return false
-	}
-	end := bytes.IndexByte(b[q:], '"')
-	if end < 0 {
-		return false
-	}
-	event := b[open+1 : q+end]
-	dot := bytes.LastIndexByte(event, '.')
-	return !h.familyBusy(event[:dot])
+	event, ok := eventAround(b, q)
+	fam, _ := family(event)
+	return ok && !h.other && !h.familyBusy(fam)
 }
 
 // wants reports whether a line must be decoded for the healing check. at is
@@ -222,7 +211,6 @@ func (h *HealFilter) wants(line []byte, at int) bool {
 		return false
 	}
 	if at < 0 {
-		at = -1
 		for _, p := range h.patterns {
 			if i := p.index(line); i >= 0 {
 				at = i
@@ -272,10 +260,10 @@ func (h *HealFilter) wants(line []byte, at int) bool {
 
 // eventAround is the value of the "event" key when the success pattern at
 // position at is part of it, spelled as the-loop writes it ("event":"x.y"):
-// the common case, found without searching the line for the key.
+// the common case, found without searching the line (or region) for the key.
 func eventAround(line []byte, at int) ([]byte, bool) {
 	open := bytes.LastIndexByte(line[:at], '"')
-	if open < 0 || !bytes.HasSuffix(line[:open], []byte(`"event":`)) {
+	if open < 0 || !bytes.HasSuffix(line[:open], []byte(`"event":`)) || bytes.IndexByte(line[open:at], '\n') >= 0 {
 		return nil, false
 	}
 	end := bytes.IndexByte(line[at:], '"')

@@ -123,44 +123,25 @@ var defaultPolicy = DefaultPolicy()
 
 // foldCase is s in lower case when it is written in one of the cases
 // loggers write level names in — lower, UPPER or Title — and s unchanged
-// (false) otherwise. The prefilter searches for exactly these three
-// spellings, so a level matches in any of them and in no other.
+// (false) otherwise. The prefilter searches for exactly these spellings,
+// so a level matches in any of them and in no other.
 func foldCase(s string) (string, bool) {
-	hasUpper, hasLower := false, false
-	for i := 0; i < len(s); i++ {
-		hasUpper = hasUpper || (s[i] >= 'A' && s[i] <= 'Z')
-		hasLower = hasLower || (s[i] >= 'a' && s[i] <= 'z')
-	}
-	switch {
-	case !hasUpper:
-		return s, true
-	case !hasLower || isTitle(s):
-		return strings.ToLower(s), true
+	lower := strings.ToLower(s)
+	if s == lower || s == strings.ToUpper(s) || s == title(lower) {
+		return lower, true
 	}
 	return s, false
 }
 
-// isTitle: a capital, then no capitals.
-func isTitle(s string) bool {
-	if s == "" || s[0] < 'A' || s[0] > 'Z' {
-		return false
+func title(lower string) string {
+	if lower == "" {
+		return lower
 	}
-	for i := 1; i < len(s); i++ {
-		if s[i] >= 'A' && s[i] <= 'Z' {
-			return false
-		}
-	}
-	return true
+	return strings.ToUpper(lower[:1]) + lower[1:]
 }
 
-// spellings are the three cases of a level name foldCase accepts.
+// spellings are the cases of a level name foldCase accepts.
 func spellings(name string) []string {
 	lower := strings.ToLower(name)
-	out := []string{lower}
-	for _, s := range []string{strings.ToUpper(lower), strings.ToUpper(lower[:min(1, len(lower))]) + lower[min(1, len(lower)):]} {
-		if !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
-	return out
+	return slices.Compact([]string{lower, title(lower), strings.ToUpper(lower)})
 }

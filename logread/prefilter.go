@@ -135,35 +135,40 @@ func (pf *Prefilter) May(line []byte) bool {
 	return false
 }
 
-// region follows the prefilter through one region of whole lines: where
-// each needle next occurs, each searched for once per region, not per line.
+// region follows finders through one region of whole lines: where each
+// next occurs, each searched for once per region, not once per line.
 type region struct {
-	pf   *Prefilter
 	b    []byte
-	next []int // next occurrence of needle k at or after searched[k]; len(b) when none
-	from []int
+	next []int // where finder k next occurs at or after the last search, len(b) if nowhere; -1: not searched
 }
 
-func (pf *Prefilter) region(b []byte, r *region) {
-	r.pf, r.b = pf, b
-	r.next, r.from = r.next[:0], r.from[:0]
-	for range pf.needles {
-		r.next, r.from = append(r.next, -1), append(r.from, -1)
+func (r *region) reset(b []byte, finders int) {
+	r.b, r.next = b, r.next[:0]
+	for range finders {
+		r.next = append(r.next, -1)
 	}
 }
 
-// candidate is the start of the first line at or after i that may be a
-// candidate, or len(b).
-func (r *region) candidate(i int) int {
+// at is where finder k (f) next occurs at or after i, or len(b).
+func (r *region) at(k, i int, f finder) int {
+	if r.next[k] < i {
+		r.next[k] = len(r.b)
+		if j := f.index(r.b[min(i, len(r.b)):]); j >= 0 {
+			r.next[k] = i + j
+		}
+	}
+	return r.next[k]
+}
+
+// candidate is the start of the first line at or after i in r that may be
+// a candidate, or len(b).
+func (pf *Prefilter) candidate(r *region, i int) int {
 	b := r.b
 	for {
 		best, k := len(b), -1
-		for n := range r.pf.needles {
-			if r.next[n] < i {
-				r.next[n] = r.search(n, i)
-			}
-			if r.next[n] < best {
-				best, k = r.next[n], n
+		for n := range pf.needles {
+			if p := r.at(n, i, pf.needles[n].finder); p < best {
+				best, k = p, n
 			}
 		}
 		if k < 0 {
@@ -174,21 +179,12 @@ func (r *region) candidate(i int) int {
 		if e := bytes.IndexByte(b[best:], '\n'); e >= 0 {
 			end = best + e
 		}
-		if c := r.pf.needles[k].confirm; c == nil || c(b[start:end], best-start) {
+		if c := pf.needles[k].confirm; c == nil || c(b[start:end], best-start) {
 			return start
 		}
-		r.next[k] = r.search(k, best+1)
+		r.next[k] = -1
+		r.at(k, best+1, pf.needles[k].finder)
 	}
-}
-
-func (r *region) search(n, from int) int {
-	if from >= len(r.b) {
-		return len(r.b)
-	}
-	if i := r.pf.needles[n].index(r.b[from:]); i >= 0 {
-		return from + i
-	}
-	return len(r.b)
 }
 
 // tune anchors each needle on its byte rarest in sample.

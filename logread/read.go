@@ -154,12 +154,10 @@ type reader struct {
 	// consumed, and the number of lines before it.
 	offset, line int64
 	pf           *Prefilter
-	reg          region // the prefilter's needles in the region being read
-	// success[k] is where the heal filter's pattern k next occurs in the
-	// region being scanned (len(region) when nowhere): each is searched for
-	// once per region, not once per line.
-	success []int
-	tuned   bool
+	// The prefilter's needles and the heal filter's success patterns in
+	// the region being read.
+	candidates, successes region
+	tuned                 bool
 	// What publish has told stats so far: the counters are shared with
 	// other goroutines (progress, metrics), so they are updated once per
 	// region, not once per line.
@@ -290,9 +288,11 @@ func (r *reader) lines(b []byte) error {
 			r.cfg.Heal.tune(byteFreq(sample), len(sample))
 			r.tuned = true
 		}
-		r.pf.region(b, &r.reg)
+		r.candidates.reset(b, len(r.pf.needles))
+		if r.cfg.Heal != nil {
+			r.successes.reset(b, len(r.cfg.Heal.patterns))
+		}
 	}
-	r.success = r.success[:0]
 	for i := 0; i < len(b); {
 		next, heal := i, healUnknown
 		if r.cfg.Prefilter {
@@ -329,7 +329,7 @@ const (
 // object of valid UTF-8 within the cap, or a success line that heals a
 // failure read before it — and whether the heal filter wants it.
 func (r *reader) nextExact(b []byte, i int) (int, int) {
-	c := r.reg.candidate(i)
+	c := r.pf.candidate(&r.candidates, i)
 	heal := healNo
 	if s := r.misshapen(b[i:c]); s >= 0 {
 		c, heal = i+s, healUnknown
@@ -386,23 +386,9 @@ const tuneSample = 64 << 10
 // or after i in region b, or len(b).
 func (r *reader) nextSuccess(b []byte, i int) int {
 	h := r.cfg.Heal
-	if h == nil || !h.pendingAny() {
-		return len(b)
-	}
-	if len(r.success) == 0 {
-		for range h.patterns {
-			r.success = append(r.success, -1) // not searched yet
-		}
-	}
 	first := len(b)
-	for k, p := range h.patterns {
-		if r.success[k] < i {
-			r.success[k] = len(b)
-			if j := p.index(b[i:]); j >= 0 {
-				r.success[k] = i + j
-			}
-		}
-		first = min(first, r.success[k])
+	for k := 0; h != nil && h.pendingAny() && k < len(h.patterns); k++ {
+		first = min(first, r.successes.at(k, i, h.patterns[k]))
 	}
 	return first
 }

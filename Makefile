@@ -48,6 +48,7 @@ fuzz:
 	$(GO) test ./stages -run '^$$' -fuzz '^FuzzHarnessOutputParsers$$' -fuzztime 30s
 	$(GO) test ./logread -run '^$$' -fuzz '^FuzzPrefilterIsExact$$' -fuzztime 30s
 	$(GO) test ./logread -run '^$$' -fuzz '^FuzzFastPathAgrees$$' -fuzztime 30s
+	$(GO) test ./logread -run '^$$' -fuzz '^FuzzFormatPrefilterIsExact$$' -fuzztime 30s
 	$(GO) test ./logread -run '^$$' -fuzz '^FuzzDecodeObjectMatchesEncodingJSON$$' -fuzztime 30s
 	$(GO) test ./logread -run '^$$' -fuzz '^FuzzFinderAgreesWithIndex$$' -fuzztime 15s
 	$(GO) test ./stages -run '^$$' -fuzz '^FuzzEnvironmentHintsNeverHideASign$$' -fuzztime 15s

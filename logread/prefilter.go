@@ -56,6 +56,7 @@ func (pf *Prefilter) derive(p Policy, f *Format, escaped bool) {
 		}
 		return []byte(`"` + s + `"`)
 	}
+	pf.giveUp(p, f, quote, escaped)
 	var keys [][]byte
 	for _, path := range f.Level {
 		for _, k := range keyNames(path) {
@@ -75,28 +76,38 @@ func (pf *Prefilter) derive(p Policy, f *Format, escaped bool) {
 			values = append(values, quote(v))
 		}
 	}
-	for _, fd := range groupFinders(values) {
-		pf.needles = append(pf.needles, needle{finder: fd, confirm: func(line []byte, at int) bool {
-			return keyBefore(line[:at], keys, escaped)
-		}})
-	}
 	numericFailure := false
 	for _, s := range f.numeric {
 		numericFailure = numericFailure || p.isFailureLevel(s.level)
 	}
-	if numericFailure {
-		for _, k := range keys {
-			pf.needles = append(pf.needles, needle{finder: newFinder(k), confirm: func(line []byte, at int) bool {
-				v, ok := valueAfter(line[at+len(k):], escaped)
-				if !ok {
-					return false
-				}
-				n, err := strconv.ParseFloat(string(v[:numberLen(v)]), 64)
-				l, known := f.numericLevel(n)
-				return err == nil && known && p.isFailureLevel(l)
+	if !numericFailure {
+		for _, fd := range groupFinders(values) {
+			pf.needles = append(pf.needles, needle{finder: fd, confirm: func(line []byte, at int) bool {
+				return keyBefore(line[:at], keys, escaped)
 			}})
 		}
+		return
 	}
+	// Numeric levels need the key found on every line anyway: its text
+	// values are checked at the same hit, not searched for again.
+	for _, k := range keys {
+		pf.needles = append(pf.needles, needle{finder: newFinder(k), confirm: func(line []byte, at int) bool {
+			v, ok := valueAfter(line[at+len(k):], escaped)
+			if !ok {
+				return false
+			}
+			if slices.ContainsFunc(values, func(q []byte) bool { return bytes.HasPrefix(v, q) }) {
+				return true
+			}
+			n, err := strconv.ParseFloat(string(v[:numberLen(v)]), 64)
+			l, known := f.numericLevel(n)
+			return err == nil && known && p.isFailureLevel(l)
+		}})
+	}
+}
+
+// giveUp derives the give-up rule: the retry key, then the give-up value.
+func (pf *Prefilter) giveUp(p Policy, f *Format, quote func(string) []byte, escaped bool) {
 	giveUp := []byte(strconv.FormatBool(p.GiveUpValue))
 	for _, path := range f.Retry {
 		for _, name := range keyNames(path) {

@@ -444,9 +444,7 @@ func (r *reader) exactLine(raw []byte, size int64, heal bool) error {
 	return nil
 }
 
-func (r *reader) markCorrupt(reason string) { r.corruptAt(r.line, reason) }
-
-func (r *reader) corruptAt(line int64, reason string) { r.stats.AddCorrupt(line, reason) }
+func (r *reader) markCorrupt(reason string) { r.stats.AddCorrupt(r.line, reason) }
 
 func trimNewline(b []byte) []byte {
 	b = bytes.TrimSuffix(b, []byte("\n"))

@@ -46,11 +46,11 @@ fuzz:
 	$(GO) test ./redact -run '^$$' -fuzz '^FuzzScrubRecord$$' -fuzztime 30s
 	$(GO) test ./stages -run '^$$' -fuzz '^FuzzParseAnswer$$' -fuzztime 30s
 	$(GO) test ./stages -run '^$$' -fuzz '^FuzzHarnessOutputParsers$$' -fuzztime 30s
-	$(GO) test ./stages -run '^$$' -fuzz '^FuzzPrefilterIsExact$$' -fuzztime 30s
-	$(GO) test ./stages -run '^$$' -fuzz '^FuzzFastPathAgrees$$' -fuzztime 30s
-	$(GO) test ./stages -run '^$$' -fuzz '^FuzzDecodeObjectMatchesEncodingJSON$$' -fuzztime 30s
-	$(GO) test ./stages -run '^$$' -fuzz '^FuzzIndexInteresting$$' -fuzztime 15s
-	$(GO) test ./stages -run '^$$' -fuzz '^FuzzFinderAgreesWithIndex$$' -fuzztime 15s
+	$(GO) test ./logread -run '^$$' -fuzz '^FuzzPrefilterIsExact$$' -fuzztime 30s
+	$(GO) test ./logread -run '^$$' -fuzz '^FuzzFastPathAgrees$$' -fuzztime 30s
+	$(GO) test ./logread -run '^$$' -fuzz '^FuzzFormatPrefilterIsExact$$' -fuzztime 30s
+	$(GO) test ./logread -run '^$$' -fuzz '^FuzzDecodeObjectMatchesEncodingJSON$$' -fuzztime 30s
+	$(GO) test ./logread -run '^$$' -fuzz '^FuzzFinderAgreesWithIndex$$' -fuzztime 15s
 	$(GO) test ./stages -run '^$$' -fuzz '^FuzzEnvironmentHintsNeverHideASign$$' -fuzztime 15s
 	$(GO) test ./stages -run '^$$' -fuzz '^FuzzVerifyEvidence$$' -fuzztime 15s
 	$(GO) test ./stages -run '^$$' -fuzz '^FuzzAgentTailExcerptMasksKeys$$' -fuzztime 15s
@@ -62,7 +62,7 @@ fuzz:
 
 bench: build
 	$(GO) run ./test/bench --bin $(BIN) --out bench-out
-	$(GO) test -run '^$$' -bench BenchmarkRead -benchtime 5x ./stages
+	$(GO) test -run '^$$' -bench BenchmarkRead -benchtime 5x ./logread
 	$(GO) test -run '^$$' -bench . -benchmem ./fingerprint ./redact
 
 # The state's growth and crash figures (DESIGN.md "The state in a database"):

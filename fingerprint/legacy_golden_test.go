@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/the-loop/the-loop-diagnose/fingerprint"
+	"github.com/the-loop/the-loop-diagnose/logread"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/stages"
 )
@@ -91,7 +92,7 @@ var theLoopV1 = []struct{ line, fp string }{
 func TestLegacyGoldenTheLoop(t *testing.T) {
 	var cands []pipeline.Candidate
 	for _, v := range theLoopV1 {
-		fields, bad := stages.DecodeObject([]byte(strings.TrimSpace(v.line)))
+		fields, bad := logread.DecodeObject([]byte(strings.TrimSpace(v.line)))
 		if bad != "" {
 			t.Fatalf("%s: %s", v.line, bad)
 		}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/the-loop/the-loop-diagnose/logread"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
@@ -40,6 +41,8 @@ type DedupConfig struct {
 	// Candidates, when set, counts the failure occurrences dedup receives
 	// (the scan's candidates), here rather than in a stage of its own.
 	Candidates *atomic.Int64
+	// Format is the log's (nil: the-loop's): its ids correlate heals too.
+	Format *logread.Format
 }
 
 // NewDedup groups occurrences by fingerprint, then decides each group's
@@ -53,13 +56,13 @@ func NewDedup(cfg DedupConfig) pipeline.Stage[pipeline.Occurrence, pipeline.Grou
 	return func(ctx context.Context, in <-chan pipeline.Occurrence, out chan<- pipeline.Group) error {
 		groups := map[string]*pipeline.Group{}
 		var order []string
-		heals := newHealTracker(cfg.Policy.Triage)
+		heals := logread.NewHealing(cfg.Policy.Triage.Policy, cfg.Format)
 		for o := range in {
 			if o.Reason == ReasonSuccess {
-				heals.success(o.Record)
+				heals.Success(o.Record)
 				continue
 			}
-			heals.failure(o)
+			heals.Failure(o.Record, o.Fingerprint)
 			if cfg.Candidates != nil {
 				cfg.Candidates.Add(1)
 			}
@@ -89,7 +92,7 @@ func NewDedup(cfg DedupConfig) pipeline.Stage[pipeline.Occurrence, pipeline.Grou
 			for _, fp := range order {
 				g := groups[fp]
 				for _, m := range members[fp] {
-					g.Healed += heals.healed[m]
+					g.Healed += heals.Healed(m)
 				}
 				list = append(list, *g)
 			}

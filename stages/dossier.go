@@ -10,13 +10,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/the-loop/the-loop-diagnose/logread"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/redact"
 )
 
 // DossierFields is the allow-list: nothing else from a record ever leaves the
-// machine (never work_item, cwd, delivery_id or any unlisted field).
-var DossierFields = []string{"ts", "event", "level", "source", "gh_event", "harness", "via", "attempts", "will_retry", "exit_code"}
+// machine (never work_item, cwd, delivery_id or any unlisted field). It is
+// logread.DossierFields: the canonical record's fields, which every format
+// maps its own onto, and the-loop's safe ones.
+var DossierFields = logread.DossierFields
 
 // Dossier size limits.
 const (

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/the-loop/the-loop-diagnose/logread"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
@@ -132,12 +133,12 @@ func (x *IncidentIndex) valuesOf(f pipeline.Fields) ([]string, bool) {
 	vals := make([]string, len(x.keys)+len(incidentAgree))
 	any := false
 	for i, k := range x.keys {
-		if v, ok := correlationValue(f.Get(k)); ok && len(v) <= incidentMaxValueLen {
+		if v, ok := logread.CorrelationValue(f.Get(k)); ok && len(v) <= incidentMaxValueLen {
 			vals[i], any = valueDigest(v), true
 		}
 	}
 	for i, k := range incidentAgree {
-		if v, ok := correlationValue(f.Get(k)); ok && len(v) <= incidentMaxValueLen {
+		if v, ok := logread.CorrelationValue(f.Get(k)); ok && len(v) <= incidentMaxValueLen {
 			vals[len(x.keys)+i] = valueDigest(v)
 		}
 	}

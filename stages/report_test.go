@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/the-loop/the-loop-diagnose/fakes/eventlog"
+	"github.com/the-loop/the-loop-diagnose/logread"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/redact"
 	"github.com/the-loop/the-loop-diagnose/store"
@@ -239,7 +240,7 @@ func TestDossierRecordReadsAsTheMapDid(t *testing.T) {
 	)
 	checked := 0
 	for _, line := range lines {
-		fields, reason := DecodeObject([]byte(line))
+		fields, reason := logread.DecodeObject([]byte(line))
 		if reason != "" {
 			continue
 		}

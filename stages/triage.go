@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/the-loop/the-loop-diagnose/logread"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
@@ -21,29 +22,27 @@ const (
 
 // ReasonSuccess marks a record that is not a failure but a success event
 // the healing check needs (dispatch.succeeded after dispatch.failed).
-const ReasonSuccess = "success"
+const ReasonSuccess = logread.ReasonSuccess
 
 // TriageConfig is what the mechanical checks need. The zero value is not
 // usable; start from DefaultTriage.
 type TriageConfig struct {
-	CorrelationKeys []string      // fields tying a retry to its success: work_item, delivery_id
-	SuccessSuffixes []string      // success events of a family: succeeded, completed, ...
-	FlakyThreshold  int           // heals in 24 h that make a transient a flaky defect
-	SettleFor       time.Duration // how long a settlement holds before re-examination
-	MaxPending      int           // retried failures awaiting their success, per scan
-	EnvRules        []EnvRule     // operator rules, checked before the built-in ones
-	Confidence      float64       // agent verdicts settle only at or above this
+	// Policy is the candidate and healing policy (correlation keys,
+	// success suffixes, pending bound), declared in logread.
+	logread.Policy
+	FlakyThreshold int           // heals in 24 h that make a transient a flaky defect
+	SettleFor      time.Duration // how long a settlement holds before re-examination
+	EnvRules       []EnvRule     // operator rules, checked before the built-in ones
+	Confidence     float64       // agent verdicts settle only at or above this
 }
 
 // DefaultTriage holds the defaults.
 func DefaultTriage() TriageConfig {
 	return TriageConfig{
-		CorrelationKeys: []string{"work_item", "delivery_id"},
-		SuccessSuffixes: []string{"succeeded", "completed", "success"},
-		FlakyThreshold:  5,
-		SettleFor:       7 * 24 * time.Hour,
-		MaxPending:      20_000,
-		Confidence:      0.8,
+		Policy:         logread.DefaultPolicy(),
+		FlakyThreshold: 5,
+		SettleFor:      7 * 24 * time.Hour,
+		Confidence:     0.8,
 	}
 }
 
@@ -189,104 +188,4 @@ func sampleLines(g *pipeline.Group) []int64 {
 		lines = append(lines, s.Line)
 	}
 	return lines
-}
-
-// healTracker follows retried failures to their later success, in log
-// order, inside the dedup goroutine. It holds only failures still awaiting a
-// success, at most max of them; one evicted is simply not healed (fail-safe).
-type healTracker struct {
-	cfg     TriageConfig
-	pending *fifoMap[uint64, []pendingFailure] // correlation id → retried failures awaiting success
-	healed  map[string]int
-	ids     correlationIDs
-	keys    []uint64 // scratch: a record's correlation ids
-}
-
-type pendingFailure struct {
-	line int64
-	fp   string
-}
-
-func newHealTracker(cfg TriageConfig) *healTracker {
-	return &healTracker{cfg: cfg, pending: newFIFOMap[uint64, []pendingFailure](cfg.MaxPending), healed: map[string]int{},
-		ids: newCorrelationIDs()}
-}
-
-// family is an event's operation: dispatch.failed → dispatch.
-// The reader asks it of a line's bytes, the healing check of a decoded string.
-func family[S ~string | ~[]byte](event S) (fam, last S) {
-	for i := len(event) - 1; i >= 0; i-- {
-		if event[i] == '.' {
-			return event[:i], event[i+1:]
-		}
-	}
-	return event[:0], event
-}
-
-// idsOf returns r's correlation ids (family, key and value), in a
-// scratch slice valid until the next call.
-func (h *healTracker) idsOf(r pipeline.Record) []uint64 {
-	fam, _ := family(r.Str("event"))
-	h.keys = h.keys[:0]
-	for _, k := range h.cfg.CorrelationKeys {
-		if v, ok := correlationValue(r.Fields.Get(k)); ok {
-			h.keys = append(h.keys, correlationID(&h.ids, fam, k, v))
-		}
-	}
-	return h.keys
-}
-
-// SuccessPatterns are the bytes a success line must hold (its event's last
-// part), so the reader's prefilter decodes it for the healing check.
-func (cfg TriageConfig) SuccessPatterns() [][]byte {
-	var out [][]byte
-	for _, s := range cfg.SuccessSuffixes {
-		out = append(out, []byte("."+s))
-	}
-	return out
-}
-
-// IsSuccess reports whether r is a success event the tracker can correlate.
-func (cfg TriageConfig) IsSuccess(r pipeline.Record) bool {
-	fam, last := family(r.Str("event"))
-	if fam == "" {
-		return false
-	}
-	ok := false
-	for _, s := range cfg.SuccessSuffixes {
-		ok = ok || last == s
-	}
-	if !ok {
-		return false
-	}
-	for _, k := range cfg.CorrelationKeys {
-		if r.Fields.Get(k) != nil {
-			return true
-		}
-	}
-	return false
-}
-
-func (h *healTracker) failure(o pipeline.Occurrence) {
-	if retry, ok := o.Bool("will_retry"); !ok || !retry {
-		return
-	}
-	for _, k := range h.idsOf(o.Record) {
-		list, _ := h.pending.get(k)
-		h.pending.put(k, append(list, pendingFailure{o.Line, o.Fingerprint}))
-	}
-}
-
-func (h *healTracker) success(r pipeline.Record) {
-	seen := map[int64]bool{} // a failure heals once, whichever key matched
-	for _, k := range h.idsOf(r) {
-		list, _ := h.pending.get(k)
-		for _, p := range list {
-			if !seen[p.line] {
-				seen[p.line] = true
-				h.healed[p.fp]++
-			}
-		}
-		h.pending.delete(k)
-	}
 }

@@ -62,6 +62,7 @@ type deployOpts struct {
 	agentMode string   // FAKE_AGENT_MODE, default valid
 	maxPerDay int      // default 3
 	extra     string   // more selfDiagnosis YAML lines
+	eventLog  string   // more eventLog YAML lines (format, mapping)
 	env       []string // more environment
 }
 
@@ -88,7 +89,7 @@ func newDeployment(t *testing.T, gh *fakegh.Server, o deployOpts) *deployment {
 	}
 	cfg := fmt.Sprintf(`eventLog:
   path: %s
-selfDiagnosis:
+%sselfDiagnosis:
   enabled: true
   repo: acme/widgets
   %s
@@ -101,7 +102,7 @@ selfDiagnosis:
   secondaryWaitSeconds: 0
   httpRetries: 2
   agentEnv: [ANTHROPIC_API_KEY, FAKE_AGENT_MODE, FAKE_AGENT_RECORD, FAKE_AGENT_VERDICT, FAKE_AGENT_CONFIDENCE, FAKE_AGENT_EVIDENCE, FAKE_AGENT_PIDFILE, FAKE_AGENT_DELAY]
-%s`, quote(d.log), harness, o.maxPerDay, quote(d.state), apiURL, o.extra)
+%s`, quote(d.log), o.eventLog, harness, o.maxPerDay, quote(d.state), apiURL, o.extra)
 	if err := os.WriteFile(d.config, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}

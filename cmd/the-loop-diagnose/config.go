@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/the-loop/the-loop-diagnose/fingerprint"
+	"github.com/the-loop/the-loop-diagnose/logread"
 	"github.com/the-loop/the-loop-diagnose/redact"
 	"github.com/the-loop/the-loop-diagnose/stages"
 	"github.com/the-loop/the-loop-diagnose/store"
@@ -38,6 +39,9 @@ type Config struct {
 	// EventLogEnabled is eventLog.enabled: false, the-loop writes no events,
 	// and this tool appends no diagnosis.* events either.
 	EventLogEnabled bool
+	// Format is eventLog.format with eventLog.mapping: how the log writes
+	// a record (logread's presets; the-loop's by default).
+	Format          *logread.Format
 	Enabled         bool
 	Repo            string
 	Label           string
@@ -114,6 +118,7 @@ const DefaultStateRoot = ".the-loop"
 func DefaultConfig() Config {
 	return Config{
 		EventLogEnabled: true,
+		Format:          logread.TheLoop(),
 		Repo:            DefaultRepo,
 		Label:           "the-loop: self-diagnosed",
 		Harness:         "claude",
@@ -216,6 +221,9 @@ func loadConfig(path string, mustExist bool) (Config, error) {
 			// eventlog.py: enabled=bool(cfg.get("enabled", True)) — Python
 			// truthiness, so only a falsy value turns the log off.
 			cfg.EventLogEnabled = truthy(e)
+		}
+		if cfg.Format, err = decodeFormat(path, m); err != nil {
+			return cfg, err
 		}
 	}
 	if rt, ok := top["routing"]; ok && !isNull(rt) {
@@ -708,4 +716,62 @@ func kindName(n *yaml.Node) string {
 		return fmt.Sprintf("%q", n.Value)
 	}
 	return "nothing"
+}
+
+// decodeFormat reads eventLog.format and eventLog.mapping (a field is one
+// path or a list of them; levels maps a name or number to a level).
+func decodeFormat(file string, m map[string]*yaml.Node) (*logread.Format, error) {
+	var name string
+	if n, ok := m["format"]; ok && !isNull(n) {
+		if err := decodeKey(file, "eventLog.format", n, &name); err != nil {
+			return nil, err
+		}
+	}
+	var mp logread.Mapping
+	key := "eventLog.format"
+	if n, ok := m["mapping"]; ok && !isNull(n) {
+		key = "eventLog.mapping"
+		fields, err := mapping(n)
+		if err != nil {
+			return nil, &ConfigError{file, key, n.Line, err}
+		}
+		if err := checkKeys(file, key, n, eventLogMappingKeys); err != nil {
+			return nil, err
+		}
+		paths := map[string]*[]string{"time": &mp.Time, "level": &mp.Level, "message": &mp.Message, "error": &mp.Error,
+			"stack": &mp.Stack, "event": &mp.Event, "logger": &mp.Logger, "ids": &mp.IDs, "retry": &mp.Retry, "lift": &mp.Lift}
+		for k, v := range fields {
+			full := key + "." + k
+			switch dst := paths[k]; {
+			case dst != nil && v.Kind == yaml.ScalarNode:
+				var one string
+				if err := decodeKey(file, full, v, &one); err != nil {
+					return nil, err
+				}
+				*dst = []string{one}
+			case dst != nil:
+				if err := decodeKey(file, full, v, dst); err != nil {
+					return nil, err
+				}
+			case k == "levels":
+				if err := decodeKey(file, full, v, &mp.Levels); err != nil {
+					return nil, err
+				}
+			case k == "inner":
+				if err := decodeKey(file, full, v, &mp.Inner); err != nil {
+					return nil, err
+				}
+				key = full
+			}
+		}
+	}
+	f, err := logread.NewFormat(name, mp)
+	if err != nil {
+		line := 0
+		if n, ok := m["format"]; ok {
+			line = n.Line
+		}
+		return nil, &ConfigError{File: file, Key: key, Line: line, Err: err}
+	}
+	return f, nil
 }

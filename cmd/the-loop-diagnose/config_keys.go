@@ -20,10 +20,12 @@ var topLevelKeys = []string{
 }
 
 // The keys of the sections this tool reads; the-loop's schema allows no
-// others in state and eventLog either.
+// others in state, nor in eventLog beyond this tool's format and mapping.
 var (
 	stateKeys    = []string{"root"}
-	eventLogKeys = []string{"enabled", "path"}
+	eventLogKeys = []string{"enabled", "path", "format", "mapping"}
+	// eventLogMappingKeys are logread.Mapping's fields.
+	eventLogMappingKeys = []string{"time", "level", "levels", "message", "error", "stack", "event", "logger", "ids", "retry", "lift", "inner"}
 	// selfDiagnosisKeys are the-loop's (enabled ... maxRetries) and this
 	// tool's; loadConfig's switch reads each of them.
 	selfDiagnosisKeys = []string{

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/the-loop/the-loop-diagnose/logread"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/stages"
 	"github.com/the-loop/the-loop-diagnose/store"
@@ -66,13 +67,12 @@ func cmdReplay(ctx context.Context, args []string, io stdio) error {
 	enc.SetEscapeHTML(false)
 	emit := func(v any) error { return enc.Encode(v) }
 
-	var stats stages.ReadStats
+	var stats logread.ReadStats
 	r := pipeline.New(ctx)
-	records := pipeline.From(r, stages.NewRead(stages.ReadConfig{
-		Source: f, Name: cfg.EventLog, Prefilter: *stage != "read", FinalPartialLine: true,
-		Heal: stages.NewHealFilter(cfg.Triage), DeferDecode: true,
-	}, &stats))
-	records = pipeline.Then(r, records, stages.NewDecode(&stats))
+	rc := sc.readConfig(*stage != "read", nil)
+	rc.Source, rc.Name, rc.FinalPartialLine = f, cfg.EventLog, true
+	records := pipeline.From(r, logread.NewRead(rc, &stats))
+	records = pipeline.Then(r, records, logread.NewDecode(cfg.Format, &stats))
 	// The pipeline is built only up to the chosen stage, whose output is
 	// printed: nothing after it (an agent) runs for nothing.
 	done := func() error { return finishReplay(r, &stats, io) }
@@ -82,7 +82,7 @@ func cmdReplay(ctx context.Context, args []string, io stdio) error {
 		})
 		return done()
 	}
-	candidates := pipeline.Then(r, records, stages.NewFilter(&cfg.Triage))
+	candidates := pipeline.Then(r, records, stages.NewFilter(&cfg.Triage, cfg.Format))
 	if *stage == "filter" {
 		printEach(r, candidates, emit, func(v pipeline.Candidate) map[string]any {
 			if v.Reason == stages.ReasonSuccess {
@@ -173,7 +173,7 @@ func groupLine(g pipeline.Group) map[string]any {
 		"reason": g.Reason, "settle": g.Settle, "healed": g.Healed}
 }
 
-func finishReplay(r *pipeline.Run, stats *stages.ReadStats, io stdio) error {
+func finishReplay(r *pipeline.Run, stats *logread.ReadStats, io stdio) error {
 	if err := r.Wait(); err != nil {
 		return err
 	}

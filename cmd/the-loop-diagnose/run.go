@@ -12,6 +12,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/rs/zerolog"
 
+	"github.com/the-loop/the-loop-diagnose/logread"
 	"github.com/the-loop/the-loop-diagnose/stages"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
@@ -86,7 +87,7 @@ func cmdRun(hard, soft context.Context, args []string, io stdio, watch bool) (er
 			}
 			log.Debug().Str("reason", reason).Msg("run stopped")
 		}()
-		var missing *stages.LogMissingError
+		var missing *logread.LogMissingError
 		if errors.As(err, &missing) {
 			// Not an error for cron: the-loop has not written a log yet.
 			// the-loop reads a missing log as an empty one
@@ -282,7 +283,7 @@ func (s *scanner) watch(hard, soft context.Context) error {
 			s.log.Warn().Str("retry_in", wait.String()).Msg(trouble + ": still watching; retrying")
 			// A missing log ends when it appears: a change wakes the retry.
 			var appeared <-chan struct{}
-			if errors.As(err, new(*stages.LogMissingError)) {
+			if errors.As(err, new(*logread.LogMissingError)) {
 				appeared = changed
 			}
 			select {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/the-loop/the-loop-diagnose/logread"
 	"github.com/the-loop/the-loop-diagnose/stages"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
@@ -46,7 +47,7 @@ func TestWatchStopsOnlyForWhatAPersonMustFix(t *testing.T) {
 		{"403 bad credentials", &stages.SetupError{Status: http.StatusForbidden, Cause: "the token may not create issues in o/r (Bad credentials)"}, false},
 		{"GitHub down", &stages.OutageError{Reason: "GitHub is not answering (HTTP 502)"}, false},
 		{"waiting for the agent", &exitError{code: exitFailed, msg: "waiting for the agent: quota", waiting: true}, false},
-		{"missing log", scan(&stages.LogMissingError{Path: "/x/events.jsonl"}), false},
+		{"missing log", scan(&logread.LogMissingError{Path: "/x/events.jsonl"}), false},
 		{"anything else", errors.New("read /x/events.jsonl: input/output error"), false},
 		{"no permission on GitHub", &stages.SetupError{Status: http.StatusForbidden, Cause: "the token may not create issues in o/r (Resource not accessible)"}, true},
 		{"repository not found", &stages.SetupError{Status: http.StatusNotFound}, true},

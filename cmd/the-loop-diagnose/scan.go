@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/the-loop/the-loop-diagnose/fingerprint"
+	"github.com/the-loop/the-loop-diagnose/logread"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/redact"
 	"github.com/the-loop/the-loop-diagnose/stages"
@@ -50,8 +51,6 @@ type scanner struct {
 	state store.Cache
 	// readBuf is the reader's buffer, reused by every scan of a watcher.
 	readBuf []byte
-	// healTuning is what the last scan's heal filter chose; the next keeps it.
-	healTuning *stages.HealTuning
 	// incidents remembers recent failures so a bare give-up takes its
 	// incident's fingerprint; a watcher keeps it across scans, and a cron
 	// run starts from what the previous run saved in the state, so a
@@ -123,11 +122,18 @@ func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, 
 	return s, nil
 }
 
+// readConfig is how a scan (prefilter) or a replay reads the log: the
+// policy and format, decoding left to the decode stage.
+func (s *scanner) readConfig(prefilter bool, stop <-chan struct{}) logread.ReadConfig {
+	return logread.ReadConfig{Prefilter: prefilter, Policy: &s.cfg.Triage.Policy, Format: s.cfg.Format,
+		Heal: logread.NewHealFilter(s.cfg.Triage.Policy, s.cfg.Format), DeferDecode: true, Stop: stop, Buffer: s.readBuf}
+}
+
 // The stages between fingerprint and post, built from the config once here
 // for both run and replay: they differ only in their wiring.
 
 func (s *scanner) newDedup(st *store.Store, backlog bool, candidates *atomic.Int64) pipeline.Stage[pipeline.Occurrence, pipeline.Group] {
-	return stages.NewDedup(stages.DedupConfig{Store: st, Now: s.now, Candidates: candidates, Policy: stages.Policy{
+	return stages.NewDedup(stages.DedupConfig{Store: st, Now: s.now, Candidates: candidates, Format: s.cfg.Format, Policy: stages.Policy{
 		MaxDiagnosesPerScan: s.cfg.MaxDiagnosesPerScan, MaxAgentCostPerDay: s.cfg.MaxAgentCostPerDay,
 		MaxDiagnosesPerDay: s.cfg.MaxDiagnosesPerDay, Backlog: backlog, Triage: s.cfg.Triage}})
 }
@@ -150,7 +156,7 @@ func (s *scanner) newCompose() pipeline.Stage[pipeline.Finding, pipeline.Report]
 func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time.Time) (sum *stages.Summary, err error) {
 	var prev *store.Cursor
 	st.View(func(state *store.State) { prev = state.Cursor })
-	src, err := stages.OpenLog(s.cfg.EventLog, prev)
+	src, err := logread.OpenLog(s.cfg.EventLog, prev)
 	if err != nil {
 		return nil, fmt.Errorf("%w (set eventLog.path or --log)", err)
 	}
@@ -177,20 +183,17 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time
 	if err != nil {
 		return nil, err
 	}
-	var stats stages.ReadStats
+	var stats logread.ReadStats
 	sum = &stages.Summary{}
 	r := pipeline.New(hard)
 	if s.readBuf == nil {
-		s.readBuf = stages.NewReadBuffer(s)
+		s.readBuf = logread.NewReadBuffer(s)
 	}
-	heal := stages.NewHealFilter(s.cfg.Triage)
-	heal.KeepTuning(s.healTuning)
-	records := pipeline.From(r, src.Read(stages.ReadConfig{Prefilter: true, Heal: heal,
-		DeferDecode: true, Stop: soft.Done(), Buffer: s.readBuf}, &stats))
-	records = pipeline.Then(r, records, stages.NewDecode(&stats))
+	records := pipeline.From(r, src.Read(s.readConfig(true, soft.Done()), &stats))
+	records = pipeline.Then(r, records, logread.NewDecode(s.cfg.Format, &stats))
 	stopProgress := s.showProgress(src, &stats)
 	s.progress.beforeFirstRun(stopProgress) // reading is over once an agent runs
-	candidates := pipeline.Then(r, records, stages.NewFilter(&s.cfg.Triage))
+	candidates := pipeline.Then(r, records, stages.NewFilter(&s.cfg.Triage, s.cfg.Format))
 	var candidateCount atomic.Int64
 	fp := s.fp
 	st.View(func(state *store.State) {
@@ -228,9 +231,6 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time
 		return nil
 	})
 	runErr := r.Wait()
-	if t := heal.Tuning(); t != nil {
-		s.healTuning = t
-	}
 	counted := candidateCount.Load()
 	sum.Candidates = counted
 	defer func() { s.metrics.scanned(sum, counted, time.Since(started), err) }()
@@ -408,12 +408,12 @@ func (p *githubPreflight) beforeAgent() pipeline.Stage[pipeline.Dossier, pipelin
 // showProgress draws "bytes read of total" on stderr, rewritten in place a
 // few times a second, when stderr is a terminal and the backlog is large
 // enough to take a while. It returns a function that stops and erases it.
-func (s *scanner) showProgress(src *stages.LogSource, stats *stages.ReadStats) (stop func()) {
+func (s *scanner) showProgress(src *logread.LogSource, stats *logread.ReadStats) (stop func()) {
 	f, ok := unlocked(s.io.err).(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) || src.Backlog() < progressMinBacklog {
 		return func() {}
 	}
-	return stages.ShowProgress(f, s.cfg.EventLog, src.Backlog(), &stats.Bytes, 250*time.Millisecond)
+	return logread.ShowProgress(f, s.cfg.EventLog, src.Backlog(), &stats.Bytes, 250*time.Millisecond)
 }
 
 // progressMinBacklog is the backlog worth a progress line: below it a scan

@@ -1,7 +1,9 @@
-// Package stages holds one file per pipeline concern. Each stage is built by
-// NewX(config) and is a pipeline.Stage or pipeline.Source; clocks, loggers,
-// clients and state are fields, never globals.
-package stages
+// Package logread is the read path: the event log and its rotation and
+// cursor (LogSource), the reader and its prefilter, decoding onto the
+// canonical record (Format), the candidate policy (Policy) and the healing
+// correlation (Healing, HealFilter). The pipeline consumes a Source of
+// records and the Policy; stages keeps only stages.
+package logread
 
 import (
 	"bytes"
@@ -28,8 +30,12 @@ type ReadConfig struct {
 	Start     int64     // byte offset Source starts at
 	MaxLine   int       // default DefaultMaxLine
 	// Prefilter skips decoding lines that cannot be candidates (see
-	// MayBeCandidate). Replay of the read stage turns it off to show every record.
+	// Prefilter). Replay of the read stage turns it off to show every record.
 	Prefilter bool
+	// Policy and Format say what a candidate is and how the log writes
+	// one (default: DefaultPolicy, TheLoop).
+	Policy *Policy
+	Format *Format
 	// Heal, when set, also decodes the success lines that can heal a retried
 	// failure read before them (see HealFilter).
 	Heal *HealFilter
@@ -100,11 +106,11 @@ const readChunk = 1 << 20
 // lines are counted and skipped.
 //
 // With Prefilter, lines are checked at two depths. A line that could be a
-// candidate (MayBeCandidate) is validated and decoded in full: a corrupt one
+// candidate (Prefilter) is validated and decoded in full: a corrupt one
 // is always detected and counted. A line the prefilter proves is not a
 // candidate is only checked for shape — it must start with '{', end with '}',
-// be valid UTF-8 and fit the line cap — which a vectorized pass does for
-// most lines at memory speed (see logsource_scan.go). The trade-off: such a
+// be valid UTF-8 and fit the line cap — by utf8.Valid over the span between
+// the prefilter's hits and a look at each line's ends. The trade-off: such a
 // line that is well shaped but bad inside (a trailing comma, single quotes,
 // two writes run together) is skipped without being counted as corrupt.
 // Counting those would mean decoding every line, several times the cost of
@@ -114,13 +120,20 @@ func NewRead(cfg ReadConfig, stats *ReadStats) pipeline.Source[pipeline.Record] 
 	if cfg.MaxLine <= 0 {
 		cfg.MaxLine = DefaultMaxLine
 	}
+	if cfg.Policy == nil {
+		cfg.Policy = &defaultPolicy
+	}
+	if cfg.Format == nil {
+		cfg.Format = TheLoop()
+	}
+	pf := NewPrefilter(*cfg.Policy, cfg.Format)
 	return func(ctx context.Context, out chan<- pipeline.Record) error {
 		buf := cfg.Buffer
 		if len(buf) < ReadBufferSize(cfg.MaxLine) {
 			buf = make([]byte, ReadBufferSize(cfg.MaxLine))
 		}
 		r := &reader{cfg: cfg, stats: stats, out: out, ctx: ctx,
-			buf: buf, offset: cfg.Start, line: cfg.StartLine,
+			buf: buf, offset: cfg.Start, line: cfg.StartLine, pf: pf,
 			publishedLine: cfg.StartLine, publishedOffset: cfg.Start}
 		r.publish()
 		return r.run()
@@ -140,11 +153,11 @@ type reader struct {
 	// offset and line are the file offset of buf[0] once a region is
 	// consumed, and the number of lines before it.
 	offset, line int64
-	// success[k] is where the heal filter's pattern k next occurs in the
-	// region being scanned (len(region) when nowhere): each is searched for
-	// once per region, not once per line.
-	success []int
-	healing bool // the next exact line was chosen as a healing success
+	pf           *Prefilter
+	// The prefilter's needles and the heal filter's success patterns in
+	// the region being read.
+	candidates, successes region
+	tuned                 bool
 	// What publish has told stats so far: the counters are shared with
 	// other goroutines (progress, metrics), so they are updated once per
 	// region, not once per line.
@@ -268,120 +281,125 @@ func (r *reader) region(b []byte) error {
 
 // lines consumes the lines of region b.
 func (r *reader) lines(b []byte) error {
-	i := 0
-	r.success = r.success[:0]
-	for i < len(b) {
-		// The line at i gets the exact checks: it is the region's first (its
-		// preceding '\n' is not in b), or the fast scan flagged it, or it is
-		// a success line that heals a failure read before it.
-		e := i + bytes.IndexByte(b[i:], '\n')
-		heal := r.healing
-		if !heal {
-			if q := r.nextSuccess(b, i); q < e {
-				heal = r.cfg.Heal.wants(b[i:e], q-i)
+	if r.cfg.Prefilter {
+		if !r.tuned { // the finders learn which bytes are rare in this log
+			sample := b[:min(len(b), tuneSample)]
+			r.pf.tune(byteFreq(sample), len(sample))
+			r.cfg.Heal.tune(byteFreq(sample), len(sample))
+			r.tuned = true
+		}
+		r.candidates.reset(b, len(r.pf.needles))
+		if r.cfg.Heal != nil {
+			r.successes.reset(b, len(r.cfg.Heal.patterns))
+		}
+	}
+	for i := 0; i < len(b); {
+		next, heal := i, healUnknown
+		if r.cfg.Prefilter {
+			next, heal = r.nextExact(b, i)
+			r.cleanLines(b[i:next])
+			if next == len(b) {
+				break
 			}
 		}
-		r.healing = false
-		if err := r.exactLine(b[i:e], int64(e+1-i), heal); err != nil {
+		e := next + bytes.IndexByte(b[next:], '\n')
+		if heal == healUnknown {
+			heal = healNo
+			if r.cfg.Heal.wants(b[next:e], -1) {
+				heal = healYes
+			}
+		}
+		if err := r.exactLine(b[next:e], int64(e+1-next), heal == healYes); err != nil {
 			return err
 		}
 		i = e + 1
-		if i == len(b) {
-			break
-		}
-		next := len(b)
-		if r.cfg.Prefilter {
-			// Scan from the '\n' just consumed, so the next line's start is seen.
-			if h := indexInteresting(b[e:]); h >= 0 {
-				p := e + h
-				if b[p] == '\n' {
-					next = p + 1
-				} else {
-					next = bytes.LastIndexByte(b[:p], '\n') + 1
-				}
-			}
-			// A success line that heals a failure read before it gets the
-			// exact path too; the others stay in the clean span (the fast
-			// scan has already proven them well shaped).
-			for from := i; ; {
-				q := r.nextSuccess(b, from)
-				if q >= next {
-					break
-				}
-				if r.cfg.Heal.idle(b, q) {
-					from = q + 1
-					continue
-				}
-				start := bytes.LastIndexByte(b[:q], '\n') + 1
-				end := q + bytes.IndexByte(b[q:], '\n')
-				if r.cfg.Heal.wants(b[start:end], q-start) {
-					r.healing = true
-					next = start
-					break
-				}
-				from = end + 1
-			}
-		} else {
-			next = i // every line gets the exact checks
-		}
-		r.cleanLines(b[i:next])
-		i = next
 	}
 	return nil
 }
 
-// tuneSample is how much of the log the heal filter looks at to choose the
-// byte pairs it searches for.
+// Whether the heal filter wants a line decoded, if it has been asked.
+const (
+	healUnknown = iota
+	healNo
+	healYes
+)
+
+// nextExact is the start of the first line at or after i that needs the
+// exact checks — one the prefilter may pass, one not shaped like a JSON
+// object of valid UTF-8 within the cap, or a success line that heals a
+// failure read before it — and whether the heal filter wants it.
+func (r *reader) nextExact(b []byte, i int) (int, int) {
+	c := r.pf.candidate(&r.candidates, i)
+	heal := healNo
+	if s := r.misshapen(b[i:c]); s >= 0 {
+		c, heal = i+s, healUnknown
+	}
+	if h := r.healLine(b, i, c); h >= 0 {
+		return h, healYes
+	}
+	return c, heal
+}
+
+// misshapen is the offset of the first line of span (whole lines) that
+// does not start with '{' and end with '}', is not valid UTF-8 or is over
+// the cap, or -1.
+func (r *reader) misshapen(span []byte) int {
+	valid := utf8.Valid(span)
+	for at := 0; at < len(span); {
+		e := bytes.IndexByte(span[at:], '\n')
+		if e <= 0 || span[at] != '{' || span[at+e-1] != '}' || e > r.cfg.MaxLine || (!valid && !utf8.Valid(span[at:at+e])) {
+			return at
+		}
+		at += e + 1
+	}
+	return -1
+}
+
+// healLine is the start of the first line in b[i:c] holding a success the
+// heal filter wants decoded (see HealFilter), or -1. The patterns are
+// searched for once per region; most hits are ruled out from the bytes
+// around them (idle) before the line's ends are even found.
+func (r *reader) healLine(b []byte, i, c int) int {
+	for from := i; ; {
+		q := r.nextSuccess(b, from)
+		if q >= c {
+			return -1
+		}
+		if r.cfg.Heal.idle(b, q) {
+			from = q + 1
+			continue
+		}
+		start := bytes.LastIndexByte(b[:q], '\n') + 1
+		end := q + bytes.IndexByte(b[q:], '\n')
+		if r.cfg.Heal.wants(b[start:end], q-start) {
+			return start
+		}
+		from = end + 1
+	}
+}
+
+// tuneSample is how much of the log the finders look at to choose the
+// bytes they search for.
 const tuneSample = 64 << 10
 
 // nextSuccess is the position of the next possible healing success line at
 // or after i in region b, or len(b).
 func (r *reader) nextSuccess(b []byte, i int) int {
 	h := r.cfg.Heal
-	if h == nil || h.pending.len() == 0 {
-		return len(b)
-	}
-	if !h.tuned {
-		h.tune(b[:min(len(b), tuneSample)])
-	}
-	if len(r.success) == 0 {
-		for range h.anchors {
-			r.success = append(r.success, -1) // not searched yet
-		}
-	}
 	first := len(b)
-	for g := range h.anchors {
-		if r.success[g] < i {
-			r.success[g] = h.nextOccurrence(b, i, g)
-		}
-		first = min(first, r.success[g])
+	for k := 0; h != nil && h.pendingAny() && k < len(h.patterns); k++ {
+		first = min(first, r.successes.at(k, i, h.patterns[k]))
 	}
 	return first
 }
 
-// cleanLines counts lines the fast scan proved well shaped and not
-// candidates. Only a span longer than the cap can hide a line over it.
+// cleanLines counts lines the prefilter and the shape checks proved not
+// candidates.
 func (r *reader) cleanLines(span []byte) {
-	if len(span) == 0 {
-		return
-	}
 	n := int64(bytes.Count(span, []byte{'\n'}))
-	bad := int64(0)
-	if len(span) > r.cfg.MaxLine+1 {
-		line := r.line
-		for rest := span; len(rest) > 0; {
-			e := bytes.IndexByte(rest, '\n') + 1
-			line++
-			if e > r.cfg.MaxLine+1 {
-				bad++
-				r.corruptAt(line, fmt.Sprintf("longer than the %d-byte line cap", r.cfg.MaxLine))
-			}
-			rest = rest[e:]
-		}
-	}
 	r.line += n
 	r.offset += int64(len(span))
-	r.skipped += n - bad
+	r.skipped += n
 }
 
 // exactLine consumes one line (raw without its '\n'; size with it); heal
@@ -391,7 +409,11 @@ func (r *reader) exactLine(raw []byte, size int64, heal bool) error {
 	start := r.offset
 	r.offset += size
 	line := trimNewline(raw)
-	decode, reason := checkLine(line, size, r.cfg.MaxLine, r.cfg.Prefilter && !heal)
+	var pf *Prefilter
+	if r.cfg.Prefilter && !heal {
+		pf = r.pf
+	}
+	decode, reason := checkLine(line, size, r.cfg.MaxLine, pf)
 	switch {
 	case reason != "":
 		r.markCorrupt(reason)
@@ -410,6 +432,7 @@ func (r *reader) exactLine(raw []byte, size int64, heal bool) error {
 			r.markCorrupt(reason)
 			return nil
 		}
+		fields = r.cfg.Format.Canonical(fields)
 		r.cfg.Heal.note(fields)
 		rec.Fields = fields
 	}
@@ -421,9 +444,7 @@ func (r *reader) exactLine(raw []byte, size int64, heal bool) error {
 	return nil
 }
 
-func (r *reader) markCorrupt(reason string) { r.corruptAt(r.line, reason) }
-
-func (r *reader) corruptAt(line int64, reason string) { r.stats.AddCorrupt(line, reason) }
+func (r *reader) markCorrupt(reason string) { r.stats.AddCorrupt(r.line, reason) }
 
 func trimNewline(b []byte) []byte {
 	b = bytes.TrimSuffix(b, []byte("\n"))
@@ -433,7 +454,7 @@ func trimNewline(b []byte) []byte {
 // checkLine runs the checks every line gets and says whether it must be
 // decoded: not when the prefilter proved it cannot be a candidate (then only
 // its shape is checked; see NewRead). A non-empty reason means corrupt.
-func checkLine(raw []byte, size int64, max int, prefilter bool) (decode bool, reason string) {
+func checkLine(raw []byte, size int64, max int, prefilter *Prefilter) (decode bool, reason string) {
 	if size > int64(max)+1 {
 		return false, fmt.Sprintf("longer than the %d-byte line cap", max)
 	}
@@ -447,7 +468,7 @@ func checkLine(raw []byte, size int64, max int, prefilter bool) (decode bool, re
 	if !utf8.Valid(raw) {
 		return false, "invalid UTF-8"
 	}
-	if prefilter && !MayBeCandidate(raw) {
+	if prefilter != nil && !prefilter.May(raw) {
 		if trimmed[len(trimmed)-1] != '}' {
 			return false, "truncated: no closing brace"
 		}
@@ -475,9 +496,10 @@ func decodeLine(s string) (pipeline.Fields, string) {
 }
 
 // NewDecode decodes the lines the reader passed on undecoded (DeferDecode),
-// on a goroutine of its own so JSON decoding does not slow the reader, and
-// counts the ones that are not JSON as corrupt.
-func NewDecode(stats *ReadStats) pipeline.Stage[pipeline.Record, pipeline.Record] {
+// on a goroutine of its own so JSON decoding does not slow the reader, maps
+// them onto the canonical record (f; nil: the-loop's) and counts the ones
+// that are not JSON as corrupt.
+func NewDecode(f *Format, stats *ReadStats) pipeline.Stage[pipeline.Record, pipeline.Record] {
 	return pipeline.Map(func(_ context.Context, r pipeline.Record) (pipeline.Record, bool, error) {
 		if r.Raw == "" {
 			return r, true, nil
@@ -487,30 +509,15 @@ func NewDecode(stats *ReadStats) pipeline.Stage[pipeline.Record, pipeline.Record
 			stats.AddCorrupt(r.Line, reason)
 			return r, false, nil
 		}
-		r.Fields, r.Raw = fields, ""
+		r.Fields, r.Raw = f.Canonical(fields), ""
 		return r, true, nil
 	})
 }
 
-// MayBeCandidate is the byte-level prefilter. A candidate has a top-level
-// "level": "error" or "will_retry": false. Unescaped, those keys and values
-// appear as exactly these bytes with only JSON whitespace around the colon;
-// the one way to spell a letter differently is a \u escape, so a line
-// holding one is always let through. It never rejects a candidate; it may
-// accept lines that are not (nested objects, duplicate keys, text in values).
-func MayBeCandidate(line []byte) bool {
-	return bytes.Contains(line, []byte(`\u`)) ||
-		hasPair(line, levelKey, []byte(`"error"`)) ||
-		hasPair(line, willRetryKey, []byte(`false`))
-}
+// MayBeCandidate is the default policy's prefilter over the-loop's lines.
+func MayBeCandidate(line []byte) bool { return defaultPrefilter.May(line) }
 
-// The keys the prefilter and the heal filter look for, anchored on a pair
-// rare in the-loop's lines: "will_retry" comes after the error text, and a
-// search led by its '"' stops at every quote of a traceback on the way.
-var (
-	levelKey     = finder{needle: []byte(`"level"`), anchor: pairAnchor{offset: 0, c0: '"', c1: 'l'}}
-	willRetryKey = finder{needle: []byte(`"will_retry"`), anchor: pairAnchor{offset: 10, c0: 'y', c1: '"'}}
-)
+var defaultPrefilter = NewPrefilter(DefaultPolicy(), TheLoop())
 
 // hasPair reports whether key, optional JSON whitespace, ':', optional
 // whitespace, value occur in line.
@@ -521,19 +528,8 @@ func hasPair(line []byte, key finder, value []byte) bool {
 			return false
 		}
 		line = line[i+len(key.needle):]
-		rest := skipJSONSpace(line)
-		if len(rest) > 0 && rest[0] == ':' && bytes.HasPrefix(skipJSONSpace(rest[1:]), value) {
+		if v, ok := valueAfter(line, false); ok && bytes.HasPrefix(v, value) {
 			return true
 		}
 	}
 }
-
-func skipJSONSpace(b []byte) []byte {
-	for len(b) > 0 && isJSONSpace(b[0]) {
-		b = b[1:]
-	}
-	return b
-}
-
-// isJSONSpace is JSON's whitespace: the four bytes allowed between tokens.
-func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }

@@ -1,4 +1,4 @@
-package stages
+package logread
 
 // fifoMap is a map bounded to max keys: inserting past it evicts the
 // oldest. The healing checks keep their pending failures in one, so memory

@@ -1,4 +1,4 @@
-package stages
+package logread
 
 import (
 	"bytes"
@@ -14,20 +14,24 @@ import (
 // bytes (an event ending in .succeeded, ...) and its correlation values are
 // picked out without decoding; only a value the reader saw on a retried
 // failure makes it decode the line. Most success lines in a busy log heal
-// nothing, and decoding them all cost more than the rest of the scan.
+// nothing, and decoding them all cost more than the rest of the scan. It
+// is the early skip of Healing's correlation (the same policy keys,
+// suffixes, families and ids); Healing decides.
 //
-// It errs towards not healing: a value it cannot pick out cheaply (an escape)
+// It errs towards decoding: a value it cannot pick out cheaply (an escape)
 // makes it decode; a failure evicted from its bounded set is simply not
-// healed, and an unhealed failure goes to a human.
+// healed, and an unhealed failure goes to a human. A log in another format
+// than the-loop's (whose keys it does not read from bytes) has every
+// success line decoded once a retried failure may have been read.
 type HealFilter struct {
-	patterns [][]byte
-	// anchors group the patterns by the pair of bytes searched for to find
-	// them (see tune); one vector scan per group.
-	anchors []anchorGroup
-	tuned   bool
-	keys    []string
-	quoted  []finder // the keys as they appear in JSON: "work_item"
-	event   finder   // "event"
+	patterns []finder // the success suffixes as bytes: ".succeeded"
+	keys     []string
+	quoted   []finder // the keys as they appear in JSON: "work_item"
+	event    finder   // "event"
+	retry    finder   // "will_retry"
+	// other: the log is not the-loop's; maybeRetried says a line that may
+	// be a retried failure was read.
+	other, maybeRetried bool
 	// pending maps the correlation id of each retried failure's family, key
 	// and value (correlationIDs) to its family.
 	pending *fifoMap[uint64, string]
@@ -47,57 +51,58 @@ type HealFilter struct {
 	familyNames map[string]string
 }
 
-// NewHealFilter builds the reader's filter for a triage configuration.
-func NewHealFilter(cfg TriageConfig) *HealFilter {
-	h := &HealFilter{patterns: cfg.SuccessPatterns(), keys: cfg.CorrelationKeys,
-		pending: newFIFOMap[uint64, string](cfg.MaxPending), families: map[string]int{},
+// NewHealFilter builds the reader's filter for a policy over format f (nil:
+// the-loop's).
+func NewHealFilter(p Policy, f *Format) *HealFilter {
+	if f == nil {
+		f = TheLoop()
+	}
+	h := &HealFilter{keys: f.CorrelationKeys(p), other: !f.native,
+		pending: newFIFOMap[uint64, string](p.MaxPending), families: map[string]int{},
 		ids: newCorrelationIDs(), familyNames: map[string]string{}}
 	h.pending.evicted = h.forget
-	for _, k := range cfg.CorrelationKeys {
-		h.quoted = append(h.quoted, finder{needle: []byte(`"` + k + `"`)})
+	h.patterns = groupFinders(p.SuccessPatterns())
+	for _, k := range h.keys {
+		h.quoted = append(h.quoted, newFinder([]byte(`"`+k+`"`)))
 	}
-	h.event = finder{needle: []byte(`"event"`)}
-	h.tune(nil)
+	h.event = newFinder([]byte(`"` + KeyEvent + `"`))
+	h.retry = newFinder([]byte(`"` + KeyRetry + `"`))
+	if h.other {
+		// A line naming the retry field, quoted or escaped, may be a
+		// retried failure; a format without one has none to heal.
+		retry := f.Retry
+		if f.Inner != "" {
+			retry = f.InnerFormat.Retry
+		}
+		h.retry = finder{}
+		for _, r := range retry {
+			names := keyNames(r)
+			h.retry = newFinder([]byte(names[len(names)-1]))
+		}
+	}
 	return h
 }
 
-// HealTuning is the anchors a heal filter chose for a log (tune).
-type HealTuning struct {
-	anchors []anchorGroup
-	keys    []pairAnchor
-	event   pairAnchor
-}
-
-// Tuning is what h chose, or nil before it has looked at the log.
-func (h *HealFilter) Tuning() *HealTuning {
-	if !h.tuned {
-		return nil
-	}
-	t := &HealTuning{anchors: h.anchors, event: h.event.anchor}
-	for _, q := range h.quoted {
-		t.keys = append(t.keys, q.anchor)
-	}
-	return t
-}
-
-// KeepTuning gives h the anchors an earlier filter of the same triage
-// configuration chose: a watcher's next scan reads more of the same log,
-// and choosing them again cost 0.2 ms, a tenth of a scan of 1,000 new lines.
-func (h *HealFilter) KeepTuning(t *HealTuning) {
-	if t == nil || len(t.keys) != len(h.quoted) {
+// tune anchors the filter's finders on the bytes rarest in the log.
+func (h *HealFilter) tune(freq *[256]int, total int) {
+	if h == nil {
 		return
 	}
-	h.anchors = t.anchors // not changed once tuned
-	for i := range h.quoted {
-		h.quoted[i].anchor = t.keys[i]
+	for _, f := range [][]finder{h.patterns, h.quoted} {
+		for i := range f {
+			f[i].tune(freq, total)
+		}
 	}
-	h.event.anchor = t.event
-	h.tuned = true
+	h.event.tune(freq, total)
+	h.retry.tune(freq, total)
 }
 
-// correlationValue is how a correlation field is compared, here and in the
+// pendingAny reports whether a retried failure may await its success.
+func (h *HealFilter) pendingAny() bool { return h.pending.len() > 0 || h.maybeRetried }
+
+// CorrelationValue is how a correlation field is compared, here and in the
 // healing check.
-func correlationValue(v any) (string, bool) {
+func CorrelationValue(v any) (string, bool) {
 	switch v := v.(type) {
 	case nil:
 		return "", false
@@ -113,15 +118,16 @@ func (h *HealFilter) note(fields pipeline.Fields) {
 	if h == nil {
 		return
 	}
-	if retry, ok := fields.Get("will_retry").(bool); !ok || !retry {
+	if retry, ok := fields.Get(KeyRetry).(bool); !ok || !retry {
 		return
 	}
-	event, _ := fields.Get("event").(string)
-	fam, _ := family(event)
-	for _, k := range h.keys {
-		if v, ok := correlationValue(fields.Get(k)); ok {
-			h.remember([]byte(fam), correlationID(&h.ids, fam, k, v))
-		}
+	if h.other {
+		h.maybeRetried = true
+		return
+	}
+	fam, _ := family(str(fields.Get(KeyEvent)))
+	for _, id := range h.ids.of(fields, h.keys) {
+		h.remember([]byte(fam), id)
 	}
 }
 
@@ -163,7 +169,14 @@ func (h *HealFilter) forget(id uint64, fam string) {
 // correlation values picked out of its bytes. Noting a failure that is not
 // one only costs a decode later; missing one only misses a heal.
 func (h *HealFilter) noteRaw(line []byte) {
-	if h == nil || !hasPair(line, willRetryKey, []byte(`true`)) {
+	if h == nil {
+		return
+	}
+	if h.other {
+		h.maybeRetried = h.maybeRetried || (h.retry.needle != nil && h.retry.index(line) >= 0)
+		return
+	}
+	if !hasPair(line, h.retry, []byte(`true`)) {
 		return
 	}
 	event, ok := rawValue(line, h.event)
@@ -185,31 +198,31 @@ func (h *HealFilter) noteRaw(line []byte) {
 // could make such a line heal something; missing that heal sends a failure
 // to a human, the safe side.)
 func (h *HealFilter) idle(b []byte, q int) bool {
-	open := bytes.LastIndexByte(b[:q], '"')
-	if open < 0 || !bytes.HasSuffix(b[:open], []byte(`"event":`)) || bytes.IndexByte(b[open:q], '\n') >= 0 {
-		return false
-	}
-	end := bytes.IndexByte(b[q:], '"')
-	if end < 0 {
-		return false
-	}
-	event := b[open+1 : q+end]
-	dot := bytes.LastIndexByte(event, '.')
-	return !h.familyBusy(event[:dot])
+	event, ok := eventAround(b, q)
+	fam, _ := family(event)
+	return ok && !h.other && !h.familyBusy(fam)
 }
 
 // wants reports whether a line must be decoded for the healing check. at is
 // where the reader found one of the success patterns in it, or -1 if it has
 // not looked.
 func (h *HealFilter) wants(line []byte, at int) bool {
-	if h == nil || h.pending.len() == 0 {
+	if h == nil || !h.pendingAny() {
 		return false
 	}
 	if at < 0 {
-		at = indexAny(line, h.patterns)
+		for _, p := range h.patterns {
+			if i := p.index(line); i >= 0 {
+				at = i
+				break
+			}
+		}
 		if at < 0 {
 			return false
 		}
+	}
+	if h.other {
+		return true
 	}
 	if bytes.IndexByte(line, '\\') >= 0 {
 		return true // an escape may hide a key or a value: decode
@@ -247,10 +260,10 @@ func (h *HealFilter) wants(line []byte, at int) bool {
 
 // eventAround is the value of the "event" key when the success pattern at
 // position at is part of it, spelled as the-loop writes it ("event":"x.y"):
-// the common case, found without searching the line for the key.
+// the common case, found without searching the line (or region) for the key.
 func eventAround(line []byte, at int) ([]byte, bool) {
 	open := bytes.LastIndexByte(line[:at], '"')
-	if open < 0 || !bytes.HasSuffix(line[:open], []byte(`"event":`)) {
+	if open < 0 || !bytes.HasSuffix(line[:open], []byte(`"event":`)) || bytes.IndexByte(line[open:at], '\n') >= 0 {
 		return nil, false
 	}
 	end := bytes.IndexByte(line[at:], '"')
@@ -269,226 +282,23 @@ func rawValue(line []byte, key finder) ([]byte, bool) {
 		if i < 0 {
 			return nil, false
 		}
-		line = skipJSONSpace(line[i+len(key.needle):])
-		if len(line) == 0 || line[0] != ':' {
+		line = line[i+len(key.needle):]
+		v, ok := valueAfter(line, false)
+		if !ok {
 			continue
 		}
-		v := skipJSONSpace(line[1:])
 		if len(v) > 0 && v[0] == '"' {
 			if e := bytes.IndexByte(v[1:], '"'); e >= 0 {
 				return v[1 : 1+e], true
 			}
 			return nil, false
 		}
-		e := 0
-		for e < len(v) && (v[e] == '-' || v[e] == '.' || v[e] == '+' || v[e] == 'e' || v[e] == 'E' || (v[e] >= '0' && v[e] <= '9')) {
-			e++
-		}
+		e := numberLen(v)
 		if e == 0 {
 			return nil, false
 		}
 		return v[:e], true
 	}
-}
-
-// indexAny is where the first of patterns found in line occurs, or -1.
-func indexAny(line []byte, patterns [][]byte) int {
-	for _, p := range patterns {
-		if i := bytes.Index(line, p); i >= 0 {
-			return i
-		}
-	}
-	return -1
-}
-
-// pairAnchor is a pair of adjacent bytes of a pattern and its offset in
-// the pattern: searching for a pair rare in the log (a vector scan) finds
-// the pattern's few occurrences faster than searching for its first byte, a
-// '.' that is on every line.
-type pairAnchor struct {
-	offset int
-	c0, c1 byte
-}
-
-// anchorGroup is the patterns sharing one anchor (".succeeded" and
-// ".success" both have "cc" at offset 3): one scan finds them all.
-type anchorGroup struct {
-	pairAnchor
-	patterns [][]byte
-}
-
-// commonPair is the count at which tune stops counting a pair.
-const commonPair = 1024
-
-// tune chooses the anchor of each pattern and key: the pair least frequent
-// in sample (the start of the log being read), with letter frequency as the
-// tie-break when the sample says nothing. Letter frequency alone is a poor
-// guide in JSON logs: "mp" (of ".completed") is on every line that holds a
-// "timestamp".
-func (h *HealFilter) tune(sample []byte) {
-	counts := map[[2]byte]int{}
-	count := func(c0, c1 byte) int {
-		k := [2]byte{c0, c1}
-		if n, ok := counts[k]; ok {
-			return n
-		}
-		// Counting stops at commonPair: past it a pair is common, and
-		// counting every '"e' of the sample would cost more than it tells.
-		n := 0
-		for at := 0; n < commonPair; n++ {
-			j := indexPair(sample[at:], c0, c1)
-			if j < 0 {
-				break
-			}
-			at += j + 1
-		}
-		counts[k] = n
-		return n
-	}
-	for i := range h.quoted {
-		h.quoted[i].anchor = rarestPair(h.quoted[i].needle, count)
-	}
-	h.event.anchor = rarestPair(h.event.needle, count)
-	h.groupPatterns(count)
-	h.tuned = sample != nil
-}
-
-// groupPatterns chooses the patterns' anchors. Every anchor costs a pass
-// over the log, so patterns that hold the same pair at the same offset
-// (".succeeded" and ".success": "cc" at 3) share it, unless it is much
-// commoner than a member's own rarest pair; the others get their rarest.
-func (h *HealFilter) groupPatterns(count func(c0, c1 byte) int) {
-	h.anchors = h.anchors[:0]
-	best := make([]int, len(h.patterns))
-	for i, p := range h.patterns {
-		a := rarestPair(p, count)
-		best[i] = count(a.c0, a.c1)
-	}
-	placed := make([]bool, len(h.patterns))
-	sharers := func(a pairAnchor) []int {
-		var m []int
-		for j, q := range h.patterns {
-			if !placed[j] && a.offset+1 < len(q) && q[a.offset] == a.c0 && q[a.offset+1] == a.c1 &&
-				count(a.c0, a.c1) <= 2*best[j]+64 {
-				m = append(m, j)
-			}
-		}
-		return m
-	}
-	for {
-		var pick pairAnchor
-		var members []int
-		for i, p := range h.patterns {
-			for off := 0; !placed[i] && off+1 < len(p); off++ {
-				a := pairAnchor{offset: off, c0: p[off], c1: p[off+1]}
-				m := sharers(a)
-				if len(m) > len(members) || (len(m) == len(members) && len(m) > 0 && count(a.c0, a.c1) < count(pick.c0, pick.c1)) {
-					pick, members = a, m
-				}
-			}
-		}
-		if len(members) < 2 {
-			break
-		}
-		g := anchorGroup{pairAnchor: pick}
-		for _, j := range members {
-			g.patterns, placed[j] = append(g.patterns, h.patterns[j]), true
-		}
-		h.anchors = append(h.anchors, g)
-	}
-	for i, p := range h.patterns {
-		if placed[i] {
-			continue
-		}
-		a := rarestPair(p, count)
-		k := slices.IndexFunc(h.anchors, func(g anchorGroup) bool { return g.pairAnchor == a })
-		if k < 0 {
-			h.anchors = append(h.anchors, anchorGroup{pairAnchor: a})
-			k = len(h.anchors) - 1
-		}
-		h.anchors[k].patterns = append(h.anchors[k].patterns, p)
-	}
-}
-
-// letterRarity is a rough English letter frequency (per mille); bytes not
-// listed (punctuation, digits, capitals) are taken as common in JSON logs.
-var letterRarity = map[byte]float64{'e': 127, 't': 91, 'a': 82, 'o': 75, 'i': 70, 'n': 67, 's': 63, 'h': 61,
-	'r': 60, 'd': 43, 'l': 40, 'c': 28, 'u': 28, 'm': 24, 'w': 24, 'f': 22, 'g': 20, 'y': 20, 'p': 19,
-	'b': 15, 'v': 10, 'k': 8, 'j': 2, 'x': 2, 'q': 1, 'z': 1}
-
-// rarestPair is the pair of p seen least often (count), then the rarest by
-// letter frequency.
-func rarestPair(p []byte, count func(c0, c1 byte) int) pairAnchor {
-	freq := func(c byte) float64 {
-		if f, ok := letterRarity[c]; ok {
-			return f
-		}
-		return 150
-	}
-	best, bestSeen, bestScore := pairAnchor{}, 0, -1.0
-	for i := 0; i+1 < len(p); i++ {
-		seen := count(p[i], p[i+1])
-		score := freq(p[i]) * freq(p[i+1])
-		if p[i] == p[i+1] {
-			score /= 2 // doubled letters are rarer than their letters suggest
-		}
-		if bestScore < 0 || seen < bestSeen || (seen == bestSeen && score < bestScore) {
-			best, bestSeen, bestScore = pairAnchor{offset: i, c0: p[i], c1: p[i+1]}, seen, score
-		}
-	}
-	return best
-}
-
-// finder finds a needle by its anchor: bytes.Index starts from the first
-// byte, and in a JSON line the '"' of a quoted key is everywhere.
-type finder struct {
-	needle []byte
-	anchor pairAnchor
-}
-
-func (f finder) index(b []byte) int {
-	a := f.anchor
-	if len(f.needle) < 2 {
-		return bytes.Index(b, f.needle)
-	}
-	for at := a.offset; at < len(b); {
-		j := indexPair(b[at:], a.c0, a.c1)
-		if j < 0 {
-			break
-		}
-		if p := at + j - a.offset; bytes.HasPrefix(b[p:], f.needle) {
-			return p
-		}
-		at += j + 1
-	}
-	return -1
-}
-
-// nextOccurrence is the first occurrence at or after from in b of a pattern
-// of anchor group g, or len(b). Its patterns share the anchor's offset, so
-// the first anchor that completes one is the first occurrence.
-func (h *HealFilter) nextOccurrence(b []byte, from, g int) int {
-	a := h.anchors[g]
-	if a.offset == 0 && len(a.patterns[0]) < 2 {
-		if q := indexAny(b[from:], a.patterns); q >= 0 {
-			return from + q
-		}
-		return len(b)
-	}
-	for at := from + a.offset; at < len(b); {
-		j := indexPair(b[at:], a.c0, a.c1)
-		if j < 0 {
-			break
-		}
-		p := at + j - a.offset
-		for _, pat := range a.patterns {
-			if bytes.HasPrefix(b[p:], pat) {
-				return p
-			}
-		}
-		at += j + 1
-	}
-	return len(b)
 }
 
 // idFilter is a Bloom filter over the pending ids (correlationIDs, already
@@ -551,6 +361,7 @@ func (f *idFilter) mayHold(id uint64) bool {
 type correlationIDs struct {
 	seed    maphash.Seed
 	scratch []byte
+	out     []uint64
 }
 
 func newCorrelationIDs() correlationIDs { return correlationIDs{seed: maphash.MakeSeed()} }
@@ -593,3 +404,109 @@ func (h *HealFilter) familyBusy(fam []byte) bool {
 	slot.gen, slot.name, slot.busy = h.busy.gen+1, name, h.families[name] > 0
 	return slot.busy
 }
+
+// of is the correlation ids of a decoded record: its event's family with
+// each of keys and its value. In a scratch slice valid until the next call.
+func (c *correlationIDs) of(fields pipeline.Fields, keys []string) []uint64 {
+	fam, _ := family(str(fields.Get(KeyEvent)))
+	c.out = c.out[:0]
+	for _, k := range keys {
+		if v, ok := CorrelationValue(fields.Get(k)); ok {
+			c.out = append(c.out, correlationID(c, fam, k, v))
+		}
+	}
+	return c.out
+}
+
+func str(v any) string { s, _ := v.(string); return s }
+
+// family is an event's operation: dispatch.failed → dispatch.
+// The reader asks it of a line's bytes, the healing check of a decoded string.
+func family[S ~string | ~[]byte](event S) (fam, last S) {
+	for i := len(event) - 1; i >= 0; i-- {
+		if event[i] == '.' {
+			return event[:i], event[i+1:]
+		}
+	}
+	return event[:0], event
+}
+
+// ReasonSuccess marks a record that is not a failure but a success event
+// the healing check needs (dispatch.succeeded after dispatch.failed).
+const ReasonSuccess = "success"
+
+// SuccessPatterns are the bytes a success line must hold (its event's last
+// part), so the reader decodes it for the healing check.
+func (p Policy) SuccessPatterns() [][]byte {
+	var out [][]byte
+	for _, s := range p.SuccessSuffixes {
+		out = append(out, []byte("."+s))
+	}
+	return out
+}
+
+// IsSuccess reports whether r is a success event the healing check can
+// correlate: an event of a family ending in a success suffix, with a
+// correlation key (the policy's or format f's ids).
+func (p Policy) IsSuccess(r pipeline.Record, f *Format) bool {
+	fam, last := family(r.Str(KeyEvent))
+	if fam == "" || !slices.Contains(p.SuccessSuffixes, last) {
+		return false
+	}
+	has := func(k string) bool { return r.Fields.Get(k) != nil }
+	return slices.ContainsFunc(p.CorrelationKeys, has) || (f != nil && slices.ContainsFunc(f.IDs, has))
+}
+
+// Healing follows retried failures to their later success, in log order,
+// inside the dedup goroutine: the healing check. It holds only failures
+// still awaiting a success, at most the policy's MaxPending; one evicted is
+// simply not healed (fail-safe). HealFilter is its early skip in the reader.
+type Healing struct {
+	keys    []string
+	pending *fifoMap[uint64, []pendingFailure] // correlation id → retried failures awaiting success
+	healed  map[string]int
+	ids     correlationIDs
+}
+
+type pendingFailure struct {
+	line int64
+	fp   string
+}
+
+// NewHealing is the healing check of policy p over format f (nil: the-loop's).
+func NewHealing(p Policy, f *Format) *Healing {
+	if f == nil {
+		f = TheLoop()
+	}
+	return &Healing{keys: f.CorrelationKeys(p), pending: newFIFOMap[uint64, []pendingFailure](p.MaxPending),
+		healed: map[string]int{}, ids: newCorrelationIDs()}
+}
+
+// Failure notes a failure occurrence (fingerprint fp) that will be retried.
+func (h *Healing) Failure(r pipeline.Record, fp string) {
+	if retry, ok := r.Bool(KeyRetry); !ok || !retry {
+		return
+	}
+	for _, k := range h.ids.of(r.Fields, h.keys) {
+		list, _ := h.pending.get(k)
+		h.pending.put(k, append(list, pendingFailure{r.Line, fp}))
+	}
+}
+
+// Success heals every failure waiting on one of r's correlation ids.
+func (h *Healing) Success(r pipeline.Record) {
+	seen := map[int64]bool{} // a failure heals once, whichever key matched
+	for _, k := range h.ids.of(r.Fields, h.keys) {
+		list, _ := h.pending.get(k)
+		for _, p := range list {
+			if !seen[p.line] {
+				seen[p.line] = true
+				h.healed[p.fp]++
+			}
+		}
+		h.pending.delete(k)
+	}
+}
+
+// Healed is how many occurrences of fingerprint fp healed.
+func (h *Healing) Healed(fp string) int { return h.healed[fp] }

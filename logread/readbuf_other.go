@@ -1,6 +1,6 @@
 //go:build !linux
 
-package stages
+package logread
 
 // NewReadBuffer is a reader's buffer (ReadConfig.Buffer) for a long-lived
 // owner; outside Linux, an ordinary slice.

@@ -1,14 +1,34 @@
-package stages
+package logread
 
 import (
+	"bytes"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 )
 
+// syncBuffer is a goroutine-safe buffer.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *syncBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *syncBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
 func TestProgressRewritesOneLineAndClearsIt(t *testing.T) {
-	var out postLog // a goroutine-safe buffer
+	var out syncBuffer
 	var read atomic.Int64
 	read.Store(50 << 20)
 	stop := ShowProgress(&out, "events.jsonl", 200<<20, &read, time.Millisecond)

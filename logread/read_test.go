@@ -1,4 +1,4 @@
-package stages
+package logread
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"math/rand"
 	"reflect"
 	"runtime"
-	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -27,7 +26,7 @@ func readAll(t *testing.T, input string, cfg ReadConfig) ([]pipeline.Record, *Re
 	var got []pipeline.Record
 	records := pipeline.From(r, NewRead(cfg, &stats))
 	if cfg.DeferDecode {
-		records = pipeline.Then(r, records, NewDecode(&stats))
+		records = pipeline.Then(r, records, NewDecode(cfg.Format, &stats))
 	}
 	pipeline.Into(r, records, func(_ context.Context, rec pipeline.Record) error {
 		got = append(got, rec)
@@ -103,7 +102,10 @@ func TestFilterSelectsFailuresButNeverItsOwnEvents(t *testing.T) {
 		{`{"event":"dispatch.started","level":"info"}`, ""},
 		{`{"event":"diagnosis.failed","level":"error","error":"x"}`, ""},
 		{`{"event":"diagnosis.posted","level":"info","will_retry":false}`, ""},
-		{`{"event":"x","level":"ERROR"}`, ""},
+		// A level matches in lower, UPPER or Title case, and in no other.
+		{`{"event":"x","level":"ERROR"}`, ReasonError},
+		{`{"event":"x","level":"Fatal"}`, ReasonError},
+		{`{"event":"x","level":"eRRor"}`, ""},
 		{`{"event":"x","will_retry":"false"}`, ""},
 	}
 	for _, c := range cases {
@@ -208,7 +210,7 @@ func referenceRead(input string, maxLine int) (recs []pipeline.Record, lines, co
 		input = rest
 		lines++
 		line := trimNewline([]byte(raw))
-		decode, reason := checkLine(line, size, maxLine, true)
+		decode, reason := checkLine(line, size, maxLine, defaultPrefilter)
 		var fields pipeline.Fields
 		if decode {
 			fields, reason = DecodeObject(line)
@@ -251,25 +253,6 @@ func checkFastPathAgrees(t *testing.T, input string, maxLine int) {
 			t.Fatalf("record %d: fast %+v, reference %+v", i, got[i], want[i])
 		}
 	}
-}
-
-// The vector scan and its portable definition agree on every position,
-// including at the 32-byte block edges.
-func FuzzIndexInteresting(f *testing.F) {
-	f.Add([]byte(strings.Repeat(`{"a":"b"}`+"\n", 9)))
-	f.Add([]byte(strings.Repeat("x", 40) + "rr" + strings.Repeat("x", 40)))
-	f.Add([]byte(strings.Repeat("}\n{", 30) + `\u`))
-	for pad := 28; pad < 36; pad++ { // "lse" across a block edge and at the end
-		f.Add([]byte(strings.Repeat("x", pad) + "lse" + strings.Repeat("x", 36-pad)))
-		f.Add([]byte(strings.Repeat("x", pad) + "ls"))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		for start := 0; start < len(b) && start < 40; start++ {
-			if got, want := indexInteresting(b[start:]), indexInterestingGeneric(b[start:]); got != want {
-				t.Fatalf("at %d: vector %d, generic %d: %q", start, got, want, b[start:])
-			}
-		}
-	})
 }
 
 // FuzzFastPathAgrees feeds arbitrary logs to the reader: whatever the fast
@@ -337,7 +320,7 @@ func TestReadStreamsInConstantMemory(t *testing.T) {
 }
 
 // BenchmarkRead measures the reader alone over a generated the-loop log in
-// memory: go test -run '^$' -bench BenchmarkRead ./stages
+// memory: go test -run '^$' -bench BenchmarkRead ./logread
 func BenchmarkRead(b *testing.B) {
 	var buf bytes.Buffer
 	if _, err := eventlog.Generate(&buf, eventlog.Options{Lines: 200000, Seed: 7}); err != nil {
@@ -351,7 +334,7 @@ func BenchmarkRead(b *testing.B) {
 		{"prefilter", func() ReadConfig { return ReadConfig{Prefilter: true} }},
 		// What a scan runs: healing successes picked out, decoding deferred.
 		{"as-scanned", func() ReadConfig {
-			return ReadConfig{Prefilter: true, Heal: NewHealFilter(DefaultTriage()), DeferDecode: true}
+			return ReadConfig{Prefilter: true, Heal: NewHealFilter(DefaultPolicy(), nil), DeferDecode: true}
 		}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
@@ -385,7 +368,7 @@ func TestReadDecodesOnlySuccessLinesThatCanHeal(t *testing.T) {
 			fmt.Fprintf(&b, `{"event":"dispatch.succeeded","level":"info","work_item":"w%d"}`+"\n", i/100+1)
 		}
 	}
-	got, _ := readAll(t, b.String(), ReadConfig{Prefilter: true, Heal: NewHealFilter(DefaultTriage())})
+	got, _ := readAll(t, b.String(), ReadConfig{Prefilter: true, Heal: NewHealFilter(DefaultPolicy(), nil)})
 	var events []string
 	for _, r := range got {
 		events = append(events, r.Str("event")+" "+r.Str("work_item"))
@@ -397,14 +380,14 @@ func TestReadDecodesOnlySuccessLinesThatCanHeal(t *testing.T) {
 
 // healedBy runs the healing check over records as dedup would.
 func healedBy(records []pipeline.Record) map[string]int {
-	cfg := DefaultTriage()
-	h := newHealTracker(cfg)
+	cfg := DefaultPolicy()
+	h := NewHealing(cfg, nil)
 	for _, r := range records {
 		if _, ok := SelectCandidate(r); ok {
 			// Any stable identity per defect will do: the event and error text.
-			h.failure(pipeline.Occurrence{Candidate: pipeline.Candidate{Record: r}, Fingerprint: r.Str("event") + "|" + r.Str("error")})
-		} else if cfg.IsSuccess(r) {
-			h.success(r)
+			h.Failure(r, r.Str("event")+"|"+r.Str("error"))
+		} else if cfg.IsSuccess(r, nil) {
+			h.Success(r)
 		}
 	}
 	return h.healed
@@ -418,7 +401,7 @@ func TestHealFilterHidesNoHealingSuccess(t *testing.T) {
 	if _, err := eventlog.Generate(&buf, eventlog.Options{Lines: 30000, Seed: 5, Transients: 6, FailureRate: 0.03}); err != nil {
 		t.Fatal(err)
 	}
-	fast, _ := readAll(t, buf.String(), ReadConfig{Prefilter: true, Heal: NewHealFilter(DefaultTriage()), DeferDecode: true})
+	fast, _ := readAll(t, buf.String(), ReadConfig{Prefilter: true, Heal: NewHealFilter(DefaultPolicy(), nil), DeferDecode: true})
 	full, _ := readAll(t, buf.String(), ReadConfig{})
 	got, want := healedBy(fast), healedBy(full)
 	total := 0
@@ -436,100 +419,22 @@ func TestHealFilterHidesNoHealingSuccess(t *testing.T) {
 	}
 }
 
-func FuzzIndexPair(f *testing.F) {
-	f.Add([]byte(strings.Repeat(`{"event":"dispatch.started"}`, 5)+`{"event":"dispatch.succeeded"}`), byte('c'), byte('c'))
-	f.Add([]byte("cc"), byte('c'), byte('c'))
-	f.Fuzz(func(t *testing.T, b []byte, c0, c1 byte) {
-		if got, want := indexPair(b, c0, c1), indexPairGeneric(b, c0, c1); got != want {
-			t.Fatalf("indexPair = %d, generic %d", got, want)
+// A finder, whatever byte its sample anchors it on, finds what
+// bytes.Index finds.
+func FuzzFinderAgreesWithIndex(f *testing.F) {
+	f.Add([]byte(`{"event":"x","work_item":"a/b#1"}`), []byte(`"work_item"`), []byte(`"work_item"`))
+	f.Add([]byte(strings.Repeat("k_k_", 20)+`"work_item"`), []byte(`"work_item"`), []byte("k_"))
+	f.Add([]byte("aaaa"), []byte("a"), []byte(""))
+	f.Fuzz(func(t *testing.T, b, needle, sample []byte) {
+		if len(needle) == 0 {
+			return
+		}
+		fd := newFinder(needle)
+		fd.tune(byteFreq(sample), len(sample))
+		if got, want := fd.index(b), bytes.Index(b, needle); got != want {
+			t.Fatalf("finder (anchor %d) = %d, bytes.Index %d", fd.anchor, got, want)
 		}
 	})
-}
-
-func TestHealFilterFindsEveryPatternOccurrence(t *testing.T) {
-	h := NewHealFilter(DefaultTriage())
-	line := `{"event":"x.success"}` + strings.Repeat(`{"event":"queue.tick","ts":"2026-11-01T00:00:01.123Z"}`, 7) +
-		`{"event":"dispatch.succeeded"}{"event":"git.completed"}`
-	b := []byte(line)
-	for _, sample := range []string{"", line, strings.Repeat(`"timestamp":1,"access":"cc"`, 9)} {
-		h.tune([]byte(sample))
-		for g, a := range h.anchors {
-			for from := 0; from < len(b); from++ {
-				want := len(b)
-				for _, pat := range a.patterns {
-					if q := bytes.Index(b[from:], pat); q >= 0 {
-						want = min(want, from+q)
-					}
-				}
-				if got := h.nextOccurrence(b, from, g); got != want {
-					t.Fatalf("sample %q: patterns %q from %d: %d, want %d", sample, a.patterns, from, got, want)
-				}
-			}
-		}
-	}
-}
-
-// The anchors are chosen by what the log holds: "mp" is the letter-frequency
-// pick for ".completed", but not in a log full of timestamps.
-func TestHealFilterTunesAnchorsToTheLog(t *testing.T) {
-	h := NewHealFilter(DefaultTriage())
-	anchorOf := func(pattern string) string {
-		for _, a := range h.anchors {
-			if slices.ContainsFunc(a.patterns, func(p []byte) bool { return string(p) == pattern }) {
-				return string([]byte{a.c0, a.c1})
-			}
-		}
-		return ""
-	}
-	if got := anchorOf(".completed"); got != "mp" {
-		t.Fatalf("untuned anchor of .completed = %q, want the letter-frequency pick mp", got)
-	}
-	if len(h.anchors) != 2 {
-		t.Fatalf("%d anchor groups, want 2: .succeeded and .success share cc", len(h.anchors))
-	}
-	h.tune([]byte(strings.Repeat(`{"timestamp":"x","complete":true,"temp":1}`+"\n", 50)))
-	if got := anchorOf(".completed"); got == "mp" || got == "pl" || got == "co" || got == "om" || got == "le" || got == "et" || got == "te" {
-		t.Fatalf("tuned anchor of .completed = %q, a pair the sample is full of", got)
-	}
-}
-
-// A watcher's next scan keeps the anchors the last one chose (KeepTuning):
-// it does not look at the log again, and it finds what a filter tuned on
-// that log finds.
-func TestHealFilterKeepsAnEarlierScansTuning(t *testing.T) {
-	if NewHealFilter(DefaultTriage()).Tuning() != nil {
-		t.Fatal("an untuned filter reports a tuning")
-	}
-	var b strings.Builder
-	if _, err := eventlog.Generate(&b, eventlog.Options{Lines: 20000, Seed: 4, FailureRate: 0.05, Transients: 3}); err != nil {
-		t.Fatal(err)
-	}
-	log := b.String()
-	first := NewHealFilter(DefaultTriage())
-	want, _ := readAll(t, log, ReadConfig{Prefilter: true, Heal: first})
-	tuning := first.Tuning()
-	if tuning == nil {
-		t.Fatal("the filter chose no anchors over a log with retried failures")
-	}
-	next := NewHealFilter(DefaultTriage())
-	next.KeepTuning(tuning)
-	if next.Tuning() == nil {
-		t.Fatal("KeepTuning left the filter to choose again")
-	}
-	// The log now starts with 90 KB that would choose other anchors, had
-	// the filter looked at it.
-	got, _ := readAll(t, strings.Repeat(`{"timestamp":"x","complete":true,"temp":1}`+"\n", 2000)+log, ReadConfig{Prefilter: true, Heal: next})
-	if !slices.Equal(next.Tuning().keys, tuning.keys) || next.Tuning().event != tuning.event || len(next.anchors) != len(first.anchors) {
-		t.Fatalf("the next filter chose again: %+v, kept %+v", next.Tuning(), tuning)
-	}
-	for i := range next.anchors {
-		if next.anchors[i].pairAnchor != first.anchors[i].pairAnchor {
-			t.Fatalf("anchor %d: %+v, kept %+v", i, next.anchors[i].pairAnchor, first.anchors[i].pairAnchor)
-		}
-	}
-	if len(got) != len(want) {
-		t.Fatalf("kept tuning read %d records, the tuned filter %d", len(got), len(want))
-	}
 }
 
 // The per-family counts that let the heal filter rule out a success line
@@ -537,9 +442,9 @@ func TestHealFilterKeepsAnEarlierScansTuning(t *testing.T) {
 // left is dropped, so its successes are not decoded and the map stays
 // bounded.
 func TestHealFilterFamilyCountsFollowEvictionAndHealing(t *testing.T) {
-	cfg := DefaultTriage()
+	cfg := DefaultPolicy()
 	cfg.MaxPending = 2
-	h := NewHealFilter(cfg)
+	h := NewHealFilter(cfg, nil)
 	for i, fam := range []string{"alpha", "beta", "gamma"} {
 		h.noteRaw([]byte(fmt.Sprintf(`{"event":"%s.failed","level":"error","will_retry":true,"work_item":"w%d"}`, fam, i)))
 	}
@@ -573,23 +478,6 @@ func TestHealFilterFamilyCountsFollowEvictionAndHealing(t *testing.T) {
 	}
 }
 
-// A finder, whatever anchor its sample gave it, finds what bytes.Index finds.
-func FuzzFinderAgreesWithIndex(f *testing.F) {
-	f.Add([]byte(`{"event":"x","work_item":"a/b#1"}`), []byte(`"work_item"`), []byte(`"work_item"`))
-	f.Add([]byte(strings.Repeat("k_k_", 20)+`"work_item"`), []byte(`"work_item"`), []byte("k_"))
-	f.Add([]byte("aaaa"), []byte("a"), []byte(""))
-	f.Fuzz(func(t *testing.T, b, needle, sample []byte) {
-		if len(needle) == 0 {
-			return
-		}
-		fd := finder{needle: needle}
-		fd.anchor = rarestPair(needle, func(c0, c1 byte) int { return bytes.Count(sample, []byte{c0, c1}) })
-		if got, want := fd.index(b), bytes.Index(b, needle); got != want {
-			t.Fatalf("finder (anchor %+v) = %d, bytes.Index %d", fd.anchor, got, want)
-		}
-	})
-}
-
 // The mapped buffer a scanner passes (NewReadBuffer) reads a log exactly as
 // the reader's own does, also when it is reused: nothing read points into it.
 func TestReadThroughAMappedBufferReadsTheSame(t *testing.T) {
@@ -616,9 +504,9 @@ func TestReadThroughAMappedBufferReadsTheSame(t *testing.T) {
 // (the map then says no) but never hides one that is, across evictions,
 // heals and the rebuilds they cause; and it does rule most others out.
 func TestHealFilterIDFilterNeverHidesAPendingID(t *testing.T) {
-	cfg := DefaultTriage()
+	cfg := DefaultPolicy()
 	cfg.MaxPending = 3000
-	h := NewHealFilter(cfg)
+	h := NewHealFilter(cfg, nil)
 	id := func(i int) uint64 { return correlationID(&h.ids, "dispatch", "delivery_id", fmt.Sprintf("d-%d", i)) }
 	fam := []byte("dispatch")
 	// Some ids stay pending from the start, then many come and go (healed,

@@ -89,12 +89,22 @@ func (pf *Prefilter) derive(p Policy, f *Format, escaped bool) {
 		return
 	}
 	// Numeric levels need the key found on every line anyway: its text
-	// values are checked at the same hit, not searched for again.
+	// values are checked at the same hit, not searched for again. A level
+	// of at most three digits (pino's 30 on every line) is looked up in a
+	// table, not parsed as a float.
+	var small [1000]bool
+	for n := range small {
+		l, known := f.numericLevel(float64(n))
+		small[n] = known && p.isFailureLevel(l)
+	}
 	for _, k := range keys {
 		pf.needles = append(pf.needles, needle{finder: newFinder(k), confirm: func(line []byte, at int) bool {
 			v, ok := valueAfter(line[at+len(k):], escaped)
 			if !ok {
 				return false
+			}
+			if n, ok := smallInt(v); ok {
+				return small[n]
 			}
 			if slices.ContainsFunc(values, func(q []byte) bool { return bytes.HasPrefix(v, q) }) {
 				return true
@@ -257,6 +267,19 @@ func trimSpaceRight(b []byte, escaped bool) []byte {
 		}
 	}
 	return b
+}
+
+// smallInt is the number at the start of v when it is one of at most
+// three digits, nothing else of a number after them.
+func smallInt(v []byte) (int, bool) {
+	n, i := 0, 0
+	for ; i < len(v) && i < 4 && v[i] >= '0' && v[i] <= '9'; i++ {
+		n = n*10 + int(v[i]-'0')
+	}
+	if i == 0 || i > 3 || (i < len(v) && numberLen(v[i:i+1]) > 0) {
+		return 0, false
+	}
+	return n, true
 }
 
 // numberLen is the length of the JSON number's bytes at the start of v.

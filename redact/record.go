@@ -1,6 +1,8 @@
 package redact
 
 import (
+	"cmp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -75,6 +77,7 @@ var commonIdentityWords = map[string]bool{
 func (id *RecordIdentity) Add(key, value string) {
 	value = strings.TrimSpace(value)
 	key = strings.ToLower(key)
+	had := len(id.runs)
 	if value == "" || len(value) > 256 || enumFields[key] || strings.ContainsAny(value, "\t\n\r") ||
 		strings.IndexByte(value, ' ') >= 0 && !isAbsolutePath(value) {
 		return
@@ -107,7 +110,9 @@ func (id *RecordIdentity) Add(key, value string) {
 		person := k > 0 && (strings.EqualFold(parts[k-1], "home") || strings.EqualFold(parts[k-1], "users"))
 		id.consider(part, person)
 	}
-	id.normalize()
+	if len(id.runs) > had { // none added: still in order
+		id.normalize()
+	}
 }
 
 // isAbsolutePath: /x, ~/x, C:\x or C:/x.
@@ -150,11 +155,17 @@ func allDigits(v string) bool {
 }
 
 func (id *RecordIdentity) normalize() {
-	sort.Slice(id.runs, func(i, j int) bool {
-		if len(id.runs[i].text) != len(id.runs[j].text) {
-			return len(id.runs[i].text) > len(id.runs[j].text)
+	// slices.SortFunc, not sort.Slice: this runs at every field IdentityOf
+	// adds, and sort.Slice's reflection allocates each time. Equal texts
+	// are ordered by their flags, so duplicates end up side by side.
+	slices.SortFunc(id.runs, func(a, b idRun) int {
+		if len(a.text) != len(b.text) {
+			return len(b.text) - len(a.text)
 		}
-		return id.runs[i].text < id.runs[j].text
+		if c := strings.Compare(a.text, b.text); c != 0 {
+			return c
+		}
+		return cmp.Compare(flags(a), flags(b))
 	})
 	out := id.runs[:0]
 	for i, r := range id.runs {
@@ -163,6 +174,17 @@ func (id *RecordIdentity) normalize() {
 		}
 	}
 	id.runs = out
+}
+
+func flags(r idRun) int {
+	n := 0
+	if r.number {
+		n++
+	}
+	if r.common {
+		n += 2
+	}
+	return n
 }
 
 // Union returns the identity of both: what a template shared by several

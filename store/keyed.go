@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/json"
 	"maps"
+	"slices"
 )
 
 // Keyed is a per-fingerprint collection that can grow without bound (every
@@ -140,24 +141,32 @@ func (k *Keyed[V]) diff(eq func(a, b V) bool, put func(string, V) error, del fun
 }
 
 // diffMap is one collection's per-row write: put what changed, del what
-// went; done records them in committed, after the commit.
+// went; done records them in committed, after the commit. Rows are written
+// in key order: deployments sharing a PostgreSQL then lock shared rows in
+// one order, so their transactions cannot deadlock on each other (in map
+// order, eight deployments updating the same issues rows did).
 func diffMap[V any](cur, committed map[string]V, eq func(a, b V) bool, put func(string, V) error, del func(string) error) (done func(), err error) {
 	var puts, dels []string
 	for fp, v := range cur {
-		if old, ok := committed[fp]; ok && eq(old, v) {
-			continue
+		if old, ok := committed[fp]; !ok || !eq(old, v) {
+			puts = append(puts, fp)
 		}
-		if err := put(fp, v); err != nil {
-			return nil, err
-		}
-		puts = append(puts, fp)
 	}
 	for fp := range committed {
 		if _, ok := cur[fp]; !ok {
-			if err := del(fp); err != nil {
-				return nil, err
-			}
 			dels = append(dels, fp)
+		}
+	}
+	slices.Sort(puts)
+	slices.Sort(dels)
+	for _, fp := range puts {
+		if err := put(fp, cur[fp]); err != nil {
+			return nil, err
+		}
+	}
+	for _, fp := range dels {
+		if err := del(fp); err != nil {
+			return nil, err
 		}
 	}
 	return func() {

@@ -216,13 +216,11 @@ func (f *Format) Canonical(raw pipeline.Fields) pipeline.Fields {
 	// OpenTelemetry severityText "ERROR" masked in its own error text).
 	var used []string
 	pick := func(paths []string) (any, bool) {
-		for _, p := range paths {
-			if v, ok := lookup(raw, p); ok && v != nil {
-				used = append(used, p)
-				return v, true
-			}
+		v, p, ok := firstPath(raw, paths)
+		if ok {
+			used = append(used, p)
 		}
-		return nil, false
+		return v, ok
 	}
 	if v, ok := pick(f.Time); ok {
 		if ts, ok := timeText(v); ok {
@@ -361,12 +359,18 @@ func (f *Format) numericLevel(n float64) (string, bool) {
 
 // first is the value at the first of paths present in fields.
 func first(fields pipeline.Fields, paths []string) (any, bool) {
+	v, _, ok := firstPath(fields, paths)
+	return v, ok
+}
+
+// firstPath is first, with the path it was found at.
+func firstPath(fields pipeline.Fields, paths []string) (any, string, bool) {
 	for _, p := range paths {
 		if v, ok := lookup(fields, p); ok && v != nil {
-			return v, true
+			return v, p, true
 		}
 	}
-	return nil, false
+	return nil, "", false
 }
 
 // lookup finds path in fields: the whole path as a key, else a key up to a

@@ -65,8 +65,6 @@ func randomToken() string {
 	return hex.EncodeToString(b[:])
 }
 
-func unixMS(t time.Time) int64 { return t.UnixMilli() }
-
 // Claim takes fingerprint fp for lease from now, in one statement: a new
 // claim is inserted; an expired one (its holder died or gave up) is taken
 // over; one this deployment already has is taken as it is — by this
@@ -82,7 +80,7 @@ func (f *Fleet) Claim(ctx context.Context, fp string, lease time.Duration, now t
 			holder = excluded.holder, deployment = excluded.deployment,
 			claimed_ms = excluded.claimed_ms, expires_ms = excluded.expires_ms
 		WHERE claims.expires_ms <= excluded.claimed_ms OR claims.deployment = excluded.deployment`),
-		fp, f.holder, f.deployment, unixMS(now), unixMS(now.Add(lease)))
+		fp, f.holder, f.deployment, ms(now), ms(now.Add(lease)))
 	if err != nil {
 		return false, f.wrap("claim "+fp, err)
 	}
@@ -95,7 +93,7 @@ func (f *Fleet) Claim(ctx context.Context, fp string, lease time.Duration, now t
 func (f *Fleet) Renew(ctx context.Context, fp string, lease time.Duration, now time.Time) (bool, error) {
 	res, err := f.db.SQL.ExecContext(ctx, f.db.Rebind(
 		`UPDATE claims SET expires_ms = ? WHERE fingerprint = ? AND holder = ?`),
-		unixMS(now.Add(lease)), fp, f.holder)
+		ms(now.Add(lease)), fp, f.holder)
 	if err != nil {
 		return false, f.wrap("renew claim "+fp, err)
 	}
@@ -171,7 +169,7 @@ func (f *Fleet) ReserveTx(ctx context.Context, tx *sql.Tx, s Spend, limit int64,
 	if s.OncePerWindow {
 		var id string
 		err := tx.QueryRowContext(ctx, f.db.Rebind(`SELECT id FROM reservations WHERE budget = ? AND fingerprint = ? AND at_ms >= ? LIMIT 1`),
-			string(s.Budget), s.Fingerprint, unixMS(now.Add(-window))).Scan(&id)
+			string(s.Budget), s.Fingerprint, ms(now.Add(-window))).Scan(&id)
 		if err == nil {
 			return id, true, nil
 		}
@@ -189,7 +187,7 @@ func (f *Fleet) ReserveTx(ctx context.Context, tx *sql.Tx, s Spend, limit int64,
 	_, err = tx.ExecContext(ctx, f.db.Rebind(`
 		INSERT INTO reservations (id, budget, fingerprint, holder, deployment, at_ms, amount)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`),
-		s.Key, string(s.Budget), s.Fingerprint, f.holder, f.deployment, unixMS(now), s.Amount)
+		s.Key, string(s.Budget), s.Fingerprint, f.holder, f.deployment, ms(now), s.Amount)
 	if err != nil {
 		return "", false, f.wrap("reserve "+string(s.Budget), err)
 	}
@@ -214,7 +212,7 @@ func (f *Fleet) Charge(ctx context.Context, q Querier, s Spend, now time.Time) e
 	_, err := q.ExecContext(ctx, f.db.Rebind(`
 		INSERT INTO reservations (id, budget, fingerprint, holder, deployment, at_ms, amount)
 		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`),
-		s.Key, string(s.Budget), s.Fingerprint, f.holder, f.deployment, unixMS(now), s.Amount)
+		s.Key, string(s.Budget), s.Fingerprint, f.holder, f.deployment, ms(now), s.Amount)
 	return f.wrap("charge "+string(s.Budget), err)
 }
 
@@ -239,7 +237,7 @@ func (f *Fleet) used(ctx context.Context, q Querier, b Budget, window time.Durat
 	// committed a reservation stamped after our now, and it counts.
 	err := q.QueryRowContext(ctx, f.db.Rebind(
 		`SELECT COALESCE(SUM(amount), 0) FROM reservations WHERE budget = ? AND at_ms >= ?`),
-		string(b), unixMS(now.Add(-window))).Scan(&used)
+		string(b), ms(now.Add(-window))).Scan(&used)
 	if err != nil {
 		return 0, f.wrap("count "+string(b), err)
 	}
@@ -280,7 +278,7 @@ func (f *Fleet) ReleaseIssue(ctx context.Context, key string) error {
 // Prune deletes reservations older than keep before now and claims expired
 // before it: the budgets only ever look back one window.
 func (f *Fleet) Prune(ctx context.Context, keep time.Duration, now time.Time) error {
-	cut := unixMS(now.Add(-keep))
+	cut := ms(now.Add(-keep))
 	if _, err := f.db.SQL.ExecContext(ctx, f.db.Rebind(`DELETE FROM reservations WHERE at_ms < ?`), cut); err != nil {
 		return f.wrap("prune reservations", err)
 	}

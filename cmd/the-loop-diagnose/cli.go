@@ -383,14 +383,23 @@ func cmdVersion(args []string, io stdio) error {
 }
 
 func parseFlags(fs *pflag.FlagSet, args []string) error {
+	if err := parseArgs(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErr("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+	}
+	return nil
+}
+
+// parseArgs parses a command's flags, leaving its arguments in fs.Args(): a
+// bad flag is a usage error naming the command, --help passes through.
+func parseArgs(fs *pflag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return err
 		}
 		return usageErr("%s: %v", fs.Name(), err)
-	}
-	if fs.NArg() > 0 {
-		return usageErr("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
 	}
 	return nil
 }

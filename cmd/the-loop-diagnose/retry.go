@@ -116,11 +116,8 @@ func cmdForget(args []string, io stdio) error {
 // parseFingerprints parses a command's flags and returns its arguments,
 // the fingerprints it acts on.
 func parseFingerprints(fs *pflag.FlagSet, args []string) ([]string, error) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil, err
-		}
-		return nil, usageErr("%s: %v", fs.Name(), err)
+	if err := parseArgs(fs, args); err != nil {
+		return nil, err
 	}
 	return fs.Args(), nil
 }

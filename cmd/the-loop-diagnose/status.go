@@ -45,13 +45,13 @@ func cmdStatus(args []string, io stdio) error {
 	if err != nil {
 		return err
 	}
-	used := st.PostedSince(t.Add(-stages.Window))
-	diagnosed := store.CountSince(st.Diagnosed, t.Add(-stages.Window))
 	if *asJSON {
 		enc := json.NewEncoder(io.out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(statusReport(cfg, st, exists, t, statusExtras{db.Name(), ledger, pruned}))
 	}
+	used := st.PostedSince(t.Add(-stages.Window))
+	diagnosed := store.CountSince(st.Diagnosed, t.Add(-stages.Window))
 	w := io.out
 	if exists {
 		fmt.Fprintf(w, "state %s (store %s)\n", cfg.StatePath, db.Name())

@@ -1,6 +1,7 @@
 package logread
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -247,11 +248,23 @@ func (f *Format) Canonical(raw pipeline.Fields) pipeline.Fields {
 		out = append(out, pipeline.Field{Key: KeyEvent, Value: msgText})
 	}
 	errText := ""
-	if v, ok := pick(f.Error); ok {
+	if v, p, ok := firstPath(raw, f.Error); ok {
+		used = append(used, p)
 		errText = errorText(v)
+		// The error's type beside its message (OpenTelemetry's
+		// exception.type): the text names it, as errorText does for an
+		// object's type.
+		if base, ok := strings.CutSuffix(p, "message"); ok {
+			if kind, _ := lookup(raw, base+"type"); kind != nil {
+				if k, ok := kind.(string); ok && k != "" && !strings.HasPrefix(errText, k) {
+					errText = k + ": " + errText
+				}
+			}
+		}
 	}
 	if v, ok := pick(f.Stack); ok {
-		if s, ok := v.(string); ok && s != "" && !strings.Contains(errText, s) {
+		// A stack may be text or structured (zerolog's frames): kept as JSON.
+		if s := jsonText(v); s != "" && !strings.Contains(errText, s) {
 			errText = strings.TrimSpace(errText + "\n" + s)
 		}
 	}
@@ -268,7 +281,7 @@ func (f *Format) Canonical(raw pipeline.Fields) pipeline.Fields {
 			out = append(out, pipeline.Field{Key: KeyRetry, Value: b})
 		}
 	}
-	for _, p := range f.Error { // the error's type beside its message: the text holds it
+	for _, p := range f.Error { // the error's type beside its message: the text names it
 		if base, ok := strings.CutSuffix(p, "message"); ok {
 			used = append(used, base+"type")
 		}
@@ -441,9 +454,27 @@ func errorText(v any) string {
 		case text != "":
 			return text
 		}
-		return fmt.Sprint(v)
+		return jsonText(v)
 	case nil:
 		return ""
+	}
+	return jsonText(v)
+}
+
+// jsonText is a value as text: a string as it is, an object or a list as
+// JSON (never Go's map[...] syntax), a number or a flag as written.
+func jsonText(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return v
+	case map[string]any, []any:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Sprint(v)
+		}
+		return string(b)
 	}
 	return fmt.Sprint(v)
 }

@@ -153,6 +153,42 @@ func TestAMappingOverridesThePreset(t *testing.T) {
 	}
 }
 
+// An error's text keeps what the library wrote beside it, however it is
+// shaped: OpenTelemetry's exception.type with no stack, zerolog's stack as
+// a list of frames, an error object with no message (as JSON, not Go's
+// map syntax).
+func TestTheErrorTextKeepsItsTypeAndStructuredStacks(t *testing.T) {
+	for _, c := range []struct {
+		format, line string
+		want         []string
+	}{
+		{"otel", `{"timeUnixNano":"1793523608000000000","severityNumber":17,"body":{"stringValue":"charge failed"},"attributes":[{"key":"exception.type","value":{"stringValue":"stripe.error.CardError"}},{"key":"exception.message","value":{"stringValue":"card declined"}}]}`,
+			[]string{"stripe.error.CardError: card declined"}},
+		{"zerolog", `{"level":"error","stack":[{"func":"(*Repo).Save","line":"88","source":"repo.go"}],"error":"constraint violated","time":"2026-11-30T10:00:00Z","message":"save failed"}`,
+			[]string{"constraint violated", `"func":"(*Repo).Save"`, `"source":"repo.go"`}},
+		{"pino", `{"level":50,"time":1796032800000,"msg":"upstream failed","err":{"code":"ECONNRESET","errno":-104}}`,
+			[]string{`"code":"ECONNRESET"`}},
+	} {
+		f, err := NewFormat(c.format, Mapping{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fields, reason := DecodeObject([]byte(c.line))
+		if reason != "" {
+			t.Fatal(reason)
+		}
+		got := pipeline.Record{Fields: f.Canonical(fields)}.Str(KeyError)
+		for _, w := range c.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: error %q, want it to hold %q", c.format, got, w)
+			}
+		}
+		if strings.Contains(got, "map[") {
+			t.Errorf("%s: error %q is Go's map syntax", c.format, got)
+		}
+	}
+}
+
 // FuzzFormatPrefilterIsExact: for every preset, the prefilter derived from
 // the policy never drops a line the decoder and the policy select.
 func FuzzFormatPrefilterIsExact(f *testing.F) {

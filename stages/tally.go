@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/the-loop/the-loop-diagnose/logread"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 )
 
@@ -19,7 +20,10 @@ import (
 // differs on every record) and event (the title's), plus the version the
 // deployment ran, which the Environment section shows.
 var TallyFields = append(slices.DeleteFunc(slices.Clone(DossierFields), func(k string) bool {
-	return k == "ts" || k == "event"
+	// A message is free text, not a value that repeats: counted over every
+	// occurrence, it would be shown with only the samples' identities to
+	// mask (a user or host named by a record no sample kept).
+	return k == "ts" || k == "event" || k == logread.KeyMessage
 }), "version")
 
 // Tally bounds: a field with more distinct values than tallyMaxValues is

@@ -2,6 +2,7 @@ package stages
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +25,8 @@ func TestTallyCountsEveryOccurrenceNotOnlyTheSamples(t *testing.T) {
 		}
 		o.Fields = append(o.Fields, pipeline.Field{Key: "harness", Value: harness},
 			pipeline.Field{Key: "exit_code", Value: float64(i % 2)}, pipeline.Field{Key: "will_retry", Value: false},
-			pipeline.Field{Key: "work_item", Value: "acme/widgets#7"}) // not counted: not allow-listed
+			pipeline.Field{Key: "work_item", Value: "acme/widgets#7"},                                            // not counted: not allow-listed
+			pipeline.Field{Key: "message", Value: fmt.Sprintf("sync failed for user dev%d on host ci-%d", i, i)}) // not counted: free text
 		in = append(in, o)
 	}
 	got, err := pipeline.Collect(context.Background(), stage, in...)
@@ -34,6 +36,9 @@ func TestTallyCountsEveryOccurrenceNotOnlyTheSamples(t *testing.T) {
 	g := got[0]
 	if len(g.Samples) != 5 || g.Tally.Occurrences != 50 {
 		t.Fatalf("samples %d, tallied %d", len(g.Samples), g.Tally.Occurrences)
+	}
+	if ft := g.Tally.Fields["message"]; ft != nil {
+		t.Errorf("messages tallied (%d values): free text would be shown with only the samples' identities masked", len(ft.Values))
 	}
 	h := g.Tally.Fields["harness"].Values
 	if h["claude"] != 34 || h["cursor"] != 16 {

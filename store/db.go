@@ -342,9 +342,15 @@ func maskURL(dsn string) string {
 	return u.Redacted()
 }
 
+// secretParams are the connection parameters pgx reads a secret from: the
+// store's name masks them, its errors never quote them.
+var secretParams = []string{"password", "sslpassword"}
+
 func maskQuery(q url.Values) string {
-	if q.Has("password") {
-		q.Set("password", "xxxxx")
+	for _, k := range secretParams {
+		if q.Has(k) {
+			q.Set(k, "xxxxx")
+		}
 	}
 	s, _ := url.QueryUnescape(q.Encode())
 	return s
@@ -366,8 +372,10 @@ func scrubSecret(err error, dsn string) error {
 		if p, ok := u.User.Password(); ok && p != "" {
 			secrets = append(secrets, p, url.QueryEscape(p), url.PathEscape(p))
 		}
-		if p := u.Query().Get("password"); p != "" {
-			secrets = append(secrets, p, url.QueryEscape(p))
+		for _, k := range secretParams {
+			if p := u.Query().Get(k); p != "" {
+				secrets = append(secrets, p, url.QueryEscape(p))
+			}
 		}
 	} else {
 		secrets = append(secrets, dsn) // unparsable: the whole URL may be the secret

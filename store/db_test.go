@@ -209,6 +209,8 @@ func TestOpenDBUnreachablePostgres(t *testing.T) {
 	for _, dsn := range []string{
 		"postgres://diag:" + secret + "@127.0.0.1:1/fleet?connect_timeout=5",
 		"postgresql://diag:" + secret + "@/fleet?host=" + t.TempDir() + "&password=" + secret,
+		// A client key's passphrase is a secret too (pgx's sslpassword).
+		"postgresql://diag@/fleet?host=" + t.TempDir() + "&sslpassword=" + secret,
 	} {
 		start := time.Now()
 		_, err := OpenDB(context.Background(), dsn)

@@ -46,8 +46,12 @@ type FleetScan struct {
 
 	mu   sync.Mutex
 	held map[string]string // claimed fingerprint -> its diagnosis reservation ("" none)
-	stop chan struct{}
-	done chan struct{}
+	// started are the claimed defects whose agent run was charged and began
+	// (Started): only their reservation may have been spent.
+	started map[string]bool
+	stop    chan struct{}
+	closing sync.Once
+	done    chan struct{}
 }
 
 // NewFleetScan starts a scan's part in the fleet; Close ends it.
@@ -58,7 +62,7 @@ func NewFleetScan(cfg FleetConfig) *FleetScan {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	f := &FleetScan{cfg: cfg, held: map[string]string{}, stop: make(chan struct{}), done: make(chan struct{})}
+	f := &FleetScan{cfg: cfg, held: map[string]string{}, started: map[string]bool{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go f.renew()
 	return f
 }
@@ -94,19 +98,35 @@ func (f *FleetScan) renew() {
 
 // Close stops renewing and releases the claims whose outcome never came
 // (the scan stopped early): they are free at once, not after their lease.
+// A diagnosis reserved for a run that never started (the store or the
+// scan failed first) goes back to the fleet's budget: an outage charges
+// nothing. One whose run started stays charged: it may have happened.
 func (f *FleetScan) Close() {
 	if f == nil {
 		return
 	}
-	close(f.stop)
+	f.closing.Do(func() { close(f.stop) })
 	<-f.done
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	// A diagnosis reserved for them stays charged: the run may have happened.
-	for fp := range f.held {
-		f.cfg.Fleet.Release(context.Background(), f.cfg.Fleet.DB().SQL, fp)
+	q := f.cfg.Fleet.DB().SQL
+	for fp, diag := range f.held {
+		if diag != "" && !f.started[fp] {
+			f.cfg.Fleet.Unreserve(context.Background(), q, diag)
+		}
+		f.cfg.Fleet.Release(context.Background(), q, fp)
 		delete(f.held, fp)
 	}
+}
+
+// Started records that fp's agent run was charged and begins.
+func (f *FleetScan) Started(fp string) {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	f.started[fp] = true
+	f.mu.Unlock()
 }
 
 // Admit claims d's defect for this deployment, as the agent stage takes
@@ -232,7 +252,6 @@ func (f *FleetScan) Done(ctx context.Context, o pipeline.Outcome) error {
 	}
 	f.mu.Lock()
 	diag, held := f.held[o.Fingerprint]
-	delete(f.held, o.Fingerprint)
 	f.mu.Unlock()
 	q := f.cfg.Fleet.DB().SQL
 	if diag != "" && !o.AgentRan {
@@ -253,5 +272,12 @@ func (f *FleetScan) Done(ctx context.Context, o pipeline.Outcome) error {
 	if !held {
 		return nil
 	}
-	return f.cfg.Fleet.Release(ctx, q, o.Fingerprint)
+	if err := f.cfg.Fleet.Release(ctx, q, o.Fingerprint); err != nil {
+		return err // still held: Close releases it (and refunds what never ran)
+	}
+	f.mu.Lock()
+	delete(f.held, o.Fingerprint)
+	delete(f.started, o.Fingerprint)
+	f.mu.Unlock()
+	return nil
 }

@@ -94,3 +94,25 @@ func TestAdmitReservesTheFleetsDiagnosisBudget(t *testing.T) {
 		t.Fatalf("after the refund: %v %q %v; want admitted", d2.Verdict, d2.Reason, err)
 	}
 }
+
+// A scan that stops after the claim and before the agent started (the
+// store failed on the run's charge, a hard stop) gives its diagnosis back:
+// an outage charges the fleet nothing. A run that started stays charged.
+func TestAScanStoppedBeforeItsRunChargesTheFleetNothing(t *testing.T) {
+	ctx := context.Background()
+	_, scans := twoDeployments(t, 1)
+	if d, err := scans[0].Admit(ctx, newDossier("v3:aaaaaaaaaaaaaaaa")); err != nil || d.Verdict != pipeline.VerdictNew {
+		t.Fatalf("first run refused: %v %v", d.Verdict, err)
+	}
+	scans[0].Close() // no outcome came, and the run never started
+	d, err := scans[1].Admit(ctx, newDossier("v3:bbbbbbbbbbbbbbbb"))
+	if err != nil || d.Verdict != pipeline.VerdictNew {
+		t.Fatalf("after a scan stopped before its run: %v %q %v; want the budget back", d.Verdict, d.Reason, err)
+	}
+	scans[1].Started("v3:bbbbbbbbbbbbbbbb")
+	scans[1].Close() // stopped mid-run: the run may have happened
+	d, err = scans[0].Admit(ctx, newDossier("v3:cccccccccccccccc"))
+	if err != nil || d.Verdict != pipeline.VerdictDeferred || !strings.Contains(d.Reason, "diagnosis budget") {
+		t.Fatalf("after a scan stopped mid-run: %v %q %v; want its run still charged", d.Verdict, d.Reason, err)
+	}
+}

@@ -105,7 +105,11 @@ func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, 
 			if s.chargeRun == nil { // replay: nothing is charged
 				return nil
 			}
-			return s.chargeRun(d)
+			if err := s.chargeRun(d); err != nil {
+				return err
+			}
+			s.fleet.Started(d.Fingerprint) // the fleet's reservation is spent from here on
+			return nil
 		},
 		Running: running,
 	})

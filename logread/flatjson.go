@@ -8,13 +8,16 @@ import (
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 )
 
-// decodeFlat is DecodeObject's fast path for the common line: one flat JSON
-// object whose values are strings, numbers, booleans or null. It reports
-// false for anything else — nested values, syntax errors, invalid UTF-8,
-// surrogate escapes, numbers ParseFloat rejects — so that encoding/json
-// decides those cases and every result and error message stays its own.
-// Escape-free keys and values are substrings of s, which is why decoding
-// costs little more than the fields slice and the boxed values.
+// decodeFlat is DecodeObject's fast path for the common line: one JSON
+// object of strings, numbers, booleans, null, and objects and arrays of them
+// nested at most maxNesting deep (pino's and bunyan's "err":{...}). It
+// reports false for anything else — deeper values, syntax errors, invalid
+// UTF-8, surrogate escapes, numbers ParseFloat rejects — so that
+// encoding/json decides those cases and every result and error message
+// stays its own. Nested values come out as encoding/json gives them
+// (map[string]any, []any). Escape-free keys and values are substrings of s,
+// which is why decoding costs little more than the fields slice and the
+// boxed values.
 func decodeFlat(s string) (pipeline.Fields, bool) {
 	i := skipSpace(s, 0)
 	if i == len(s) || s[i] != '{' {
@@ -25,46 +28,55 @@ func decodeFlat(s string) (pipeline.Fields, bool) {
 	// than growing the slice. The cap keeps a line of commas from
 	// allocating a huge one.
 	fields := make(pipeline.Fields, 0, min(strings.Count(s, ",")+1, 24))
+	// A repeated key is kept twice; Fields.Get gives its last value, as
+	// encoding/json does.
+	end, ok := members(s, i, 0, func(key string, value any) { fields = append(fields, pipeline.Field{Key: key, Value: value}) })
+	return fields, ok && skipSpace(s, end) == len(s)
+}
+
+// maxNesting is how deep decodeFlat follows objects and arrays.
+const maxNesting = 4
+
+// members decodes the object starting at s[i] ('{'), calling add for each
+// member in order, and returns the index just after it.
+func members(s string, i, depth int, add func(key string, value any)) (int, bool) {
 	i = skipSpace(s, i+1)
 	if i < len(s) && s[i] == '}' {
-		return fields, skipSpace(s, i+1) == len(s)
+		return i + 1, true
 	}
 	for {
 		if i == len(s) || s[i] != '"' {
-			return nil, false
+			return i, false
 		}
 		key, next, ok := flatString(s, i+1)
 		if !ok {
-			return nil, false
+			return i, false
 		}
 		i = skipSpace(s, next)
 		if i == len(s) || s[i] != ':' {
-			return nil, false
+			return i, false
 		}
-		i = skipSpace(s, i+1)
 		var value any
-		if value, i, ok = flatValue(s, i); !ok {
-			return nil, false
+		if value, i, ok = flatValue(s, skipSpace(s, i+1), depth); !ok {
+			return i, false
 		}
-		// A repeated key is kept twice; Fields.Get gives its last value, as
-		// encoding/json does.
-		fields = append(fields, pipeline.Field{Key: key, Value: value})
+		add(key, value)
 		i = skipSpace(s, i)
 		switch {
 		case i == len(s):
-			return nil, false
+			return i, false
 		case s[i] == '}':
-			return fields, skipSpace(s, i+1) == len(s)
+			return i + 1, true
 		case s[i] != ',':
-			return nil, false
+			return i, false
 		}
 		i = skipSpace(s, i+1)
 	}
 }
 
-// flatValue decodes the scalar value starting at s[i] and returns the index
-// just after it.
-func flatValue(s string, i int) (any, int, bool) {
+// flatValue decodes the value starting at s[i], inside depth objects or
+// arrays, and returns the index just after it.
+func flatValue(s string, i, depth int) (any, int, bool) {
 	if i == len(s) {
 		return nil, i, false
 	}
@@ -85,8 +97,42 @@ func flatValue(s string, i int) (any, int, bool) {
 		return false, i + len("false"), true
 	case strings.HasPrefix(s[i:], "null"):
 		return nil, i + len("null"), true
+	case depth == maxNesting:
+		return nil, i, false
+	case c == '{':
+		m := map[string]any{}
+		end, ok := members(s, i, depth+1, func(key string, value any) { m[key] = value })
+		return m, end, ok
+	case c == '[':
+		return elements(s, i, depth+1)
 	}
 	return nil, i, false
+}
+
+// elements decodes the array starting at s[i] ('[').
+func elements(s string, i, depth int) (any, int, bool) {
+	list := []any{}
+	i = skipSpace(s, i+1)
+	if i < len(s) && s[i] == ']' {
+		return list, i + 1, true
+	}
+	for {
+		v, next, ok := flatValue(s, i, depth)
+		if !ok {
+			return nil, next, false
+		}
+		list = append(list, v)
+		i = skipSpace(s, next)
+		switch {
+		case i == len(s):
+			return nil, i, false
+		case s[i] == ']':
+			return list, i + 1, true
+		case s[i] != ',':
+			return nil, i, false
+		}
+		i = skipSpace(s, i+1)
+	}
 }
 
 // numberEnd returns the index just after the JSON number starting at s[i]

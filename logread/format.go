@@ -138,6 +138,11 @@ func NewFormat(name string, m Mapping) (*Format, error) {
 			*o.dst = o.v
 		}
 	}
+	if f.Retry == nil && f.Inner == "" && !f.AnyValue {
+		// No logging library has a retry flag of its own: a service that
+		// says it gave up says so in the policy's own field, will_retry.
+		f.Retry = []string{KeyRetry}
+	}
 	levels := map[string]string{}
 	for k, v := range p.Levels {
 		levels[k] = v

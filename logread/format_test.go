@@ -2,6 +2,7 @@ package logread
 
 import (
 	"bufio"
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -208,7 +209,7 @@ func FuzzFormatPrefilterIsExact(f *testing.F) {
 		name := Presets()[int(which)%len(Presets())]
 		fm := formats[name]
 		fields, reason := DecodeObject(line)
-		if reason != "" {
+		if reason != "" || bytes.IndexByte(line, '\n') >= 0 { // a log's line never holds one: the reader splits there
 			return
 		}
 		if _, ok := p.Select(pipeline.Record{Fields: fm.Canonical(fields)}); ok && !NewPrefilter(p, fm).May(line) {

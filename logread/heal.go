@@ -5,33 +5,40 @@ import (
 	"fmt"
 	"hash/maphash"
 	"slices"
+	"strings"
 
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 )
 
 // HealFilter lets the reader decode only the success lines that can heal a
-// retried failure it has already read: a success line is recognised by its
-// bytes (an event ending in .succeeded, ...) and its correlation values are
-// picked out without decoding; only a value the reader saw on a retried
-// failure makes it decode the line. Most success lines in a busy log heal
-// nothing, and decoding them all cost more than the rest of the scan. It
-// is the early skip of Healing's correlation (the same policy keys,
-// suffixes, families and ids); Healing decides.
+// retried failure it has already read. The reader asks it of every line it
+// does not decode otherwise (wants): the line's event is read from its
+// bytes, and only a success of a family with a retried failure pending,
+// carrying a correlation value seen on one, is decoded. Most success lines
+// in a busy log heal nothing, and decoding them all cost more than the rest
+// of the scan. It is the early skip of Healing's correlation (the same
+// policy keys, suffixes, families and ids); Healing decides.
 //
-// It errs towards decoding: a value it cannot pick out cheaply (an escape)
+// It errs towards decoding: a value it cannot read cheaply (an escape)
 // makes it decode; a failure evicted from its bounded set is simply not
-// healed, and an unhealed failure goes to a human. A log in another format
-// than the-loop's (whose keys it does not read from bytes) has every
-// success line decoded once a retried failure may have been read.
+// healed, and an unhealed failure goes to a human. When the format keeps
+// its event, retry flag or ids where a line's bytes do not plainly show
+// them (nested paths, a wrapper's escaped inner line, OTLP attribute
+// lists), every line holding a success suffix is decoded once a retried
+// failure may have been read.
 type HealFilter struct {
-	patterns []finder // the success suffixes as bytes: ".succeeded"
-	keys     []string
-	quoted   []finder // the keys as they appear in JSON: "work_item"
-	event    finder   // "event"
-	retry    finder   // "will_retry"
-	// other: the log is not the-loop's; maybeRetried says a line that may
-	// be a retried failure was read.
-	other, maybeRetried bool
+	suffixes []string // the policy's success suffixes
+	patterns []finder // the suffixes as a line holds them: ".succeeded"
+	keys     []string // the correlation keys
+	// plain: the format's event, retry and correlation keys are top-level
+	// keys, read from a line's bytes by these finders.
+	plain bool
+	event []keyFinder // the canonical event's sources, the first present wins
+	retry []keyFinder // the retry flag's (when not plain: its bare names)
+	idKey []keyFinder // the correlation keys'
+	// maybeRetried says a line that may be a retried failure was read
+	// (when not plain).
+	maybeRetried bool
 	// pending maps the correlation id of each retried failure's family, key
 	// and value (correlationIDs) to its family.
 	pending *fifoMap[uint64, string]
@@ -57,29 +64,38 @@ func NewHealFilter(p Policy, f *Format) *HealFilter {
 	if f == nil {
 		f = TheLoop()
 	}
-	h := &HealFilter{keys: f.CorrelationKeys(p), other: !f.native,
+	h := &HealFilter{suffixes: p.SuccessSuffixes, keys: f.CorrelationKeys(p),
 		pending: newFIFOMap[uint64, string](p.MaxPending), families: map[string]int{},
 		ids: newCorrelationIDs(), familyNames: map[string]string{}}
 	h.pending.evicted = h.forget
 	h.patterns = groupFinders(p.SuccessPatterns())
-	for _, k := range h.keys {
-		h.quoted = append(h.quoted, newFinder([]byte(`"`+k+`"`)))
+	events := f.Event
+	if !f.native { // the canonical event falls back to the message
+		events = append(slices.Clone(events), f.Message...)
 	}
-	h.event = newFinder([]byte(`"` + KeyEvent + `"`))
-	h.retry = newFinder([]byte(`"` + KeyRetry + `"`))
-	if h.other {
+	h.plain = f.Inner == "" && !f.AnyValue && len(f.Lift) == 0 &&
+		!slices.ContainsFunc(slices.Concat(events, f.Retry, h.keys), func(k string) bool { return strings.Contains(k, ".") })
+	if !h.plain {
 		// A line naming the retry field, quoted or escaped, may be a
 		// retried failure; a format without one has none to heal.
 		retry := f.Retry
 		if f.Inner != "" {
 			retry = f.InnerFormat.Retry
 		}
-		h.retry = finder{}
 		for _, r := range retry {
 			names := keyNames(r)
-			h.retry = newFinder([]byte(names[len(names)-1]))
+			h.retry = append(h.retry, keyFinder{finder: newFinder([]byte(names[len(names)-1]))})
 		}
+		return h
 	}
+	quoted := func(keys []string) []keyFinder {
+		var out []keyFinder
+		for _, k := range keys {
+			out = append(out, keyFinder{finder: newFinder([]byte(`"` + k + `"`))})
+		}
+		return out
+	}
+	h.event, h.retry, h.idKey = quoted(events), quoted(f.Retry), quoted(h.keys)
 	return h
 }
 
@@ -88,13 +104,14 @@ func (h *HealFilter) tune(freq *[256]int, total int) {
 	if h == nil {
 		return
 	}
-	for _, f := range [][]finder{h.patterns, h.quoted} {
-		for i := range f {
-			f[i].tune(freq, total)
+	for i := range h.patterns {
+		h.patterns[i].tune(freq, total)
+	}
+	for _, keys := range [][]keyFinder{h.event, h.retry, h.idKey} {
+		for i := range keys {
+			keys[i].tune(freq, total)
 		}
 	}
-	h.event.tune(freq, total)
-	h.retry.tune(freq, total)
 }
 
 // pendingAny reports whether a retried failure may await its success.
@@ -121,7 +138,7 @@ func (h *HealFilter) note(fields pipeline.Fields) {
 	if retry, ok := fields.Get(KeyRetry).(bool); !ok || !retry {
 		return
 	}
-	if h.other {
+	if !h.plain {
 		h.maybeRetried = true
 		return
 	}
@@ -165,81 +182,54 @@ func (h *HealFilter) forget(id uint64, fam string) {
 	}
 }
 
-// noteRaw is note for an undecoded line: will_retry, the event and the
-// correlation values picked out of its bytes. Noting a failure that is not
+// noteRaw is note for an undecoded line: the retry flag, the event and the
+// correlation values read from its bytes. Noting a failure that is not
 // one only costs a decode later; missing one only misses a heal.
 func (h *HealFilter) noteRaw(line []byte) {
 	if h == nil {
 		return
 	}
-	if h.other {
-		h.maybeRetried = h.maybeRetried || (h.retry.needle != nil && h.retry.index(line) >= 0)
+	if !h.plain {
+		h.maybeRetried = h.maybeRetried || slices.ContainsFunc(h.retry, func(k keyFinder) bool { return k.index(line) >= 0 })
 		return
 	}
-	if !hasPair(line, h.retry, []byte(`true`)) {
+	if retry, _ := firstValue(line, h.retry); string(retry) != "true" {
 		return
 	}
-	event, ok := rawValue(line, h.event)
+	event, ok := firstValue(line, h.event)
 	if !ok {
 		return
 	}
 	fam, _ := family(event)
 	for i, k := range h.keys {
-		if v, ok := rawValue(line, h.quoted[i]); ok && len(v) > 0 {
+		if v, ok := h.idKey[i].value(line); ok && len(v) > 0 {
 			h.remember(fam, correlationID(&h.ids, fam, k, v))
 		}
 	}
 }
 
-// idle reports, from the few bytes around a success pattern found at q in
-// b, that it is part of a plainly spelled "event" of a family no retried
-// failure is pending for: most success lines, ruled out before the reader
-// even finds where they begin and end. (Only a second, escaped "event" key
-// could make such a line heal something; missing that heal sends a failure
-// to a human, the safe side.)
-func (h *HealFilter) idle(b []byte, q int) bool {
-	event, ok := eventAround(b, q)
-	fam, _ := family(event)
-	return ok && !h.other && !h.familyBusy(fam)
-}
-
-// wants reports whether a line must be decoded for the healing check. at is
-// where the reader found one of the success patterns in it, or -1 if it has
-// not looked.
-func (h *HealFilter) wants(line []byte, at int) bool {
+// wants reports whether line must be decoded for the healing check: it is
+// a success that heals a pending failure (which it then stops waiting for).
+func (h *HealFilter) wants(line []byte) bool {
 	if h == nil || !h.pendingAny() {
 		return false
 	}
-	if at < 0 {
-		for _, p := range h.patterns {
-			if i := p.index(line); i >= 0 {
-				at = i
-				break
-			}
-		}
-		if at < 0 {
-			return false
-		}
+	event, ok := firstValue(line, h.event)
+	if !ok || bytes.IndexByte(event, '\\') >= 0 {
+		// Not read from the bytes (or not plain): any line holding a
+		// success suffix.
+		return slices.ContainsFunc(h.patterns, func(p finder) bool { return p.index(line) >= 0 })
 	}
-	if h.other {
-		return true
+	fam, last := family(event)
+	if !slices.ContainsFunc(h.suffixes, func(s string) bool { return string(last) == s }) || !h.familyBusy(fam) {
+		return false // not a success, or nothing of its family is waiting to be healed
 	}
 	if bytes.IndexByte(line, '\\') >= 0 {
 		return true // an escape may hide a key or a value: decode
 	}
-	event, ok := eventAround(line, at)
-	if !ok {
-		if event, ok = rawValue(line, h.event); !ok {
-			return false
-		}
-	}
-	fam, _ := family(event)
-	if !h.familyBusy(fam) {
-		return false // nothing of this family is waiting to be healed
-	}
 	hit := false
 	for i, k := range h.keys {
-		v, ok := rawValue(line, h.quoted[i])
+		v, ok := h.idKey[i].value(line)
 		if !ok {
 			continue
 		}
@@ -258,47 +248,66 @@ func (h *HealFilter) wants(line []byte, at int) bool {
 	return hit
 }
 
-// eventAround is the value of the "event" key when the success pattern at
-// position at is part of it, spelled as the-loop writes it ("event":"x.y"):
-// the common case, found without searching the line (or region) for the key.
-func eventAround(line []byte, at int) ([]byte, bool) {
-	open := bytes.LastIndexByte(line[:at], '"')
-	if open < 0 || !bytes.HasSuffix(line[:open], []byte(`"event":`)) || bytes.IndexByte(line[open:at], '\n') >= 0 {
-		return nil, false
-	}
-	end := bytes.IndexByte(line[at:], '"')
-	if end < 0 {
-		return nil, false
-	}
-	return line[open+1 : at+end], true
+// keyFinder reads a top-level key's value from a line's bytes: first where
+// recent lines had the key (a logger writes its keys in one order, so the
+// key moves only with the lengths of the values before it: a level's name,
+// a pid), each place costing one comparison, else by a search.
+type keyFinder struct {
+	finder        // the quoted key: "work_item"
+	at     [4]int // where recent lines had it
+	next   int    // the slot a newly found place takes
 }
 
-// rawValue picks the value of a top-level-looking "key" (its quoted
-// spelling found by key): a string's bytes or a number's, out of an
-// escape-free line.
-func rawValue(line []byte, key finder) ([]byte, bool) {
-	for {
-		i := key.index(line)
-		if i < 0 {
-			return nil, false
+// value is the key's first value in line: a string's bytes as written, or
+// a number's or literal's.
+func (k *keyFinder) value(line []byte) ([]byte, bool) {
+	for _, at := range k.at {
+		if v, ok := valueAt(line, at, k.needle); ok {
+			return v, true
 		}
-		line = line[i+len(key.needle):]
-		v, ok := valueAfter(line, false)
-		if !ok {
-			continue
-		}
-		if len(v) > 0 && v[0] == '"' {
-			if e := bytes.IndexByte(v[1:], '"'); e >= 0 {
-				return v[1 : 1+e], true
-			}
-			return nil, false
-		}
-		e := numberLen(v)
-		if e == 0 {
-			return nil, false
-		}
-		return v[:e], true
 	}
+	for from := 0; from < len(line); {
+		i := k.index(line[from:])
+		if i < 0 {
+			break
+		}
+		if v, ok := valueAt(line, from+i, k.needle); ok {
+			k.at[k.next], k.next = from+i, (k.next+1)%len(k.at)
+			return v, true
+		}
+		from += i + 1
+	}
+	return nil, false
+}
+
+// firstValue is the value of the first of keys line holds.
+func firstValue(line []byte, keys []keyFinder) ([]byte, bool) {
+	for i := range keys {
+		if v, ok := keys[i].value(line); ok && len(v) > 0 {
+			return v, true
+		}
+	}
+	return nil, false
+}
+
+// valueAt is the value of the quoted key at line[at:], if it is there.
+func valueAt(line []byte, at int, key []byte) ([]byte, bool) {
+	if at+len(key) > len(line) || !bytes.Equal(line[at:at+len(key)], key) {
+		return nil, false
+	}
+	v, ok := valueAfter(line[at+len(key):], false)
+	if !ok || len(v) == 0 {
+		return nil, false
+	}
+	if v[0] == '"' {
+		e := bytes.IndexByte(v[1:], '"')
+		return v[1 : 1+max(e, 0)], e >= 0
+	}
+	e := 0
+	for e < len(v) && !isJSONSpace(v[e]) && v[e] != ',' && v[e] != '}' && v[e] != ']' {
+		e++
+	}
+	return v[:e], e > 0
 }
 
 // idFilter is a Bloom filter over the pending ids (correlationIDs, already

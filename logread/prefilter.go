@@ -109,6 +109,9 @@ func (pf *Prefilter) derive(p Policy, f *Format, escaped bool) {
 			if slices.ContainsFunc(values, func(q []byte) bool { return bytes.HasPrefix(v, q) }) {
 				return true
 			}
+			if numberLen(v) == 0 {
+				return false // text, not a failure's (ParseFloat's error allocates)
+			}
 			n, err := strconv.ParseFloat(string(v[:numberLen(v)]), 64)
 			l, known := f.numericLevel(n)
 			return err == nil && known && p.isFailureLevel(l)
@@ -195,13 +198,10 @@ func (pf *Prefilter) candidate(r *region, i int) int {
 		if k < 0 {
 			return len(b)
 		}
-		start := bytes.LastIndexByte(b[:best], '\n') + 1
-		end := len(b)
-		if e := bytes.IndexByte(b[best:], '\n'); e >= 0 {
-			end = best + e
-		}
-		if c := pf.needles[k].confirm; c == nil || c(b[start:end], best-start) {
-			return start
+		// A confirmation reads only the bytes beside the hit, never past a
+		// line's end (lineSpace), so the region stands in for the line.
+		if c := pf.needles[k].confirm; c == nil || c(b, best) {
+			return bytes.LastIndexByte(b[:best], '\n') + 1
 		}
 		r.next[k] = -1
 		r.at(k, best+1, pf.needles[k].finder)
@@ -240,11 +240,12 @@ func valueAfter(after []byte, escaped bool) ([]byte, bool) {
 	return trimSpaceLeft(after[1:], escaped), true
 }
 
-// JSON whitespace; inside an escaped inner line also its escapes \t \n \r.
+// JSON whitespace inside a line (lineSpace); inside an escaped inner line
+// also its escapes \t \n \r.
 func trimSpaceLeft(b []byte, escaped bool) []byte {
 	for len(b) > 0 {
 		switch {
-		case isJSONSpace(b[0]):
+		case lineSpace(b[0]):
 			b = b[1:]
 		case escaped && len(b) > 1 && b[0] == '\\' && (b[1] == 't' || b[1] == 'n' || b[1] == 'r'):
 			b = b[2:]
@@ -258,7 +259,7 @@ func trimSpaceLeft(b []byte, escaped bool) []byte {
 func trimSpaceRight(b []byte, escaped bool) []byte {
 	for n := len(b); n > 0; n = len(b) {
 		switch {
-		case isJSONSpace(b[n-1]):
+		case lineSpace(b[n-1]):
 			b = b[:n-1]
 		case escaped && n > 1 && b[n-2] == '\\' && (b[n-1] == 't' || b[n-1] == 'n' || b[n-1] == 'r'):
 			b = b[:n-2]
@@ -292,7 +293,10 @@ func numberLen(v []byte) int {
 }
 
 // isJSONSpace is JSON's whitespace: the four bytes allowed between tokens.
-func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+func isJSONSpace(c byte) bool { return c == '\n' || lineSpace(c) }
+
+// lineSpace is JSON's whitespace inside one line: all of it but '\n'.
+func lineSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' }
 
 // finder finds a needle by its byte rarest in the log (tune): bytes.Index
 // starts from the first byte, and in a JSON line the '"' of a quoted key or

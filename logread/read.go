@@ -154,10 +154,9 @@ type reader struct {
 	// consumed, and the number of lines before it.
 	offset, line int64
 	pf           *Prefilter
-	// The prefilter's needles and the heal filter's success patterns in
-	// the region being read.
-	candidates, successes region
-	tuned                 bool
+	// The prefilter's needles in the region being read.
+	candidates region
+	tuned      bool
 	// What publish has told stats so far: the counters are shared with
 	// other goroutines (progress, metrics), so they are updated once per
 	// region, not once per line.
@@ -215,7 +214,7 @@ func (r *reader) run() error {
 			// Longer than the cap and still going: count it once it ends.
 			overlong, filled = len(tail), 0
 		case eof && len(tail) > 0 && r.cfg.FinalPartialLine:
-			if err := r.exactLine(tail, int64(len(tail)), r.cfg.Heal.wants(tail, -1)); err != nil {
+			if err := r.exactLine(tail, int64(len(tail)), r.cfg.Heal.wants(tail)); err != nil {
 				return err
 			}
 			if err := r.flush(); err != nil {
@@ -289,23 +288,18 @@ func (r *reader) lines(b []byte) error {
 			r.tuned = true
 		}
 		r.candidates.reset(b, len(r.pf.needles))
-		if r.cfg.Heal != nil {
-			r.successes.reset(b, len(r.cfg.Heal.patterns))
-		}
 	}
 	for i := 0; i < len(b); {
 		next, heal := i, healUnknown
 		if r.cfg.Prefilter {
-			next, heal = r.nextExact(b, i)
-			r.cleanLines(b[i:next])
-			if next == len(b) {
+			if next, heal = r.skip(b, i); next == len(b) {
 				break
 			}
 		}
 		e := next + bytes.IndexByte(b[next:], '\n')
 		if heal == healUnknown {
 			heal = healNo
-			if r.cfg.Heal.wants(b[next:e], -1) {
+			if r.cfg.Heal.wants(b[next:e]) {
 				heal = healYes
 			}
 		}
@@ -324,82 +318,39 @@ const (
 	healYes
 )
 
-// nextExact is the start of the first line at or after i that needs the
-// exact checks — one the prefilter may pass, one not shaped like a JSON
-// object of valid UTF-8 within the cap, or a success line that heals a
-// failure read before it — and whether the heal filter wants it.
-func (r *reader) nextExact(b []byte, i int) (int, int) {
-	c := r.pf.candidate(&r.candidates, i)
-	heal := healNo
-	if s := r.misshapen(b[i:c]); s >= 0 {
-		c, heal = i+s, healUnknown
-	}
-	if h := r.healLine(b, i, c); h >= 0 {
-		return h, healYes
-	}
-	return c, heal
-}
-
-// misshapen is the offset of the first line of span (whole lines) that
-// does not start with '{' and end with '}', is not valid UTF-8 or is over
-// the cap, or -1.
-func (r *reader) misshapen(span []byte) int {
-	valid := utf8.Valid(span)
-	for at := 0; at < len(span); {
-		e := bytes.IndexByte(span[at:], '\n')
-		if e <= 0 || span[at] != '{' || span[at+e-1] != '}' || e > r.cfg.MaxLine || (!valid && !utf8.Valid(span[at:at+e])) {
-			return at
-		}
-		at += e + 1
-	}
-	return -1
-}
-
-// healLine is the start of the first line in b[i:c] holding a success the
-// heal filter wants decoded (see HealFilter), or -1. The patterns are
-// searched for once per region; most hits are ruled out from the bytes
-// around them (idle) before the line's ends are even found.
-func (r *reader) healLine(b []byte, i, c int) int {
-	for from := i; ; {
-		q := r.nextSuccess(b, from)
-		if q >= c {
-			return -1
-		}
-		if r.cfg.Heal.idle(b, q) {
-			from = q + 1
-			continue
-		}
-		start := bytes.LastIndexByte(b[:q], '\n') + 1
-		end := q + bytes.IndexByte(b[q:], '\n')
-		if r.cfg.Heal.wants(b[start:end], q-start) {
-			return start
-		}
-		from = end + 1
-	}
-}
-
 // tuneSample is how much of the log the finders look at to choose the
 // bytes they search for.
 const tuneSample = 64 << 10
 
-// nextSuccess is the position of the next possible healing success line at
-// or after i in region b, or len(b).
-func (r *reader) nextSuccess(b []byte, i int) int {
-	h := r.cfg.Heal
-	first := len(b)
-	for k := 0; h != nil && h.pendingAny() && k < len(h.patterns); k++ {
-		first = min(first, r.successes.at(k, i, h.patterns[k]))
+// skip consumes the lines from i on that need no exact check, up to the
+// first that does, and returns where it starts (or len(b)) and whether the
+// heal filter wants it. That is a line the prefilter may pass (decoded
+// anyway: not asked), one not shaped like a JSON object of valid UTF-8
+// within the cap (see NewRead; not asked yet), or a success the heal filter
+// wants decoded.
+func (r *reader) skip(b []byte, i int) (int, int) {
+	c := r.pf.candidate(&r.candidates, i)
+	span := b[i:c]
+	valid := utf8.Valid(span)
+	at, lines := 0, int64(0)
+	defer func() {
+		r.line += lines
+		r.skipped += lines
+		r.offset += int64(at)
+	}()
+	for at < len(span) {
+		e := bytes.IndexByte(span[at:], '\n')
+		line := span[at : at+e]
+		if e <= 0 || line[0] != '{' || line[e-1] != '}' || e > r.cfg.MaxLine || (!valid && !utf8.Valid(line)) {
+			return i + at, healUnknown
+		}
+		if r.cfg.Heal.wants(line) {
+			return i + at, healYes
+		}
+		lines++
+		at += e + 1
 	}
-	return first
-}
-
-// cleanLines counts lines the prefilter and the shape checks proved not
-// candidates.
-func (r *reader) cleanLines(span []byte) {
-	n := int64(bytes.Count(span, []byte{'\n'}))
-	r.line += n
-	r.offset += int64(len(span))
-	r.skipped += n
+	return c, healNo
 }
 
 // exactLine consumes one line (raw without its '\n'; size with it); heal
@@ -518,18 +469,3 @@ func NewDecode(f *Format, stats *ReadStats) pipeline.Stage[pipeline.Record, pipe
 func MayBeCandidate(line []byte) bool { return defaultPrefilter.May(line) }
 
 var defaultPrefilter = NewPrefilter(DefaultPolicy(), TheLoop())
-
-// hasPair reports whether key, optional JSON whitespace, ':', optional
-// whitespace, value occur in line.
-func hasPair(line []byte, key finder, value []byte) bool {
-	for {
-		i := key.index(line)
-		if i < 0 {
-			return false
-		}
-		line = line[i+len(key.needle):]
-		if v, ok := valueAfter(line, false); ok && bytes.HasPrefix(v, value) {
-			return true
-		}
-	}
-}

@@ -46,9 +46,6 @@ type HealFilter struct {
 	// a family with none (most of them: github.api.succeeded...) is ruled
 	// out before its correlation values are looked for.
 	families map[string]int
-	// busy answers "has this family failures pending?" from a few slots,
-	// without hashing the name (see familySlots).
-	busy familySlots
 	// filter rules out most ids that are not pending without touching the
 	// pending map (see idFilter).
 	filter idFilter
@@ -130,24 +127,6 @@ func CorrelationValue(v any) (string, bool) {
 	return s, s != ""
 }
 
-// note remembers the correlation values of a retried failure.
-func (h *HealFilter) note(fields pipeline.Fields) {
-	if h == nil {
-		return
-	}
-	if retry, ok := fields.Get(KeyRetry).(bool); !ok || !retry {
-		return
-	}
-	if !h.plain {
-		h.maybeRetried = true
-		return
-	}
-	fam, _ := family(str(fields.Get(KeyEvent)))
-	for _, id := range h.ids.of(fields, h.keys) {
-		h.remember([]byte(fam), id)
-	}
-}
-
 // remember adds a pending entry: the id of a family, key and value.
 func (h *HealFilter) remember(fam []byte, id uint64) {
 	if _, ok := h.pending.get(id); !ok {
@@ -156,9 +135,7 @@ func (h *HealFilter) remember(fam []byte, id uint64) {
 			name = string(fam)
 			h.familyNames[name] = name
 		}
-		if h.families[name]++; h.families[name] == 1 {
-			h.busy.gen++ // a family became busy
-		}
+		h.families[name]++
 		h.filter.add(id)
 		h.pending.put(id, name)
 	}
@@ -176,14 +153,13 @@ func (h *HealFilter) forget(id uint64, fam string) {
 	}
 	if h.families[fam] <= 1 {
 		delete(h.families, fam)
-		h.busy.gen++ // a family became idle
 	} else {
 		h.families[fam]--
 	}
 }
 
-// noteRaw is note for an undecoded line: the retry flag, the event and the
-// correlation values read from its bytes. Noting a failure that is not
+// noteRaw remembers the correlation values of a retried failure, read
+// from the bytes of a line the reader passes on. Noting a failure that is not
 // one only costs a decode later; missing one only misses a heal.
 func (h *HealFilter) noteRaw(line []byte) {
 	if h == nil {
@@ -382,37 +358,9 @@ func correlationID[F, V ~string | ~[]byte](c *correlationIDs, fam F, key string,
 	return maphash.Bytes(c.seed, c.scratch)
 }
 
-// familySlots caches whether a family has failures pending. The reader asks
-// at every success line (190k of them on the bench log), and hashing the
-// name into the families map was most of that check; the answer changes
-// only when a family gains its first pending failure or loses its last,
-// which bumps gen and so empties every slot.
-type familySlots struct {
-	gen   uint64
-	slots [64]struct {
-		gen  uint64 // gen+1 when filled: a zero slot is empty
-		name string
-		busy bool
-	}
-}
-
-// familyBusy reports whether fam has failures pending.
-func (h *HealFilter) familyBusy(fam []byte) bool {
-	k := uint(len(fam))
-	if len(fam) > 0 {
-		k += uint(fam[0]) + 7*uint(fam[len(fam)-1])
-	}
-	slot := &h.busy.slots[k%uint(len(h.busy.slots))]
-	if slot.gen == h.busy.gen+1 && slot.name == string(fam) {
-		return slot.busy
-	}
-	name, known := h.familyNames[string(fam)] // interned once noted
-	if !known {
-		name = string(fam)
-	}
-	slot.gen, slot.name, slot.busy = h.busy.gen+1, name, h.families[name] > 0
-	return slot.busy
-}
+// familyBusy reports whether fam has failures pending. It is asked only
+// of success lines, so a map lookup is cheap enough.
+func (h *HealFilter) familyBusy(fam []byte) bool { return h.families[string(fam)] > 0 }
 
 // of is the correlation ids of a decoded record: its event's family with
 // each of keys and its value. In a scratch slice valid until the next call.

@@ -39,9 +39,6 @@ type ReadConfig struct {
 	// Heal, when set, also decodes the success lines that can heal a retried
 	// failure read before them (see HealFilter).
 	Heal *HealFilter
-	// DeferDecode leaves JSON decoding to a NewDecode stage: records carry
-	// Raw instead of Fields.
-	DeferDecode bool
 	// FinalPartialLine treats a last line without a newline as complete
 	// (fixtures). Otherwise it is left unread: a writer may be mid-line.
 	FinalPartialLine bool
@@ -72,21 +69,28 @@ type ReadStats struct {
 	End      atomic.Int64 // offset just after the last consumed line: the safe cursor
 	EndLine  atomic.Int64 // line number of the last consumed line
 	Pending  atomic.Int64 // bytes of an unfinished last line left for next time
-	Examples [4]string    // first few corrupt-line reasons, for the summary
+	Examples [4]string    // the earliest corrupt lines' reasons, in line order, for the summary
 
-	exampleMu sync.Mutex // the reader and the decode stage both report
-	examples  int
+	exampleMu    sync.Mutex // the reader and the decode stage both report
+	exampleLines [4]int64   // 0: empty
 }
 
-// AddCorrupt counts a corrupt line and keeps the first few reasons.
+// AddCorrupt counts a corrupt line and keeps the reasons of the earliest:
+// the reader and the decode stage report in no set order.
 func (s *ReadStats) AddCorrupt(line int64, reason string) {
 	s.Corrupt.Add(1)
 	s.exampleMu.Lock()
 	defer s.exampleMu.Unlock()
-	if s.examples < len(s.Examples) {
-		s.Examples[s.examples] = CorruptError{line, reason}.Error()
-		s.examples++
+	at := len(s.Examples)
+	for at > 0 && (s.exampleLines[at-1] == 0 || s.exampleLines[at-1] > line) {
+		at--
 	}
+	if at == len(s.Examples) {
+		return
+	}
+	copy(s.Examples[at+1:], s.Examples[at:])
+	copy(s.exampleLines[at+1:], s.exampleLines[at:])
+	s.Examples[at], s.exampleLines[at] = CorruptError{line, reason}.Error(), line
 }
 
 // CorruptError describes why a line was skipped.
@@ -103,7 +107,8 @@ const readChunk = 1 << 20
 
 // NewRead returns a source that streams records from cfg.Source in constant
 // memory (one buffer of MaxLine + 1 MiB, whatever the log's size). Corrupt
-// lines are counted and skipped.
+// lines are counted and skipped. Records carry their line undecoded (Raw):
+// a NewDecode stage decodes them on a goroutine of its own.
 //
 // With Prefilter, lines are checked at two depths. A line that could be a
 // candidate (Prefilter) is validated and decoded in full: a corrupt one
@@ -373,20 +378,8 @@ func (r *reader) exactLine(raw []byte, size int64, heal bool) error {
 		r.skipped++
 		return nil
 	}
-	var rec pipeline.Record
-	if r.cfg.DeferDecode {
-		r.cfg.Heal.noteRaw(line)
-		rec.Raw = string(line) // a copy: the buffer is reused
-	} else {
-		fields, reason := DecodeObject(line)
-		if reason != "" {
-			r.markCorrupt(reason)
-			return nil
-		}
-		fields = r.cfg.Format.Canonical(fields)
-		r.cfg.Heal.note(fields)
-		rec.Fields = fields
-	}
+	r.cfg.Heal.noteRaw(line)
+	rec := pipeline.Record{Raw: string(line)} // a copy: the buffer is reused
 	rec.Line, rec.Offset, rec.End = r.line, start, r.offset
 	r.batch = append(r.batch, rec)
 	if len(r.batch) >= maxBatch {
@@ -446,7 +439,7 @@ func decodeLine(s string) (pipeline.Fields, string) {
 	return pipeline.FieldsOf(fields), ""
 }
 
-// NewDecode decodes the lines the reader passed on undecoded (DeferDecode),
+// NewDecode decodes the lines the reader passes on undecoded (Raw),
 // on a goroutine of its own so JSON decoding does not slow the reader, maps
 // them onto the canonical record (f; nil: the-loop's) and counts the ones
 // that are not JSON as corrupt.

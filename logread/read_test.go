@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand"
-	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -24,10 +23,7 @@ func readAll(t *testing.T, input string, cfg ReadConfig) ([]pipeline.Record, *Re
 	var stats ReadStats
 	r := pipeline.New(context.Background())
 	var got []pipeline.Record
-	records := pipeline.From(r, NewRead(cfg, &stats))
-	if cfg.DeferDecode {
-		records = pipeline.Then(r, records, NewDecode(cfg.Format, &stats))
-	}
+	records := pipeline.Then(r, pipeline.From(r, NewRead(cfg, &stats)), NewDecode(cfg.Format, &stats))
 	pipeline.Into(r, records, func(_ context.Context, rec pipeline.Record) error {
 		got = append(got, rec)
 		return nil
@@ -231,16 +227,6 @@ func checkFastPathAgrees(t *testing.T, input string, maxLine int) {
 	t.Helper()
 	want, lines, corrupt := referenceRead(input, maxLine)
 	got, stats := readAll(t, input, ReadConfig{Prefilter: true, MaxLine: maxLine})
-	// Decoding on the decode stage's goroutine changes nothing either.
-	deferred, dstats := readAll(t, input, ReadConfig{Prefilter: true, MaxLine: maxLine, DeferDecode: true})
-	if dstats.Corrupt.Load() != stats.Corrupt.Load() || len(deferred) != len(got) {
-		t.Fatalf("deferred decoding: %d records, %d corrupt; inline: %d, %d", len(deferred), dstats.Corrupt.Load(), len(got), stats.Corrupt.Load())
-	}
-	for i := range got {
-		if !reflect.DeepEqual(deferred[i], got[i]) {
-			t.Fatalf("record %d decoded on the decode stage differs:\n%+v\n%+v", i, deferred[i], got[i])
-		}
-	}
 	if stats.Lines.Load() != lines || stats.Corrupt.Load() != corrupt {
 		t.Fatalf("fast path: %d lines, %d corrupt; reference: %d, %d\ninput %q",
 			stats.Lines.Load(), stats.Corrupt.Load(), lines, corrupt, input)
@@ -333,9 +319,9 @@ func BenchmarkRead(b *testing.B) {
 		cfg  func() ReadConfig
 	}{
 		{"prefilter", func() ReadConfig { return ReadConfig{Prefilter: true} }},
-		// What a scan runs: healing successes picked out, decoding deferred.
+		// What a scan runs: healing successes picked out.
 		{"as-scanned", func() ReadConfig {
-			return ReadConfig{Prefilter: true, Heal: NewHealFilter(DefaultPolicy(), nil), DeferDecode: true}
+			return ReadConfig{Prefilter: true, Heal: NewHealFilter(DefaultPolicy(), nil)}
 		}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
@@ -399,17 +385,14 @@ func TestAPinoServicesRetriesHealAndItsGiveUpsCount(t *testing.T) {
 	}
 	b.WriteString(line(30, "charge.succeeded", `"reqId":"r1",`))
 	b.WriteString(line(40, "charge.failed", `"reqId":"r3","err":{"message":"timeout"},"will_retry":false,`))
-	for _, deferred := range []bool{false, true} {
-		got, _ := readAll(t, b.String(), ReadConfig{Prefilter: true, Format: f, Heal: NewHealFilter(DefaultPolicy(), f), DeferDecode: deferred})
-		var seen []string
-		for _, r := range got {
-			reason, _ := DefaultPolicy().Select(r)
-			seen = append(seen, fmt.Sprintf("%s %s %s", r.Str(KeyEvent), r.Fields.Get("reqId"), reason))
-		}
-		want := "charge.failed r1 level:error|charge.succeeded r1 |charge.failed r3 give-up"
-		if strings.Join(seen, "|") != want {
-			t.Errorf("deferred decoding %v: read %q, want %q", deferred, strings.Join(seen, "|"), want)
-		}
+	got, _ := readAll(t, b.String(), ReadConfig{Prefilter: true, Format: f, Heal: NewHealFilter(DefaultPolicy(), f)})
+	var seen []string
+	for _, r := range got {
+		reason, _ := DefaultPolicy().Select(r)
+		seen = append(seen, fmt.Sprintf("%s %s %s", r.Str(KeyEvent), r.Fields.Get("reqId"), reason))
+	}
+	if want := "charge.failed r1 level:error|charge.succeeded r1 |charge.failed r3 give-up"; strings.Join(seen, "|") != want {
+		t.Errorf("read %q, want %q", strings.Join(seen, "|"), want)
 	}
 }
 
@@ -436,7 +419,7 @@ func TestHealFilterHidesNoHealingSuccess(t *testing.T) {
 	if _, err := eventlog.Generate(&buf, eventlog.Options{Lines: 30000, Seed: 5, Transients: 6, FailureRate: 0.03}); err != nil {
 		t.Fatal(err)
 	}
-	fast, _ := readAll(t, buf.String(), ReadConfig{Prefilter: true, Heal: NewHealFilter(DefaultPolicy(), nil), DeferDecode: true})
+	fast, _ := readAll(t, buf.String(), ReadConfig{Prefilter: true, Heal: NewHealFilter(DefaultPolicy(), nil)})
 	full, _ := readAll(t, buf.String(), ReadConfig{})
 	got, want := healedBy(fast), healedBy(full)
 	total := 0
@@ -502,8 +485,7 @@ func TestHealFilterFamilyCountsFollowEvictionAndHealing(t *testing.T) {
 	if len(h.families) != 1 || h.families["beta"] != 1 {
 		t.Fatalf("families %v, want only beta left", h.families)
 	}
-	// The reader's cached answers (familyBusy) follow families becoming idle
-	// and busy again, also right after it asked about them.
+	// familyBusy follows families becoming idle and busy again.
 	if h.familyBusy([]byte("gamma")) || h.familyBusy([]byte("alpha")) || !h.familyBusy([]byte("beta")) {
 		t.Fatal("familyBusy disagrees with the counts after eviction and healing")
 	}
@@ -585,7 +567,7 @@ func TestReadSendsEveryRecordOfAFailureOnlyRegionInOrder(t *testing.T) {
 	for i := 1; i <= n; i++ {
 		fmt.Fprintf(&b, `{"event":"dispatch.failed","level":"error","error":"boom %d"}`+"\n", i)
 	}
-	got, stats := readAll(t, b.String(), ReadConfig{Prefilter: true, DeferDecode: true})
+	got, stats := readAll(t, b.String(), ReadConfig{Prefilter: true})
 	if len(got) != n || stats.Lines.Load() != int64(n) {
 		t.Fatalf("%d records of %d lines, want %d", len(got), stats.Lines.Load(), n)
 	}

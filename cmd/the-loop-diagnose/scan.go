@@ -130,7 +130,7 @@ func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, 
 // policy and format, decoding left to the decode stage.
 func (s *scanner) readConfig(prefilter bool, stop <-chan struct{}) logread.ReadConfig {
 	return logread.ReadConfig{Prefilter: prefilter, Policy: &s.cfg.Triage.Policy, Format: s.cfg.Format,
-		Heal: logread.NewHealFilter(s.cfg.Triage.Policy, s.cfg.Format), DeferDecode: true, Stop: stop, Buffer: s.readBuf}
+		Heal: logread.NewHealFilter(s.cfg.Triage.Policy, s.cfg.Format), Stop: stop, Buffer: s.readBuf}
 }
 
 // The stages between fingerprint and post, built from the config once here

@@ -190,7 +190,11 @@ func scale(bin, out string, lines, runs int) error {
 	fmt.Printf("generating %d lines (fakes/eventlog, seed 7) into %s ...\n", lines, logPath)
 	// The log as it will grow: 1,000 more lines of the same service per
 	// incremental scan measured (its defects recurring, now and then a new one).
-	growth, err := generateSplit(logPath, eventlog.Options{Seed: 7}, lines, 1000, runs+1)
+	// The log ends days before today, as a live deployment's does: with a
+	// fixed start, a month on the retention (backlogDays) would drop the
+	// backlog at every scan and the figures would change with the date.
+	logStart := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -7)
+	growth, err := generateSplit(logPath, eventlog.Options{Seed: 7, Start: logStart}, lines, 1000, runs+1)
 	if err != nil {
 		return err
 	}
@@ -314,7 +318,7 @@ selfDiagnosis:
 	for i := 0; i < runs; i++ {
 		var b bytes.Buffer
 		if _, err := eventlog.Generate(&b, eventlog.Options{Lines: 1000, Seed: int64(100 + i),
-			Start: eventlog.DefaultStart.Add(time.Duration(31+i) * 24 * time.Hour)}); err != nil {
+			Start: logStart.AddDate(0, 0, 5).Add(time.Duration(i) * time.Hour)}); err != nil {
 			return err
 		}
 		unrelated = append(unrelated, b.Bytes())

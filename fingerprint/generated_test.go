@@ -23,7 +23,7 @@ type generatedGrouping struct {
 	untruthed   int                 // candidates the generator did not emit as failures
 }
 
-// isCandidate is the filter stage's policy (stages.SelectCandidate), spelled
+// isCandidate is the filter stage's policy (logread.Policy.Select), spelled
 // out here because fingerprint must not import stages.
 func isCandidate(fields map[string]any) bool {
 	if ev, _ := fields["event"].(string); strings.HasPrefix(ev, "diagnosis.") {

@@ -116,9 +116,6 @@ func (p Policy) benign(level string, r pipeline.Record) bool {
 	return isText && strings.TrimSpace(s) == ""
 }
 
-// SelectCandidate is the default policy's Select.
-func SelectCandidate(r pipeline.Record) (string, bool) { return defaultPolicy.Select(r) }
-
 var defaultPolicy = DefaultPolicy()
 
 // foldCase is s in lower case when it is written in one of the cases

@@ -33,7 +33,7 @@ func TestAGiveUpIsAFailureOnlyWhenItSaysSomethingWentWrong(t *testing.T) {
 		if err := json.Unmarshal([]byte(c.line), &f); err != nil {
 			t.Fatal(err)
 		}
-		if reason, _ := SelectCandidate(pipeline.Record{Fields: pipeline.FieldsOf(f)}); reason != c.want {
+		if reason, _ := defaultPolicy.Select(pipeline.Record{Fields: pipeline.FieldsOf(f)}); reason != c.want {
 			t.Errorf("%s: reason %q, want %q", c.line, reason, c.want)
 		}
 	}

@@ -457,8 +457,3 @@ func NewDecode(f *Format, stats *ReadStats) pipeline.Stage[pipeline.Record, pipe
 		return r, true, nil
 	})
 }
-
-// MayBeCandidate is the default policy's prefilter over the-loop's lines.
-func MayBeCandidate(line []byte) bool { return defaultPrefilter.May(line) }
-
-var defaultPrefilter = NewPrefilter(DefaultPolicy(), TheLoop())

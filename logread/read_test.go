@@ -109,7 +109,7 @@ func TestFilterSelectsFailuresButNeverItsOwnEvents(t *testing.T) {
 		if err := json.Unmarshal([]byte(c.line), &f); err != nil {
 			t.Fatal(err)
 		}
-		reason, _ := SelectCandidate(pipeline.Record{Fields: pipeline.FieldsOf(f)})
+		reason, _ := defaultPolicy.Select(pipeline.Record{Fields: pipeline.FieldsOf(f)})
 		if reason != c.want {
 			t.Errorf("%s: reason %q, want %q", c.line, reason, c.want)
 		}
@@ -124,7 +124,7 @@ func prefilterAgrees(t *testing.T, line []byte) {
 	if !utf8.Valid(line) || bytes.IndexByte(line, '\n') >= 0 || json.Unmarshal(line, &f) != nil {
 		return
 	}
-	if _, ok := SelectCandidate(pipeline.Record{Fields: pipeline.FieldsOf(f)}); ok && !MayBeCandidate(line) {
+	if _, ok := defaultPolicy.Select(pipeline.Record{Fields: pipeline.FieldsOf(f)}); ok && !defaultPrefilter.May(line) {
 		t.Fatalf("prefilter rejected a candidate: %s", line)
 	}
 }
@@ -179,7 +179,7 @@ func TestPrefilterOnGeneratedLines(t *testing.T) {
 		line := []byte("{" + strings.Join(parts, ",") + "}")
 		var f map[string]any
 		if json.Unmarshal(line, &f) == nil {
-			if _, ok := SelectCandidate(pipeline.Record{Fields: pipeline.FieldsOf(f)}); ok {
+			if _, ok := defaultPolicy.Select(pipeline.Record{Fields: pipeline.FieldsOf(f)}); ok {
 				selected++
 			}
 		}
@@ -401,7 +401,7 @@ func healedBy(records []pipeline.Record) map[string]int {
 	cfg := DefaultPolicy()
 	h := NewHealing(cfg, nil)
 	for _, r := range records {
-		if _, ok := SelectCandidate(r); ok {
+		if _, ok := defaultPolicy.Select(r); ok {
 			// Any stable identity per defect will do: the event and error text.
 			h.Failure(r, r.Str("event")+"|"+r.Str("error"))
 		} else if cfg.IsSuccess(r, nil) {
@@ -579,3 +579,6 @@ func TestReadSendsEveryRecordOfAFailureOnlyRegionInOrder(t *testing.T) {
 		offset = r.End
 	}
 }
+
+// defaultPrefilter is the default policy's prefilter over the-loop's lines.
+var defaultPrefilter = NewPrefilter(DefaultPolicy(), TheLoop())

@@ -734,11 +734,10 @@ func FuzzParseAnswer(f *testing.F) {
 		if a == nil {
 			return
 		}
+		// A title alone is an answer, as the-loop takes it (ParseAnswer):
+		// only the title is required.
 		if strings.TrimSpace(a.Title) == "" {
 			t.Fatalf("answer with an empty title from %q", in)
-		}
-		if a.Summary == "" && a.RootCause == "" {
-			t.Fatalf("answer with neither summary nor root cause from %q", in)
 		}
 		if a.Confidence != nil && (*a.Confidence < 0 || *a.Confidence > 1) {
 			t.Fatalf("confidence %v out of range", *a.Confidence)

@@ -60,31 +60,35 @@ type levelStep struct {
 }
 
 // The presets: how each library writes a record (its documentation and
-// encoder defaults).
+// encoder defaults). No logging library has a retry flag of its own: a
+// service that says it gave up says so in the policy's field, will_retry
+// (willRetry), as the-loop does.
+var willRetry = []string{KeyRetry}
+
 var presets = map[string]Format{
 	"the-loop": {Time: []string{"ts"}, Level: []string{"level"}, Message: []string{"message"}, Error: []string{"error"},
-		Event: []string{"event"}, Retry: []string{"will_retry"}},
+		Event: []string{"event"}, Retry: willRetry},
 	// zap's NewProductionEncoderConfig: ts (epoch seconds), level, logger,
 	// caller, msg, stacktrace; errors under zap.Error's "error".
-	"zap": {Time: []string{"ts"}, Level: []string{"level"}, Message: []string{"msg"}, Error: []string{"error"},
+	"zap": {Time: []string{"ts"}, Retry: willRetry, Level: []string{"level"}, Message: []string{"msg"}, Error: []string{"error"},
 		Stack: []string{"stacktrace"}, Logger: []string{"logger"},
 		Levels: map[string]string{"warn": "warning", "dpanic": "fatal", "panic": "fatal"}},
 	// zerolog: level, time, message, error (ErrorFieldName), stack, caller.
-	"zerolog": {Time: []string{"time"}, Level: []string{"level"}, Message: []string{"message"}, Error: []string{"error"},
+	"zerolog": {Time: []string{"time"}, Retry: willRetry, Level: []string{"level"}, Message: []string{"message"}, Error: []string{"error"},
 		Stack: []string{"stack"}, Logger: []string{"logger"},
 		Levels: map[string]string{"warn": "warning", "panic": "fatal"}},
 	// logrus' JSONFormatter: level, msg, time; WithError's "error".
-	"logrus": {Time: []string{"time"}, Level: []string{"level"}, Message: []string{"msg"}, Error: []string{"error"},
+	"logrus": {Time: []string{"time"}, Retry: willRetry, Level: []string{"level"}, Message: []string{"msg"}, Error: []string{"error"},
 		Logger: []string{"logger"}, Levels: map[string]string{"warn": "warning", "panic": "fatal"}},
 	// log/slog's JSONHandler: time, level (DEBUG INFO WARN ERROR), msg;
 	// errors by convention under "err" (or "error").
-	"slog": {Time: []string{"time"}, Level: []string{"level"}, Message: []string{"msg"}, Error: []string{"err", "error"},
+	"slog": {Time: []string{"time"}, Retry: willRetry, Level: []string{"level"}, Message: []string{"msg"}, Error: []string{"err", "error"},
 		Logger: []string{"logger"}, Levels: map[string]string{"warn": "warning"}},
 	// pino: numeric level, time in epoch ms, msg, err {type, message, stack}, name.
-	"pino": {Time: []string{"time"}, Level: []string{"level"}, Message: []string{"msg"}, Error: []string{"err", "error"},
+	"pino": {Time: []string{"time"}, Retry: willRetry, Level: []string{"level"}, Message: []string{"msg"}, Error: []string{"err", "error"},
 		Logger: []string{"name"}, IDs: []string{"reqId"}, Levels: nodeLevels},
 	// bunyan: name, hostname, pid, numeric level, msg, time, err {name, message, stack}, v.
-	"bunyan": {Time: []string{"time"}, Level: []string{"level"}, Message: []string{"msg"}, Error: []string{"err"},
+	"bunyan": {Time: []string{"time"}, Retry: willRetry, Level: []string{"level"}, Message: []string{"msg"}, Error: []string{"err"},
 		Logger: []string{"name"}, IDs: []string{"req_id"}, Levels: nodeLevels},
 	// Docker's json-file driver: {"log":"<line>\n","stream":"stderr","time":...};
 	// the line is the service's own, by default a the-loop line.
@@ -137,11 +141,6 @@ func NewFormat(name string, m Mapping) (*Format, error) {
 		if o.v != nil {
 			*o.dst = o.v
 		}
-	}
-	if f.Retry == nil && f.Inner == "" && !f.AnyValue {
-		// No logging library has a retry flag of its own: a service that
-		// says it gave up says so in the policy's own field, will_retry.
-		f.Retry = []string{KeyRetry}
 	}
 	levels := map[string]string{}
 	for k, v := range p.Levels {

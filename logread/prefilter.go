@@ -109,10 +109,11 @@ func (pf *Prefilter) derive(p Policy, f *Format, escaped bool) {
 			if slices.ContainsFunc(values, func(q []byte) bool { return bytes.HasPrefix(v, q) }) {
 				return true
 			}
-			if numberLen(v) == 0 {
+			end := numberLen(v)
+			if end == 0 {
 				return false // text, not a failure's (ParseFloat's error allocates)
 			}
-			n, err := strconv.ParseFloat(string(v[:numberLen(v)]), 64)
+			n, err := strconv.ParseFloat(string(v[:end]), 64)
 			l, known := f.numericLevel(n)
 			return err == nil && known && p.isFailureLevel(l)
 		}})

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand"
 	"runtime"
+	"sort"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -397,14 +398,14 @@ func TestAPinoServicesRetriesHealAndItsGiveUpsCount(t *testing.T) {
 }
 
 // healedBy runs the healing check over records as dedup would.
-func healedBy(records []pipeline.Record) map[string]int {
+func healedBy(records []pipeline.Record, f *Format) map[string]int {
 	cfg := DefaultPolicy()
-	h := NewHealing(cfg, nil)
+	h := NewHealing(cfg, f)
 	for _, r := range records {
 		if _, ok := defaultPolicy.Select(r); ok {
 			// Any stable identity per defect will do: the event and error text.
 			h.Failure(r, r.Str("event")+"|"+r.Str("error"))
-		} else if cfg.IsSuccess(r, nil) {
+		} else if cfg.IsSuccess(r, f) {
 			h.Success(r)
 		}
 	}
@@ -413,28 +414,81 @@ func healedBy(records []pipeline.Record) map[string]int {
 
 // TestHealFilterHidesNoHealingSuccess: the reader skips success lines that
 // heal nothing; healing computed from its output must equal healing computed
-// from every line decoded.
+// from every line decoded — in the-loop's lines, and in pino's with the keys
+// of each line in another order, the event in msg and the error an object
+// (the heal filter reads keys where recent lines had them, else searches).
 func TestHealFilterHidesNoHealingSuccess(t *testing.T) {
 	var buf strings.Builder
 	if _, err := eventlog.Generate(&buf, eventlog.Options{Lines: 30000, Seed: 5, Transients: 6, FailureRate: 0.03}); err != nil {
 		t.Fatal(err)
 	}
-	fast, _ := readAll(t, buf.String(), ReadConfig{Prefilter: true, Heal: NewHealFilter(DefaultPolicy(), nil)})
-	full, _ := readAll(t, buf.String(), ReadConfig{})
-	got, want := healedBy(fast), healedBy(full)
-	total := 0
-	for k, n := range want {
-		total += n
-		if got[k] != n {
-			t.Errorf("%s: healed %d through the fast reader, %d with every line decoded", k, got[k], n)
+	pino, _ := NewFormat("pino", Mapping{})
+	for _, c := range []struct {
+		format *Format
+		log    string
+	}{{TheLoop(), buf.String()}, {pino, asShuffledPino(buf.String())}} {
+		t.Run(c.format.Name, func(t *testing.T) {
+			fast, _ := readAll(t, c.log, ReadConfig{Prefilter: true, Format: c.format, Heal: NewHealFilter(DefaultPolicy(), c.format)})
+			full, _ := readAll(t, c.log, ReadConfig{Format: c.format})
+			got, want := healedBy(fast, c.format), healedBy(full, c.format)
+			total := 0
+			for k, n := range want {
+				total += n
+				if got[k] != n {
+					t.Errorf("%s: healed %d through the fast reader, %d with every line decoded", k, got[k], n)
+				}
+			}
+			if total == 0 {
+				t.Fatal("the generated log healed nothing: the test proves nothing")
+			}
+			if len(fast) >= len(full)/2 {
+				t.Fatalf("the fast reader decoded %d of %d lines: the heal filter filters nothing", len(fast), len(full))
+			}
+		})
+	}
+}
+
+// asShuffledPino rewrites the-loop's lines as pino writes a record (numeric
+// level, msg, err object, pid and hostname), each line's keys in a random
+// order; a line that is not JSON stays as it is.
+func asShuffledPino(log string) string {
+	rng := rand.New(rand.NewSource(11))
+	levels := map[any]int{"debug": 20, "info": 30, "warning": 40, "error": 50}
+	var out strings.Builder
+	for _, line := range strings.SplitAfter(log, "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) != nil {
+			out.WriteString(line)
+			continue
 		}
+		rec["level"], rec["msg"] = levels[rec["level"]], rec["event"]
+		rec["pid"], rec["hostname"] = 4000+rng.Intn(3000), fmt.Sprintf("api-%x-%d", rng.Intn(1<<20), rng.Intn(9))
+		if e, ok := rec["error"].(string); ok {
+			rec["err"] = map[string]any{"type": "Error", "message": e, "stack": "Error: " + e + "\n    at run (/srv/app/run.js:1:2)"}
+		}
+		delete(rec, "event")
+		delete(rec, "error")
+		delete(rec, "ts")
+		keys := make([]string, 0, len(rec))
+		for k := range rec {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		rng.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+		out.WriteByte('{')
+		for i, k := range keys {
+			kb, _ := json.Marshal(k)
+			vb, _ := json.Marshal(rec[k])
+			if i > 0 {
+				out.WriteByte(',')
+			}
+			out.Write(kb)
+			out.WriteByte(':')
+			out.Write(vb)
+		}
+		out.WriteString("}\n")
 	}
-	if total == 0 {
-		t.Fatal("the generated log healed nothing: the test proves nothing")
-	}
-	if len(fast) >= len(full)/2 {
-		t.Fatalf("the fast reader decoded %d of %d lines: the heal filter filters nothing", len(fast), len(full))
-	}
+	return out.String()
 }
 
 // A finder, whatever byte its sample anchors it on, finds what

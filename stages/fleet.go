@@ -36,7 +36,10 @@ type FleetConfig struct {
 	// AnswerKey is the diagnosis cache's key (AgentAnswerKey): an answer
 	// another deployment kept under it is reused.
 	AnswerKey string
-	Log       zerolog.Logger
+	// HeldBack says the gate will defer a defect whatever happens first
+	// (GateConfig.HoldsBack): it is not claimed. nil: every one is.
+	HeldBack func(pipeline.Dossier) bool
+	Log      zerolog.Logger
 }
 
 // FleetScan is one scan's claims and reservations. A nil *FleetScan (a
@@ -140,7 +143,7 @@ func (f *FleetScan) Started(fp string) {
 // daily diagnosis budget (the agent cost budget stops runs once the day's
 // spend has reached it, as dedup's does).
 func (f *FleetScan) Admit(ctx context.Context, d pipeline.Dossier) (pipeline.Dossier, error) {
-	if f == nil || d.Verdict != pipeline.VerdictNew || d.Wait != nil {
+	if f == nil || d.Verdict != pipeline.VerdictNew || d.Wait != nil || (f.cfg.HeldBack != nil && f.cfg.HeldBack(d)) {
 		return d, nil
 	}
 	fp := d.Fingerprint

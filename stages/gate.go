@@ -30,14 +30,7 @@ const CapReason = "daily issue cap reached"
 // running the agent again.
 func NewGate(cfg GateConfig) pipeline.Stage[pipeline.Finding, pipeline.Finding] {
 	return func(ctx context.Context, in <-chan pipeline.Finding, out chan<- pipeline.Finding) error {
-		// This deployment's own posts (an imported JSON state's too). The
-		// fleet-wide cap binds at the create (the post stage reserves with
-		// the intent): a count here would also hold the reservation of a
-		// create a crash interrupted, which its resume reuses.
-		var budget int
-		cfg.Store.View(func(st *store.State) {
-			budget = cfg.MaxIssuesPerDay - st.PostedSince(cfg.Now().Add(-Window))
-		})
+		budget := cfg.issuesLeft()
 		for f := range in {
 			if f.Verdict == pipeline.VerdictNew {
 				settle := AgentSettlement(f.Answer, f.Markdown, cfg.Confidence)
@@ -57,6 +50,30 @@ func NewGate(cfg GateConfig) pipeline.Stage[pipeline.Finding, pipeline.Finding] 
 		}
 		return ctx.Err()
 	}
+}
+
+// issuesLeft is what the daily issue cap still allows, by this
+// deployment's own posts (an imported JSON state's too). The fleet-wide
+// cap binds at the create (the post stage reserves with the intent): a
+// count here would also hold the reservation of a create a crash
+// interrupted, which its resume reuses.
+func (cfg GateConfig) issuesLeft() (n int) {
+	cfg.Store.View(func(st *store.State) {
+		n = cfg.MaxIssuesPerDay - st.PostedSince(cfg.Now().Add(-Window))
+	})
+	return n
+}
+
+// HoldsBack reports whether the gate will defer d whatever the stages
+// before it do: its answer came from an earlier scan (no agent run), that
+// answer settles nothing, and the day's issue cap is used up by this
+// deployment's own posts (so fleet-wide too: the fleet counts them). Such
+// a defect is neither run nor filed this scan, so the fleet takes no
+// claim on it: a watcher's every scan re-offered each capped defect of its
+// backlog, at two commits (claim and release) apiece.
+func (cfg GateConfig) HoldsBack(d pipeline.Dossier) bool {
+	return d.Verdict == pipeline.VerdictNew && d.Wait == nil && d.Group.Finding != nil &&
+		AgentSettlement(d.Group.Finding, d.Markdown, cfg.Confidence) == nil && cfg.issuesLeft() <= 0
 }
 
 // AgentSettlement settles on the agent's own verdict only when it is

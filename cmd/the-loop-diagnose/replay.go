@@ -133,7 +133,7 @@ func cmdReplay(ctx context.Context, args []string, io stdio) error {
 		})
 		return done()
 	}
-	findings := pipeline.Then(r, pipeline.Then(r, dossiers, sc.agent), sc.newGate(st))
+	findings := pipeline.Then(r, pipeline.Then(r, dossiers, sc.agent), stages.NewGate(sc.gate(st)))
 	if *stage == "agent" {
 		printEach(r, findings, emit, func(f pipeline.Finding) map[string]any {
 			m := groupLine(f.Group)

@@ -146,9 +146,8 @@ func (s *scanner) newDossier(st *store.Store) pipeline.Stage[pipeline.Group, pip
 	return stages.NewDossier(stages.DossierConfig{Scrubber: s.red, ToolVersion: version, Load: st.LoadDossier, Now: s.now, Source: s.source})
 }
 
-func (s *scanner) newGate(st *store.Store) pipeline.Stage[pipeline.Finding, pipeline.Finding] {
-	return stages.NewGate(stages.GateConfig{Store: st, Now: s.now, MaxIssuesPerDay: s.cfg.MaxIssuesPerDay,
-		Confidence: s.cfg.Triage.Confidence})
+func (s *scanner) gate(st *store.Store) stages.GateConfig {
+	return stages.GateConfig{Store: st, Now: s.now, MaxIssuesPerDay: s.cfg.MaxIssuesPerDay, Confidence: s.cfg.Triage.Confidence}
 }
 
 func (s *scanner) newCompose() pipeline.Stage[pipeline.Finding, pipeline.Report] {
@@ -215,7 +214,7 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time
 	s.chargeRun = stages.ChargeAgentRun(st, s.now)
 	findings := pipeline.Then(r, dossiers, s.agent)
 	findings = pipeline.Then(r, findings, stages.NewKeepAnswers(st, s.now, answerKey))
-	findings = pipeline.Then(r, findings, s.newGate(st))
+	findings = pipeline.Then(r, findings, stages.NewGate(s.gate(st)))
 	reports := pipeline.Then(r, findings, s.newCompose())
 	outcomes := pipeline.Then(r, reports, sink)
 	persist := stages.NewPersist(stages.PersistConfig{
@@ -287,7 +286,8 @@ func (s *scanner) newFleet(st *store.Store) *stages.FleetScan {
 	return stages.NewFleetScan(stages.FleetConfig{
 		Fleet: store.NewFleet(st.DB(), deployment), Store: st, Now: s.now, Lease: 2 * timeout,
 		MaxIssuesPerDay: s.cfg.MaxIssuesPerDay, MaxDiagnosesPerDay: s.cfg.MaxDiagnosesPerDay,
-		MaxAgentCostPerDay: s.cfg.MaxAgentCostPerDay, AnswerKey: stages.AgentAnswerKey(s.cfg.Harness, s.cfg.Model), Log: s.log,
+		MaxAgentCostPerDay: s.cfg.MaxAgentCostPerDay, AnswerKey: stages.AgentAnswerKey(s.cfg.Harness, s.cfg.Model),
+		HeldBack: s.gate(st).HoldsBack, Log: s.log,
 	})
 }
 

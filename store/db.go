@@ -317,6 +317,29 @@ func (db *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	return tx.Commit()
 }
 
+// generation is the state's generation (migrations/00003_generation.sql);
+// -1 on PostgreSQL, where it does not move: a fleet's deployments would
+// all queue on its one row, so a watcher there reads the state every scan.
+func (db *DB) generation(ctx context.Context) (int64, error) {
+	if db.Dialect != DialectSQLite {
+		return -1, nil
+	}
+	var n int64
+	err := db.SQL.QueryRowContext(ctx, `SELECT n FROM generation`).Scan(&n)
+	return n, err
+}
+
+// nextGeneration moves the generation on in tx, a write of the state, and
+// returns it (-1 on PostgreSQL).
+func (db *DB) nextGeneration(ctx context.Context, tx *sql.Tx) (int64, error) {
+	if db.Dialect != DialectSQLite {
+		return -1, nil
+	}
+	var n int64
+	err := tx.QueryRowContext(ctx, `UPDATE generation SET n = n + 1 RETURNING n`).Scan(&n)
+	return n, err
+}
+
 // retryable says whether err is a conflict that running the transaction
 // again resolves.
 func (db *DB) retryable(err error) bool {

@@ -113,6 +113,7 @@ func (s *Store) RefreshShared(ctx context.Context, fps ...string) (reported bool
 func (s *Store) UpdateWith(fn func(*State) error, extra func(*sql.Tx) error, undo func(*State)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.dirty = true
 	if err := fn(s.state); err != nil {
 		return err
 	}

@@ -166,9 +166,19 @@ func (s *Store) execBatch(b *batch) error {
 	if len(b.ops) == 0 {
 		return nil
 	}
-	if err := s.db.Tx(s.ctx, func(tx *sql.Tx) error { return b.exec(s.db, tx) }); err != nil {
+	var gen int64
+	err := s.db.Tx(s.ctx, func(tx *sql.Tx) error {
+		if err := b.exec(s.db, tx); err != nil {
+			return err
+		}
+		var err error
+		gen, err = s.db.nextGeneration(s.ctx, tx)
+		return err
+	})
+	if err != nil {
 		return &StoreError{s.db.Name(), err}
 	}
+	s.wrote(gen)
 	return nil
 }
 

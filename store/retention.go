@@ -103,6 +103,7 @@ func (s *Store) retain(st *State, r Retention, now time.Time) func(*sql.Tx) erro
 func (s *Store) Finish(r Retention, now time.Time, fn func(*State)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.dirty = true
 	fn(s.state)
 	if s.readOnly || s.db == nil {
 		return nil

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/gofrs/flock"
@@ -60,6 +61,14 @@ type Store struct {
 	pruneNeeded      bool
 
 	flushMu sync.Mutex // one outbox flush at a time
+
+	// cache is the watcher's (nil: none). gen is the database's generation
+	// as this store last read or wrote it; dirty says the state in memory
+	// may hold what no commit wrote yet. A clean state at gen is handed to
+	// the cache on Close, for the next scan to take instead of reloading.
+	cache *Cache
+	gen   atomic.Int64
+	dirty bool
 }
 
 // Open opens the state of path in its default store (DefaultDSN), taking the
@@ -121,6 +130,22 @@ func open(path, dsn string, readOnly bool, cache *Cache) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
+	gen, err := s.db.generation(s.ctx)
+	if err != nil {
+		s.Close()
+		return nil, &StoreError{s.db.Name(), fmt.Errorf("reading the state's generation: %w", err)}
+	}
+	s.gen.Store(gen)
+	if !readOnly && cache != nil {
+		s.cache = cache
+		if k := cache.take(path, scope, gen); k != nil {
+			// Nothing was written since this process's last scan wrote it.
+			s.state, s.rows, s.referencedAtOpen = k.state, k.rows, k.referenced
+			return s, nil
+		}
+	}
+	// Read after the generation: a write in between only makes the next
+	// scan read again.
 	st := NewState()
 	if err := s.rows.load(st, s.fail); err != nil {
 		s.Close()
@@ -342,6 +367,7 @@ type Record struct {
 func (s *Store) Decide(fn func(*State) (Record, error)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.dirty = true
 	rec, err := fn(s.state)
 	if err != nil {
 		return err
@@ -370,16 +396,22 @@ func (s *Store) commit(rec Record, extra func(*sql.Tx) error) error {
 		return err
 	}
 	if len(b.ops) == 0 && extra == nil {
+		s.dirty = false
 		return nil
 	}
+	var gen int64
 	err := s.db.Tx(s.ctx, func(tx *sql.Tx) error {
 		if err := b.exec(s.db, tx); err != nil {
 			return err
 		}
 		if extra != nil {
-			return extra(tx)
+			if err := extra(tx); err != nil {
+				return err
+			}
 		}
-		return nil
+		var err error
+		gen, err = s.db.nextGeneration(s.ctx, tx)
+		return err
 	})
 	if err != nil {
 		return &StoreError{s.db.Name(), err}
@@ -387,7 +419,19 @@ func (s *Store) commit(rec Record, extra func(*sql.Tx) error) error {
 	for _, done := range b.done {
 		done()
 	}
+	s.wrote(gen)
+	s.dirty = false
 	return nil
+}
+
+// wrote notes the generation a commit of this store's left.
+func (s *Store) wrote(gen int64) {
+	for {
+		old := s.gen.Load()
+		if gen <= old || s.gen.CompareAndSwap(old, gen) {
+			return
+		}
+	}
 }
 
 // Write makes what the state holds in memory durable (changes made with
@@ -420,11 +464,22 @@ func (s *Store) PruneDossiers() {
 func (s *Store) Mutate(fn func(*State)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.dirty = true
 	fn(s.state)
 }
 
-// Close releases the lock and the database (unless a Cache keeps it).
+// Close releases the lock and the database (unless a Cache keeps it). A
+// cache keeps the state when all of it is committed.
 func (s *Store) Close() error {
+	if s.cache != nil {
+		s.mu.Lock()
+		if s.failure == nil && !s.dirty && s.db != nil && s.rows != nil && len(s.unsynced) == 0 {
+			s.cache.kept = &keptState{path: s.path, scope: s.rows.scope, gen: s.gen.Load(),
+				state: s.state, rows: s.rows, referenced: referencedDossiers(s.state)}
+		}
+		s.cache = nil
+		s.mu.Unlock()
+	}
 	var err error
 	if s.db != nil && s.ownDB {
 		err = s.db.Close()
@@ -439,14 +494,37 @@ func (s *Store) Close() error {
 }
 
 // Cache keeps a long-running process's (a watcher's) database open between
-// its scans: each scan still reads the state afresh (another writer, a cron
-// run or `retry`, may have changed it), but opening the database and
-// checking its schema happen once. One store at a time may use a Cache.
+// its scans, so opening it and checking its schema happen once, and the
+// state its last scan left, all of it committed: the next scan takes it
+// instead of reading the state again, unless the database's generation
+// moved (another writer — a cron run, `retry`, `forget` — changed it). One
+// store at a time may use a Cache.
 type Cache struct {
 	// DSN is the store ("" for the default beside the state path).
-	DSN string
-	dsn string
-	db  *DB
+	DSN  string
+	dsn  string
+	db   *DB
+	kept *keptState
+}
+
+// keptState is a closed store's state as of generation gen.
+type keptState struct {
+	path, scope string
+	gen         int64
+	state       *State
+	rows        *rows
+	referenced  map[string]bool
+}
+
+// take hands over the kept state if it is path's and scope's at gen; it is
+// kept no longer either way (a scan that fails must not leave it behind).
+func (c *Cache) take(path, scope string, gen int64) *keptState {
+	k := c.kept
+	c.kept = nil
+	if k == nil || k.path != path || k.scope != scope || k.gen != gen || gen < 0 {
+		return nil
+	}
+	return k
 }
 
 // Open is store.OpenDSN for a writable store on the cache's database.
@@ -462,6 +540,7 @@ func (c *Cache) openDB(ctx context.Context, dsn string) (*DB, error) {
 		return c.db, nil
 	}
 	c.Close()
+	c.kept = nil
 	db, err := OpenDB(ctx, dsn)
 	if err != nil {
 		return nil, err

@@ -66,6 +66,14 @@ type MemoryState struct {
 	Families map[string]*MemoryFamily `json:"families,omitempty"`
 	// Tick counts learning calls, for forgetting the least recent slots.
 	Tick int64 `json:"tick,omitempty"`
+
+	// canonical are fingerprints IsCanonical found canonical, valid while
+	// no slot turns variable (grown): a template's family depends only on
+	// the variable slots, which are never forgotten, and on the families,
+	// whose canonical never changes. Not persisted: a memo for a process
+	// that keeps the state between scans (a watcher).
+	canonical map[string]bool
+	grown     bool
 }
 
 // Clone is a deep copy (nil for nil): a read-only caller learns on it.
@@ -435,6 +443,7 @@ func (m *Memory) Learn(event, template, fp string) {
 					f.Members = addMember(f.Members, member)
 				}
 				s.Variable, s.Values, s.Members = true, nil, nil
+				m.st.grown = true
 				grew = true
 			}
 		}
@@ -483,6 +492,23 @@ func (m *Memory) Canonical(event, template, fp string) Family {
 	}
 	pattern := t.pattern(wild)
 	return Family{Canonical: f.Canonical, Pattern: pattern, PatternFP: patternFingerprint(event, pattern), Members: f.Members}
+}
+
+// IsCanonical reports whether fp, the fingerprint of event and template,
+// is its family's canonical one (or has no family): Canonical's answer,
+// remembered while the memory learns no new variable position.
+func (m *Memory) IsCanonical(event, template, fp string) bool {
+	if m.st.grown || m.st.canonical == nil {
+		m.st.canonical, m.st.grown = map[string]bool{}, false
+	}
+	if m.st.canonical[fp] {
+		return true
+	}
+	if m.Canonical(event, template, fp).Canonical != fp {
+		return false
+	}
+	m.st.canonical[fp] = true
+	return true
 }
 
 // prepositions introduce an argument: the word after one may be data.

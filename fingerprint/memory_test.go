@@ -3,6 +3,7 @@ package fingerprint
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -246,5 +247,39 @@ func TestMemoryLearnsDataWhereAVariantWasMasked(t *testing.T) {
 	words := []string{msg("alice"), msg("ci"), msg("build"), msg("runner")}
 	if got := learnAll(m, "github.assign.failed", words); distinct(got) != len(words) {
 		t.Errorf("words with no masked variant merged: %d fingerprints", distinct(got))
+	}
+}
+
+// IsCanonical, which remembers its answers until a slot turns variable,
+// always says what Canonical on an unmemoized copy of the memory says, as
+// templates of several shapes are learned in a random order and families
+// form (a watcher asks it of its whole backlog after every scan's learning).
+func TestIsCanonicalAgreesWithCanonicalWhileFamiliesForm(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	shapes := []string{
+		"Failed password for %s from 10.0.0.%d port 22 ssh2",
+		"open %s/config.yaml: permission denied (attempt %d)",
+		"worker %s lost its lease after %d renewals",
+		"queue %s is full: %d items waiting",
+	}
+	words := []string{"root", "oracle", "deploy", "nagios", "alpha", "bravo", "charlie", "delta", "echo", "foxtrot"}
+	type seen struct{ event, template, fp string }
+	var known []seen
+	m := NewMemory(&MemoryState{})
+	for step := 0; step < 400; step++ {
+		event := []string{"auth.failed", "config.failed"}[rng.IntN(2)]
+		text := fmt.Sprintf(shapes[rng.IntN(len(shapes))], words[rng.IntN(len(words))], rng.IntN(9))
+		r := Compute(Input{Event: event, Error: text})
+		m.Learn(event, r.Template, r.Fingerprint)
+		known = append(known, seen{event, r.Template, r.Fingerprint})
+		for _, k := range known[max(0, len(known)-30):] {
+			want := NewMemory(m.st.Clone()).Canonical(k.event, k.template, k.fp).Canonical == k.fp
+			if got := m.IsCanonical(k.event, k.template, k.fp); got != want {
+				t.Fatalf("step %d: IsCanonical(%q) = %v, Canonical on a copy says %v", step, k.template, got, want)
+			}
+		}
+	}
+	if len(m.st.Families) == 0 {
+		t.Fatal("no family formed: the test exercised nothing")
 	}
 }

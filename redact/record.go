@@ -105,14 +105,29 @@ func (id *RecordIdentity) Add(key, value string) {
 		}
 	}
 	// A working directory: the user after /home/ or /Users/ is a person.
-	parts := strings.FieldsFunc(value, func(r rune) bool { return strings.ContainsRune(`/\:#@=,;?&`, r) })
-	for k, part := range parts {
-		person := k > 0 && (strings.EqualFold(parts[k-1], "home") || strings.EqualFold(parts[k-1], "users"))
-		id.consider(part, person)
+	// The separators are ASCII, so splitting bytes splits as runes would.
+	prev := ""
+	for start, i := 0, 0; i <= len(value); i++ {
+		if i < len(value) && !isPartSeparator(value[i]) {
+			continue
+		}
+		if part := value[start:i]; part != "" {
+			id.consider(part, strings.EqualFold(prev, "home") || strings.EqualFold(prev, "users"))
+			prev = part
+		}
+		start = i + 1
 	}
 	if len(id.runs) > had { // none added: still in order
 		id.normalize()
 	}
+}
+
+func isPartSeparator(c byte) bool {
+	switch c {
+	case '/', '\\', ':', '#', '@', '=', ',', ';', '?', '&':
+		return true
+	}
+	return false
 }
 
 // isAbsolutePath: /x, ~/x, C:\x or C:/x.
@@ -127,13 +142,22 @@ func (id *RecordIdentity) consider(run string, person bool) {
 		return
 	}
 	lower := asciiLower(run)
-	if commonIdentityWords[lower] || allDigits(run) || !strings.ContainsAny(lower, "abcdefghijklmnopqrstuvwxyz") {
+	if commonIdentityWords[lower] || allDigits(run) || !hasLetter(run) {
 		return
 	}
 	if !person && !distinctiveName(run) && !innerCapital(run) && !strings.ContainsAny(run, `/\:#@`) {
 		return
 	}
 	id.runs = append(id.runs, idRun{text: lower})
+}
+
+func hasLetter(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if isLetter(v[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 func innerCapital(v string) bool {

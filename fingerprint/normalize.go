@@ -35,9 +35,20 @@ func normalize(errorText string, v3 bool) string {
 		}
 		return normalizeLines(errorText, v3)
 	}
-	n := normalizer{out: make([]byte, 0, len(errorText)+16), v3: v3}
+	n := newNormalizer(v3, len(errorText)+16)
 	n.line(errorText)
 	return n.finish()
+}
+
+// newNormalizer is a normalizer whose output (of about size bytes) and
+// scratch word share one allocation, rather than each growing by
+// reallocation a word at a time. Their ranges do not overlap: either grows
+// into a new array once full.
+func newNormalizer(v3 bool, size int) normalizer {
+	const word = 64
+	size = min(size, maxTemplate+word)
+	buf := make([]byte, 0, size+word)
+	return normalizer{out: buf[:0:size], scratch: buf[size:size], v3: v3}
 }
 
 // Rust panics: "thread 'NAME' panicked at 'MESSAGE', FILE:LINE:COL" (before
@@ -61,7 +72,7 @@ func rustPanic(text string) string {
 // `run'" lines are dropped, and of numbered frames ("#0 /x.php(31): f()",
 // gdb's "#1  0x7f… in g ()") only the first, innermost, is kept.
 func normalizeLines(text string, v3 bool) string {
-	n := normalizer{v3: v3}
+	n := newNormalizer(v3, len(text))
 	dropOptional := v3 && hasRequiredLine(text)
 	numberedFrame := false
 	for len(text) > 0 && len(n.out) < maxTemplate {

@@ -51,7 +51,11 @@ func normalizeTrace(text string, v3 bool) (string, bool) {
 
 // render writes the normalized message lines and the chosen frame.
 func render(message []string, frames []frame, v3 bool) string {
-	n := normalizer{v3: v3}
+	size := 0
+	for _, m := range message {
+		size += len(m) + 1
+	}
+	n := newNormalizer(v3, size+64) // and the frame
 	dropOptional := false
 	if v3 {
 		optional, required := optionalLines(message)

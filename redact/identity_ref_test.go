@@ -7,7 +7,7 @@ import (
 )
 
 // addReference is RecordIdentity.Add as first written (FieldsFunc, a
-// letter set scanned per run): Add must build the same runs.
+// character set scanned per run and test): Add must build the same runs.
 func (id *RecordIdentity) addReference(key, value string) {
 	value = strings.TrimSpace(value)
 	key = strings.ToLower(key)
@@ -24,7 +24,8 @@ func (id *RecordIdentity) addReference(key, value string) {
 		if commonIdentityWords[lower] || allDigits(run) || !strings.ContainsAny(lower, "abcdefghijklmnopqrstuvwxyz") {
 			return
 		}
-		if !person && !distinctiveName(run) && !innerCapital(run) && !strings.ContainsAny(run, `/\:#@`) {
+		innerCapital := strings.ContainsFunc(run[1:], func(r rune) bool { return 'A' <= r && r <= 'Z' })
+		if !person && !distinctiveName(run) && !innerCapital && !strings.ContainsAny(run, `/\:#@`) {
 			return
 		}
 		id.runs = append(id.runs, idRun{text: lower})

@@ -136,16 +136,14 @@ func isAbsolutePath(v string) bool {
 		len(v) > 2 && isLetter(v[0]) && v[1] == ':' && (v[2] == '\\' || v[2] == '/')
 }
 
-// consider adds a run if it is worth masking (see RecordIdentity).
+// consider adds a run if it is worth masking (see RecordIdentity). The
+// cheap tests come first: most runs are plain words of no person.
 func (id *RecordIdentity) consider(run string, person bool) {
-	if len(run) < 2 {
+	if len(run) < 2 || allDigits(run) || !hasLetter(run) || !person && plainWord(run) {
 		return
 	}
 	lower := asciiLower(run)
-	if commonIdentityWords[lower] || allDigits(run) || !hasLetter(run) {
-		return
-	}
-	if !person && !distinctiveName(run) && !innerCapital(run) && !strings.ContainsAny(run, `/\:#@`) {
+	if commonIdentityWords[lower] {
 		return
 	}
 	id.runs = append(id.runs, idRun{text: lower})
@@ -160,13 +158,16 @@ func hasLetter(v string) bool {
 	return false
 }
 
-func innerCapital(v string) bool {
-	for i := 1; i < len(v); i++ {
-		if isUpper(v[i]) {
-			return true
+// plainWord reports whether v reads as a word: not a distinctiveName,
+// no capital inside, no path or URL character (one pass, not four).
+func plainWord(v string) bool {
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case isDigit(c), c == '-', c == '_', c == '.', c == '/', c == '\\', c == ':', c == '#', c == '@', i > 0 && isUpper(c):
+			return false
 		}
 	}
-	return false
+	return true
 }
 
 func allDigits(v string) bool {

@@ -227,28 +227,52 @@ func (h *HealFilter) wants(line []byte) bool {
 // keyFinder reads a top-level key's value from a line's bytes: first where
 // recent lines had the key (a logger writes its keys in one order, so the
 // key moves only with the lengths of the values before it: a level's name,
-// a pid), each place costing one comparison, else by a search.
+// a pid), each place costing one comparison, else by a search — from the
+// line's end when the key was last found in its back half (pino writes msg
+// last, after fields that vary line by line). Any occurrence will do: the
+// heal filter only ever decodes more than it must.
 type keyFinder struct {
 	finder        // the quoted key: "work_item"
 	at     [4]int // where recent lines had it
 	next   int    // the slot a newly found place takes
+	tail   bool   // last found in the back half of its line
 }
 
-// value is the key's first value in line: a string's bytes as written, or
-// a number's or literal's.
+// value is the key's value in line: a string's bytes as written, or a
+// number's or literal's.
 func (k *keyFinder) value(line []byte) ([]byte, bool) {
 	for _, at := range k.at {
 		if v, ok := valueAt(line, at, k.needle); ok {
 			return v, true
 		}
 	}
+	found := func(i int) ([]byte, bool) {
+		v, ok := valueAt(line, i, k.needle)
+		if ok {
+			k.at[k.next], k.next, k.tail = i, (k.next+1)%len(k.at), i > len(line)/2
+		}
+		return v, ok
+	}
+	if k.tail {
+		// Every occurrence, from the last: none that reads is none at all.
+		for to := len(line); to > 0; {
+			i := k.lastIndex(line[:to])
+			if i < 0 {
+				break
+			}
+			if v, ok := found(i); ok {
+				return v, true
+			}
+			to = i + len(k.needle) - 1
+		}
+		return nil, false
+	}
 	for from := 0; from < len(line); {
 		i := k.index(line[from:])
 		if i < 0 {
 			break
 		}
-		if v, ok := valueAt(line, from+i, k.needle); ok {
-			k.at[k.next], k.next = from+i, (k.next+1)%len(k.at)
+		if v, ok := found(from + i); ok {
 			return v, true
 		}
 		from += i + 1

@@ -380,6 +380,26 @@ func (f finder) indexNeedle(b []byte) int {
 	return -1
 }
 
+// lastIndex is where the needle last occurs in b (alts aside: the key
+// finders have none), -1 if nowhere.
+func (f finder) lastIndex(b []byte) int {
+	if f.anchor < 0 {
+		return bytes.LastIndex(b, f.needle)
+	}
+	c, n := f.needle[f.anchor], len(f.needle)
+	for to := len(b); to > 0; {
+		j := bytes.LastIndexByte(b[:to], c)
+		if j < 0 {
+			return -1
+		}
+		if p := j - f.anchor; p >= 0 && p+n <= len(b) && bytes.Equal(b[p:p+n], f.needle) {
+			return p
+		}
+		to = j
+	}
+	return -1
+}
+
 // rareByte is how rare a byte must be (at most one in this many) for a
 // search by it to beat bytes.Index.
 const rareByte = 48

@@ -114,7 +114,9 @@ func cachedShape(rng *rand.Rand, rec map[string]any, w *bytes.Buffer) {
 var pinoLevels = map[string]int{"debug": 20, "info": 30, "warning": 40, "error": 50}
 
 // pinoShape is the record as pino writes it: numeric level, epoch-ms time,
-// pid, hostname, name, msg, the error as err {type, message, stack}.
+// then its bindings (pid, hostname, name), the logged object's fields (the
+// error as err {type, message, stack}), and msg last (pino's asJson:
+// data + propStr + msgStr, as testdata/formats/pino.jsonl has it).
 func pinoShape(rng *rand.Rand, rec map[string]any, w *bytes.Buffer) {
 	level, _ := rec["level"].(string)
 	out := map[string]any{"level": pinoLevels[level], "pid": 1200 + rng.Intn(4), "hostname": fmt.Sprintf("loop-%d", rng.Intn(3)), "name": "the-loop"}
@@ -141,7 +143,14 @@ func pinoShape(rng *rand.Rand, rec map[string]any, w *bytes.Buffer) {
 			out[k] = v
 		}
 	}
+	msg := out["msg"]
+	delete(out, "msg")
 	writeObject(w, out, "level", "time", "pid", "hostname", "name")
+	if msg != nil {
+		b, _ := json.Marshal(msg)
+		w.Truncate(w.Len() - 1)
+		fmt.Fprintf(w, `,"msg":%s}`, b)
+	}
 }
 
 var _ io.Writer = (*bytes.Buffer)(nil)

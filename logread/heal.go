@@ -241,8 +241,10 @@ type keyFinder struct {
 // value is the key's value in line: a string's bytes as written, or a
 // number's or literal's.
 func (k *keyFinder) value(line []byte) ([]byte, bool) {
-	for _, at := range k.at {
-		if v, ok := valueAt(line, at, k.needle); ok {
+	// A key late in its line moves with every value before it: its places
+	// are not looked at.
+	for i := 0; i < len(k.at) && !k.tail; i++ {
+		if v, ok := valueAt(line, k.at[i], k.needle); ok {
 			return v, true
 		}
 	}

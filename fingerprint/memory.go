@@ -217,7 +217,11 @@ func (t *memoryTemplate) group(i int) []int {
 }
 
 // wordCore is a word without the quotes and punctuation around it.
-func wordCore(w string) string { return strings.Trim(w, "([{\"'`)]},;:.!?") }
+func wordCore(w string) string { return strings.TrimFunc(w, isWordEdge) }
+
+// isWordEdge is the punctuation wordCore trims (a function: strings.Trim
+// builds its set anew on every call).
+func isWordEdge(r rune) bool { return strings.ContainsRune("([{\"'`)]},;:.!?", r) }
 
 // isOption: a command-line option ("-b", "--delete"): the word after it is
 // its argument.
@@ -343,6 +347,7 @@ func (t *memoryTemplate) places(wild []int) [][]int {
 		return constant >= memoryMinConstant && 2*constant >= len(t.words)
 	}
 	var out [][]int
+	masks := t.masks()
 	for i := range t.words {
 		if slices.Contains(wild, i) || !mayVary(t.words[i]) {
 			continue
@@ -351,7 +356,7 @@ func (t *memoryTemplate) places(wild []int) [][]int {
 		if t.echo[i] == i && fits(len(g)) && !slices.ContainsFunc(g, func(j int) bool { return slices.Contains(wild, j) }) {
 			out = append(out, g)
 		}
-		if masks := t.masks(); len(masks) > 1 && masks[0] == i && fits(len(masks)) &&
+		if len(masks) > 1 && masks[0] == i && fits(len(masks)) &&
 			!slices.ContainsFunc(masks, func(j int) bool { return slices.Contains(wild, j) }) {
 			out = append(out, masks)
 		}

@@ -256,18 +256,19 @@ func (k *keyFinder) value(line []byte) ([]byte, bool) {
 		return v, ok
 	}
 	if k.tail {
-		// Every occurrence, from the last: none that reads is none at all.
-		for to := len(line); to > 0; {
-			i := k.lastIndex(line[:to])
+		// The line's last tailSpan bytes, from the end (a byte loop: a
+		// search from the start is vectorised, and takes the rest).
+		tail := max(0, len(line)-tailSpan)
+		for to := len(line); to > tail; {
+			i := k.lastIndex(line[tail:to])
 			if i < 0 {
 				break
 			}
-			if v, ok := found(i); ok {
+			if v, ok := found(tail + i); ok {
 				return v, true
 			}
-			to = i + len(k.needle) - 1
+			to = tail + i + len(k.needle) - 1
 		}
-		return nil, false
 	}
 	for from := 0; from < len(line); {
 		i := k.index(line[from:])
@@ -281,6 +282,10 @@ func (k *keyFinder) value(line []byte) ([]byte, bool) {
 	}
 	return nil, false
 }
+
+// tailSpan is how much of a line's end a key found late in its lines is
+// looked for in first: pino's msg and its value.
+const tailSpan = 96
 
 // firstValue is the value of the first of keys line holds.
 func firstValue(line []byte, keys []keyFinder) ([]byte, bool) {

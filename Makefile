@@ -44,6 +44,7 @@ fuzz:
 	$(GO) test ./redact -run '^$$' -fuzz '^FuzzDefang$$' -fuzztime 15s
 	$(GO) test ./redact -run '^$$' -fuzz '^FuzzFence$$' -fuzztime 15s
 	$(GO) test ./redact -run '^$$' -fuzz '^FuzzScrubRecord$$' -fuzztime 30s
+	$(GO) test ./redact -run '^$$' -fuzz '^FuzzAddMatchesReference$$' -fuzztime 15s
 	$(GO) test ./stages -run '^$$' -fuzz '^FuzzParseAnswer$$' -fuzztime 30s
 	$(GO) test ./stages -run '^$$' -fuzz '^FuzzHarnessOutputParsers$$' -fuzztime 30s
 	$(GO) test ./logread -run '^$$' -fuzz '^FuzzPrefilterIsExact$$' -fuzztime 30s

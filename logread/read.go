@@ -159,10 +159,8 @@ type reader struct {
 	// consumed, and the number of lines before it.
 	offset, line int64
 	pf           *Prefilter
-	// The prefilter's needles in the region being read, and the
-	// goroutine finding its candidate lines ahead of the walk.
+	// The prefilter's needles in the region being read.
 	candidates region
-	ahead      *ahead
 	tuned      bool
 	// What publish has told stats so far: the counters are shared with
 	// other goroutines (progress, metrics), so they are updated once per
@@ -295,8 +293,6 @@ func (r *reader) lines(b []byte) error {
 			r.tuned = true
 		}
 		r.candidates.reset(b, len(r.pf.needles))
-		r.ahead = r.findAhead(b)
-		defer r.ahead.stop()
 	}
 	for i := 0; i < len(b); {
 		next, heal := i, healUnknown
@@ -320,52 +316,6 @@ func (r *reader) lines(b []byte) error {
 	return nil
 }
 
-// ahead is a region's candidate lines (Prefilter.candidate), found on a
-// goroutine of its own while the walk checks the lines between them (skip):
-// the needles' passes over the region and the walk over its lines were
-// each about half of the reader's time, on one core.
-type ahead struct {
-	next   chan int // candidate line starts in order, len(region) last
-	done   chan struct{}
-	exited chan struct{}
-	last   int // the candidate received last
-}
-
-func (r *reader) findAhead(b []byte) *ahead {
-	a := &ahead{next: make(chan int, 256), done: make(chan struct{}), exited: make(chan struct{}), last: -1}
-	go func() {
-		defer close(a.exited)
-		for i := 0; ; {
-			c := r.pf.candidate(&r.candidates, i)
-			select {
-			case a.next <- c:
-			case <-a.done:
-				return
-			}
-			if c == len(b) {
-				return
-			}
-			i = c + bytes.IndexByte(b[c:], '\n') + 1
-		}
-	}()
-	return a
-}
-
-// at is the start of the first candidate line at or after i (the walk
-// asks of ever later lines).
-func (a *ahead) at(i int) int {
-	for a.last < i {
-		a.last = <-a.next
-	}
-	return a.last
-}
-
-// stop ends the search; the region's buffer is not read once it returns.
-func (a *ahead) stop() {
-	close(a.done)
-	<-a.exited
-}
-
 // Whether the heal filter wants a line decoded, if it has been asked.
 const (
 	healUnknown = iota
@@ -384,7 +334,7 @@ const tuneSample = 64 << 10
 // within the cap (see NewRead; not asked yet), or a success the heal filter
 // wants decoded.
 func (r *reader) skip(b []byte, i int) (int, int) {
-	c := r.ahead.at(i)
+	c := r.pf.candidate(&r.candidates, i)
 	span := b[i:c]
 	valid := utf8.Valid(span)
 	at, lines := 0, int64(0)

@@ -228,14 +228,15 @@ func (h *HealFilter) wants(line []byte) bool {
 // recent lines had the key (a logger writes its keys in one order, so the
 // key moves only with the lengths of the values before it: a level's name,
 // a pid), each place costing one comparison, else by a search — from the
-// line's end when the key was last found in its back half (pino writes msg
-// last, after fields that vary line by line). Any occurrence will do: the
+// line's end when the key was last found in its back half, within the
+// span that search covers (pino writes msg last, after fields that vary
+// line by line). Any occurrence will do: the
 // heal filter only ever decodes more than it must.
 type keyFinder struct {
 	finder        // the quoted key: "work_item"
 	at     [4]int // where recent lines had it
 	next   int    // the slot a newly found place takes
-	tail   bool   // last found in the back half of its line
+	tail   bool   // last found in the back half of its line, in its last tailSpan bytes
 }
 
 // value is the key's value in line: a string's bytes as written, or a
@@ -251,7 +252,7 @@ func (k *keyFinder) value(line []byte) ([]byte, bool) {
 	found := func(i int) ([]byte, bool) {
 		v, ok := valueAt(line, i, k.needle)
 		if ok {
-			k.at[k.next], k.next, k.tail = i, (k.next+1)%len(k.at), i > len(line)/2
+			k.at[k.next], k.next, k.tail = i, (k.next+1)%len(k.at), i > len(line)/2 && i >= len(line)-tailSpan
 		}
 		return v, ok
 	}

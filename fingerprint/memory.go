@@ -67,7 +67,7 @@ type MemoryState struct {
 	// Tick counts learning calls, for forgetting the least recent slots.
 	Tick int64 `json:"tick,omitempty"`
 
-	// canonical are fingerprints IsCanonical found canonical, valid while
+	// canonical are fingerprints CanonicalOf found canonical, valid while
 	// no slot turns variable (grown): a template's family depends only on
 	// the variable slots, which are never forgotten, and on the families,
 	// whose canonical never changes. Not persisted: a memo for a process
@@ -499,21 +499,21 @@ func (m *Memory) Canonical(event, template, fp string) Family {
 	return Family{Canonical: f.Canonical, Pattern: pattern, PatternFP: patternFingerprint(event, pattern), Members: f.Members}
 }
 
-// IsCanonical reports whether fp, the fingerprint of event and template,
-// is its family's canonical one (or has no family): Canonical's answer,
-// remembered while the memory learns no new variable position.
-func (m *Memory) IsCanonical(event, template, fp string) bool {
+// CanonicalOf is Canonical(event, template, fp).Canonical, remembered
+// while the memory learns no new variable position when it is fp itself
+// (a defect that waits under its family's name already).
+func (m *Memory) CanonicalOf(event, template, fp string) string {
 	if m.st.grown || m.st.canonical == nil {
 		m.st.canonical, m.st.grown = map[string]bool{}, false
 	}
 	if m.st.canonical[fp] {
-		return true
+		return fp
 	}
-	if m.Canonical(event, template, fp).Canonical != fp {
-		return false
+	c := m.Canonical(event, template, fp).Canonical
+	if c == fp {
+		m.st.canonical[fp] = true
 	}
-	m.st.canonical[fp] = true
-	return true
+	return c
 }
 
 // prepositions introduce an argument: the word after one may be data.

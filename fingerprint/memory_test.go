@@ -250,11 +250,11 @@ func TestMemoryLearnsDataWhereAVariantWasMasked(t *testing.T) {
 	}
 }
 
-// IsCanonical, which remembers its answers until a slot turns variable,
+// CanonicalOf, which remembers its answers until a slot turns variable,
 // always says what Canonical on an unmemoized copy of the memory says, as
 // templates of several shapes are learned in a random order and families
 // form (a watcher asks it of its whole backlog after every scan's learning).
-func TestIsCanonicalAgreesWithCanonicalWhileFamiliesForm(t *testing.T) {
+func TestCanonicalOfAgreesWithCanonicalWhileFamiliesForm(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	shapes := []string{
 		"Failed password for %s from 10.0.0.%d port 22 ssh2",
@@ -273,9 +273,9 @@ func TestIsCanonicalAgreesWithCanonicalWhileFamiliesForm(t *testing.T) {
 		m.Learn(event, r.Template, r.Fingerprint)
 		known = append(known, seen{event, r.Template, r.Fingerprint})
 		for _, k := range known[max(0, len(known)-30):] {
-			want := NewMemory(m.st.Clone()).Canonical(k.event, k.template, k.fp).Canonical == k.fp
-			if got := m.IsCanonical(k.event, k.template, k.fp); got != want {
-				t.Fatalf("step %d: IsCanonical(%q) = %v, Canonical on a copy says %v", step, k.template, got, want)
+			want := NewMemory(m.st.Clone()).Canonical(k.event, k.template, k.fp).Canonical
+			if got := m.CanonicalOf(k.event, k.template, k.fp); got != want {
+				t.Fatalf("step %d: CanonicalOf(%q) = %v, Canonical on a copy says %v", step, k.template, got, want)
 			}
 		}
 	}

@@ -230,8 +230,8 @@ func (h *HealFilter) wants(line []byte) bool {
 // a pid), each place costing one comparison, else by a search — from the
 // line's end when the key was last found in its back half, within the
 // span that search covers (pino writes msg last, after fields that vary
-// line by line). Any occurrence will do: the
-// heal filter only ever decodes more than it must.
+// line by line). Any occurrence will do: the heal filter only ever decodes
+// more than it must.
 type keyFinder struct {
 	finder        // the quoted key: "work_item"
 	at     [4]int // where recent lines had it

@@ -451,8 +451,16 @@ func hostTokenEnd(s string, p int) int {
 // distinctiveName reports whether a name cannot be an ordinary word: it holds
 // a digit or a separator.
 func distinctiveName(n string) bool {
-	return strings.ContainsAny(n, "0123456789-_.")
+	for i := 0; i < len(n); i++ {
+		if distinctiveByte(n[i]) {
+			return true
+		}
+	}
+	return false
 }
+
+// distinctiveByte is what makes a name distinctive: a digit, '-', '_', '.'.
+func distinctiveByte(c byte) bool { return isDigit(c) || c == '-' || c == '_' || c == '.' }
 
 // accountSlotWords precede an account name: "user alice", "runs as alice",
 // "sudo -u alice", "owned by alice".

@@ -163,7 +163,7 @@ func hasLetter(v string) bool {
 func plainWord(v string) bool {
 	for i := 0; i < len(v); i++ {
 		switch c := v[i]; {
-		case isDigit(c), c == '-', c == '_', c == '.', c == '/', c == '\\', c == ':', c == '#', c == '@', i > 0 && isUpper(c):
+		case distinctiveByte(c), c == '/', c == '\\', c == ':', c == '#', c == '@', i > 0 && isUpper(c):
 			return false
 		}
 	}

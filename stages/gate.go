@@ -72,8 +72,8 @@ func (cfg GateConfig) issuesLeft() (n int) {
 // claim on it: a watcher's every scan re-offered each capped defect of its
 // backlog, at two commits (claim and release) apiece.
 func (cfg GateConfig) HoldsBack(d pipeline.Dossier) bool {
-	return d.Verdict == pipeline.VerdictNew && d.Wait == nil && d.Group.Finding != nil &&
-		AgentSettlement(d.Group.Finding, d.Markdown, cfg.Confidence) == nil && cfg.issuesLeft() <= 0
+	return d.Verdict == pipeline.VerdictNew && d.Wait == nil && d.Group.Finding != nil && cfg.issuesLeft() <= 0 &&
+		AgentSettlement(d.Group.Finding, d.Markdown, cfg.Confidence) == nil // verifies evidence: last
 }
 
 // AgentSettlement settles on the agent's own verdict only when it is

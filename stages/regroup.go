@@ -64,12 +64,12 @@ func Regroup(st *store.State, groups map[string]*pipeline.Group, order []string)
 	}
 	// A defect deferred by an earlier scan and not seen in this one may have
 	// joined a family since: it waits under the family's name.
-	// (A watcher asks this of its whole backlog every scan: IsCanonical
+	// (A watcher asks this of its whole backlog every scan: CanonicalOf
 	// remembers the answers until the memory learns a new family.)
 	for _, fp := range store.Fingerprints(st.Deferred) {
 		d := st.Deferred[fp]
-		if !mem.IsCanonical(d.Event, d.Template, fp) {
-			moveState(st, fp, mem.Canonical(d.Event, d.Template, fp).Canonical)
+		if canonical := mem.CanonicalOf(d.Event, d.Template, fp); canonical != fp {
+			moveState(st, fp, canonical)
 		}
 	}
 	return newOrder, members

@@ -166,20 +166,7 @@ func (s *Store) execBatch(b *batch) error {
 	if len(b.ops) == 0 {
 		return nil
 	}
-	var gen int64
-	err := s.db.Tx(s.ctx, func(tx *sql.Tx) error {
-		if err := b.exec(s.db, tx); err != nil {
-			return err
-		}
-		var err error
-		gen, err = s.db.nextGeneration(s.ctx, tx)
-		return err
-	})
-	if err != nil {
-		return &StoreError{s.db.Name(), err}
-	}
-	s.wrote(gen)
-	return nil
+	return s.write(b, nil)
 }
 
 var eventIDPattern = regexp.MustCompile(`"event_id":"([0-9a-f-]+)"`)

@@ -399,6 +399,21 @@ func (s *Store) commit(rec Record, extra func(*sql.Tx) error) error {
 		s.dirty = false
 		return nil
 	}
+	err := s.write(&b, extra)
+	if err != nil {
+		return err
+	}
+	for _, done := range b.done {
+		done()
+	}
+	s.dirty = false
+	return nil
+}
+
+// write runs b and extra's statements in one transaction that moves the
+// state's generation on, and notes the generation it left: every write of
+// the state goes through here (the commits and the outbox's batches).
+func (s *Store) write(b *batch, extra func(*sql.Tx) error) error {
 	var gen int64
 	err := s.db.Tx(s.ctx, func(tx *sql.Tx) error {
 		if err := b.exec(s.db, tx); err != nil {
@@ -416,20 +431,10 @@ func (s *Store) commit(rec Record, extra func(*sql.Tx) error) error {
 	if err != nil {
 		return &StoreError{s.db.Name(), err}
 	}
-	for _, done := range b.done {
-		done()
-	}
-	s.wrote(gen)
-	s.dirty = false
-	return nil
-}
-
-// wrote notes the generation a commit of this store's left.
-func (s *Store) wrote(gen int64) {
-	for {
+	for { // the highest: a flush and a commit may race
 		old := s.gen.Load()
 		if gen <= old || s.gen.CompareAndSwap(old, gen) {
-			return
+			return nil
 		}
 	}
 }

@@ -227,11 +227,11 @@ func (h *HealFilter) wants(line []byte) bool {
 // keyFinder reads a top-level key's value from a line's bytes: first where
 // recent lines had the key (a logger writes its keys in one order, so the
 // key moves only with the lengths of the values before it: a level's name,
-// a pid), each place costing one comparison, else by a search — from the
-// line's end when the key was last found in its back half, within the
-// span that search covers (pino writes msg last, after fields that vary
-// line by line). Any occurrence will do: the heal filter only ever decodes
-// more than it must.
+// a pid), each place costing one comparison, else by a search — first in
+// the line's last tailSpan bytes when the key was last found there, in its
+// back half (pino writes msg last, after fields that vary line by line).
+// Any occurrence will do: the heal filter only ever decodes more than it
+// must.
 type keyFinder struct {
 	finder        // the quoted key: "work_item"
 	at     [4]int // where recent lines had it
@@ -256,32 +256,26 @@ func (k *keyFinder) value(line []byte) ([]byte, bool) {
 		}
 		return v, ok
 	}
-	if k.tail {
-		// The line's last tailSpan bytes, from the end (a byte loop: a
-		// search from the start is vectorised, and takes the rest).
-		tail := max(0, len(line)-tailSpan)
-		for to := len(line); to > tail; {
-			i := k.lastIndex(line[tail:to])
+	from := 0
+	if k.tail { // the line's last tailSpan bytes first
+		from = max(0, len(line)-tailSpan)
+	}
+	for {
+		for at := from; at < len(line); {
+			i := k.index(line[at:])
 			if i < 0 {
 				break
 			}
-			if v, ok := found(tail + i); ok {
+			if v, ok := found(at + i); ok {
 				return v, true
 			}
-			to = tail + i + len(k.needle) - 1
+			at += i + 1
 		}
+		if from == 0 {
+			return nil, false
+		}
+		from = 0
 	}
-	for from := 0; from < len(line); {
-		i := k.index(line[from:])
-		if i < 0 {
-			break
-		}
-		if v, ok := found(from + i); ok {
-			return v, true
-		}
-		from += i + 1
-	}
-	return nil, false
 }
 
 // tailSpan is how much of a line's end a key found late in its lines is

@@ -175,7 +175,7 @@ func (r *region) reset(b []byte, finders int) {
 }
 
 // at is where finder k (f) next occurs at or after i, or len(b).
-func (r *region) at(k, i int, f finder) int {
+func (r *region) at(k, i int, f *finder) int {
 	if r.next[k] < i {
 		r.next[k] = len(r.b)
 		if j := f.index(r.b[min(i, len(r.b)):]); j >= 0 {
@@ -192,7 +192,11 @@ func (pf *Prefilter) candidate(r *region, i int) int {
 	for {
 		best, k := len(b), -1
 		for n := range pf.needles {
-			if p := r.at(n, i, pf.needles[n].finder); p < best {
+			p := r.next[n] // most needles are still ahead: no call
+			if p < i {
+				p = r.at(n, i, &pf.needles[n].finder)
+			}
+			if p < best {
 				best, k = p, n
 			}
 		}
@@ -205,7 +209,7 @@ func (pf *Prefilter) candidate(r *region, i int) int {
 			return bytes.LastIndexByte(b[:best], '\n') + 1
 		}
 		r.next[k] = -1
-		r.at(k, best+1, pf.needles[k].finder)
+		r.at(k, best+1, &pf.needles[k].finder)
 	}
 }
 
@@ -376,26 +380,6 @@ func (f finder) indexNeedle(b []byte) int {
 			return p
 		}
 		at += j + 1
-	}
-	return -1
-}
-
-// lastIndex is where the needle last occurs in b (alts aside: the key
-// finders have none), -1 if nowhere.
-func (f finder) lastIndex(b []byte) int {
-	if f.anchor < 0 {
-		return bytes.LastIndex(b, f.needle)
-	}
-	c, n := f.needle[f.anchor], len(f.needle)
-	for to := len(b); to > 0; {
-		j := bytes.LastIndexByte(b[:to], c)
-		if j < 0 {
-			return -1
-		}
-		if p := j - f.anchor; p >= 0 && p+n <= len(b) && bytes.Equal(b[p:p+n], f.needle) {
-			return p
-		}
-		to = j
 	}
 	return -1
 }

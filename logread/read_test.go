@@ -506,9 +506,6 @@ func FuzzFinderAgreesWithIndex(f *testing.F) {
 		if got, want := fd.index(b), bytes.Index(b, needle); got != want {
 			t.Fatalf("finder (anchor %d) = %d, bytes.Index %d", fd.anchor, got, want)
 		}
-		if got, want := fd.lastIndex(b), bytes.LastIndex(b, needle); got != want {
-			t.Fatalf("finder's lastIndex (anchor %d) = %d, bytes.LastIndex %d", fd.anchor, got, want)
-		}
 	})
 }
 

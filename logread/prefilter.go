@@ -238,6 +238,9 @@ func keyBefore(before []byte, keys [][]byte, escaped bool) bool {
 
 // valueAfter is what follows a key: JSON whitespace, a colon, whitespace.
 func valueAfter(after []byte, escaped bool) ([]byte, bool) {
+	if len(after) > 1 && after[0] == ':' && !lineSpace(after[1]) && !escaped {
+		return after[1:], true // as loggers write it: no space
+	}
 	after = trimSpaceLeft(after, escaped)
 	if len(after) == 0 || after[0] != ':' {
 		return nil, false
@@ -279,10 +282,13 @@ func trimSpaceRight(b []byte, escaped bool) []byte {
 // three digits, nothing else of a number after them.
 func smallInt(v []byte) (int, bool) {
 	n, i := 0, 0
-	for ; i < len(v) && i < 4 && v[i] >= '0' && v[i] <= '9'; i++ {
+	for ; i < len(v) && v[i] >= '0' && v[i] <= '9'; i++ {
+		if i == 3 {
+			return 0, false
+		}
 		n = n*10 + int(v[i]-'0')
 	}
-	if i == 0 || i > 3 || (i < len(v) && numberLen(v[i:i+1]) > 0) {
+	if i == 0 || (i < len(v) && numberLen(v[i:i+1]) > 0) {
 		return 0, false
 	}
 	return n, true

@@ -65,7 +65,7 @@ func knownState(n int) []byte {
 // the bytes passed to write calls (files, sockets, pipes: wchar); storage
 // the bytes the storage layer took (write_bytes less cancelled), which on
 // ext4 is a whole 4 KiB block for each small append fsynced.
-func runCountingIO(t *testing.T, d *deployment, args ...string) (res result, syscalls, storage int64) {
+func runCountingIO(t *testing.T, d *deployment, args ...string) (res result, syscalls, storage, read int64) {
 	t.Helper()
 	if _, err := os.Stat("/proc/self/io"); err != nil {
 		t.Skipf("no /proc/self/io to count bytes written: %v", err)
@@ -89,6 +89,8 @@ func runCountingIO(t *testing.T, d *deployment, args ...string) (res result, sys
 		switch k {
 		case "wchar":
 			syscalls = n
+		case "rchar":
+			read = n
 		case "write_bytes":
 			written = n
 		case "cancelled_write_bytes":
@@ -98,7 +100,7 @@ func runCountingIO(t *testing.T, d *deployment, args ...string) (res result, sys
 	if syscalls == 0 {
 		t.Fatalf("no I/O counts from /proc/PID/io\n%s", res.stderr)
 	}
-	return res, syscalls, written - cancelled
+	return res, syscalls, written - cancelled, read
 }
 
 // growthRun is one deployment of the growth test: its state seeded with
@@ -125,8 +127,9 @@ func growthRun(t *testing.T, known int) (*deployment, []string) {
 }
 
 // incremental appends 1,000 lines (successes and recurrences of the filed
-// defects) and times the scan that reads them.
-func incremental(t *testing.T, d *deployment, recurring []string, at time.Time) time.Duration {
+// defects) and runs the scan that reads them: its time and the bytes its
+// read calls returned (files, the store's pages, sockets: rchar).
+func incremental(t *testing.T, d *deployment, recurring []string, at time.Time) (time.Duration, int64) {
 	lines := make([]string, 0, 1000)
 	for i := range 1000 {
 		if i%50 == 0 {
@@ -137,12 +140,12 @@ func incremental(t *testing.T, d *deployment, recurring []string, at time.Time) 
 	}
 	d.appendLog(lines...)
 	start := time.Now()
-	res := d.run("run", "--now", at.Add(time.Second).Format(time.RFC3339))
+	res, _, _, read := runCountingIO(t, d, "run", "--now", at.Add(time.Second).Format(time.RFC3339))
 	took := time.Since(start)
 	if res.code != 0 {
 		t.Fatalf("incremental scan: exit %d\n%s", res.code, res.stderr)
 	}
-	return took
+	return took, read
 }
 
 // With a year of known fingerprints an incremental scan costs what it costs
@@ -151,22 +154,28 @@ func incremental(t *testing.T, d *deployment, recurring []string, at time.Time) 
 func TestGrowthIncrementalScanAndBytesPerIssueDoNotGrowWithTheState(t *testing.T) {
 	known := growthKnown(t)
 	const reps = 5
-	times := map[int][]time.Duration{}
+	times, reads := map[int][]time.Duration{}, map[int][]int64{}
 	deps := map[int]*deployment{}
 	for _, n := range []int{0, known} {
 		d, recurring := growthRun(t, n)
 		deps[n] = d
 		for i := range reps {
-			times[n] = append(times[n], incremental(t, d, recurring, t0.Add(time.Duration(i+1)*time.Hour)))
+			took, read := incremental(t, d, recurring, t0.Add(time.Duration(i+1)*time.Hour))
+			times[n], reads[n] = append(times[n], took), append(reads[n], read)
 		}
 	}
-	// The least of several runs: what the work costs, not the machine's
-	// other load.
+	// Time is logged (make bench-store), not asserted: on a shared machine
+	// it measures the load. What is asserted is the cause it would show:
+	// reading the state whole makes every scan read bytes in proportion
+	// to it; looked up per row, the scan reads what the empty state's does.
 	empty, full := slices.Min(times[0]), slices.Min(times[known])
 	t.Logf("incremental scan after 1,000 lines: %v with an empty state, %v with %d known fingerprints (%.2f×); runs %v / %v",
 		empty, full, known, float64(full)/float64(empty), times[0], times[known])
-	if full > 2*empty {
-		t.Errorf("with %d known fingerprints the incremental scan took %v, more than 2× the empty state's %v", known, full, empty)
+	emptyRead, fullRead := slices.Max(reads[0]), slices.Max(reads[known])
+	t.Logf("bytes read by it: at most %d with an empty state, %d with %d known fingerprints; runs %v / %v",
+		emptyRead, fullRead, known, reads[0], reads[known])
+	if fullRead > 2*emptyRead {
+		t.Errorf("with %d known fingerprints the incremental scan read %d bytes, more than 2× the empty state's %d", known, fullRead, emptyRead)
 	}
 
 	d := deps[known]
@@ -177,7 +186,7 @@ func TestGrowthIncrementalScanAndBytesPerIssueDoNotGrowWithTheState(t *testing.T
 	d.appendLog(news...)
 	created := d.gh.CountCreates()
 	start := time.Now()
-	res, written, storage := runCountingIO(t, d, "run", "--now", t0.Add(10*time.Hour+time.Second).Format(time.RFC3339))
+	res, written, storage, _ := runCountingIO(t, d, "run", "--now", t0.Add(10*time.Hour+time.Second).Format(time.RFC3339))
 	took := time.Since(start)
 	filed := d.gh.CountCreates() - created
 	if res.code != 0 || filed != 6 {

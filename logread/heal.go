@@ -249,33 +249,29 @@ func (k *keyFinder) value(line []byte) ([]byte, bool) {
 			return v, true
 		}
 	}
-	found := func(i int) ([]byte, bool) {
-		v, ok := valueAt(line, i, k.needle)
-		if ok {
-			k.at[k.next], k.next, k.tail = i, (k.next+1)%len(k.at), i > len(line)/2 && i >= len(line)-tailSpan
-		}
-		return v, ok
-	}
-	from := 0
 	if k.tail { // the line's last tailSpan bytes first
-		from = max(0, len(line)-tailSpan)
-	}
-	for {
-		for at := from; at < len(line); {
-			i := k.index(line[at:])
-			if i < 0 {
-				break
-			}
-			if v, ok := found(at + i); ok {
-				return v, true
-			}
-			at += i + 1
+		if v, ok := k.search(line, max(0, len(line)-tailSpan)); ok {
+			return v, true
 		}
-		if from == 0 {
-			return nil, false
-		}
-		from = 0
 	}
+	return k.search(line, 0)
+}
+
+// search finds the key's value in line from from on, and remembers where.
+func (k *keyFinder) search(line []byte, from int) ([]byte, bool) {
+	for at := from; at < len(line); {
+		i := k.index(line[at:])
+		if i < 0 {
+			break
+		}
+		if v, ok := valueAt(line, at+i, k.needle); ok {
+			at += i
+			k.at[k.next], k.next, k.tail = at, (k.next+1)%len(k.at), at > len(line)/2 && at >= len(line)-tailSpan
+			return v, true
+		}
+		at += i + 1
+	}
+	return nil, false
 }
 
 // tailSpan is how much of a line's end a key found late in its lines is

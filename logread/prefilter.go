@@ -174,13 +174,19 @@ func (r *region) reset(b []byte, finders int) {
 	}
 }
 
-// at is where finder k (f) next occurs at or after i, or len(b).
+// at is where finder k (f) next occurs at or after i, or len(b). Small
+// enough to inline: most calls find the finder still ahead of i.
 func (r *region) at(k, i int, f *finder) int {
-	if r.next[k] < i {
-		r.next[k] = len(r.b)
-		if j := f.index(r.b[min(i, len(r.b)):]); j >= 0 {
-			r.next[k] = i + j
-		}
+	if p := r.next[k]; p >= i {
+		return p
+	}
+	return r.search(k, i, f)
+}
+
+func (r *region) search(k, i int, f *finder) int {
+	r.next[k] = len(r.b)
+	if j := f.index(r.b[min(i, len(r.b)):]); j >= 0 {
+		r.next[k] = i + j
 	}
 	return r.next[k]
 }
@@ -192,11 +198,7 @@ func (pf *Prefilter) candidate(r *region, i int) int {
 	for {
 		best, k := len(b), -1
 		for n := range pf.needles {
-			p := r.next[n] // most needles are still ahead: no call
-			if p < i {
-				p = r.at(n, i, &pf.needles[n].finder)
-			}
-			if p < best {
+			if p := r.at(n, i, &pf.needles[n].finder); p < best {
 				best, k = p, n
 			}
 		}
@@ -238,7 +240,7 @@ func keyBefore(before []byte, keys [][]byte, escaped bool) bool {
 
 // valueAfter is what follows a key: JSON whitespace, a colon, whitespace.
 func valueAfter(after []byte, escaped bool) ([]byte, bool) {
-	if len(after) > 1 && after[0] == ':' && !lineSpace(after[1]) && !escaped {
+	if !escaped && len(after) > 1 && after[0] == ':' && !lineSpace(after[1]) {
 		return after[1:], true // as loggers write it: no space
 	}
 	after = trimSpaceLeft(after, escaped)

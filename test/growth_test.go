@@ -148,7 +148,7 @@ func incremental(t *testing.T, d *deployment, recurring []string, at time.Time) 
 	return took, read
 }
 
-// With a year of known fingerprints an incremental scan costs what it costs
+// With a year of known fingerprints an incremental scan reads what it reads
 // on an empty state (within 2×), and each issue filed writes at most 64 KiB:
 // the state is looked up and written per row, never read or rewritten whole.
 func TestGrowthIncrementalScanAndBytesPerIssueDoNotGrowWithTheState(t *testing.T) {

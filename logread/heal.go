@@ -40,19 +40,16 @@ type HealFilter struct {
 	// (when not plain).
 	maybeRetried bool
 	// pending maps the correlation id of each retried failure's family, key
-	// and value (correlationIDs) to its family.
-	pending *fifoMap[uint64, string]
+	// and value (correlationIDs) to its family's hash (familyID).
+	pending *fifoMap[uint64, uint64]
 	// families counts pending entries per event family: a success line of
 	// a family with none (most of them: github.api.succeeded...) is ruled
 	// out before its correlation values are looked for.
-	families map[string]int
+	families map[uint64]int
 	// filter rules out most ids that are not pending without touching the
 	// pending map (see idFilter).
 	filter idFilter
 	ids    correlationIDs
-	// familyNames interns the families of pending failures, so noting one
-	// read from a line's bytes allocates nothing after the first.
-	familyNames map[string]string
 }
 
 // NewHealFilter builds the reader's filter for a policy over format f (nil:
@@ -62,8 +59,8 @@ func NewHealFilter(p Policy, f *Format) *HealFilter {
 		f = TheLoop()
 	}
 	h := &HealFilter{suffixes: p.SuccessSuffixes, keys: f.CorrelationKeys(p),
-		pending: newFIFOMap[uint64, string](p.MaxPending), families: map[string]int{},
-		ids: newCorrelationIDs(), familyNames: map[string]string{}}
+		pending: newFIFOMap[uint64, uint64](p.MaxPending), families: map[uint64]int{},
+		ids: newCorrelationIDs()}
 	h.pending.evicted = h.forget
 	h.patterns = groupFinders(p.SuccessPatterns())
 	events := f.Event
@@ -130,19 +127,15 @@ func CorrelationValue(v any) (string, bool) {
 // remember adds a pending entry: the id of a family, key and value.
 func (h *HealFilter) remember(fam []byte, id uint64) {
 	if _, ok := h.pending.get(id); !ok {
-		name, ok := h.familyNames[string(fam)]
-		if !ok {
-			name = string(fam)
-			h.familyNames[name] = name
-		}
-		h.families[name]++
+		f := h.familyID(fam)
+		h.families[f]++
 		h.filter.add(id)
-		h.pending.put(id, name)
+		h.pending.put(id, f)
 	}
 }
 
 // forget drops a pending entry (healed or evicted) from its family's count.
-func (h *HealFilter) forget(id uint64, fam string) {
+func (h *HealFilter) forget(id, fam uint64) {
 	if h.filter.stale++; h.filter.stale > h.pending.len()+staleIDs {
 		h.filter.reset()
 		for live := range h.pending.m {
@@ -382,7 +375,11 @@ func correlationID[F, V ~string | ~[]byte](c *correlationIDs, fam F, key string,
 
 // familyBusy reports whether fam has failures pending. It is asked only
 // of success lines, so a map lookup is cheap enough.
-func (h *HealFilter) familyBusy(fam []byte) bool { return h.families[string(fam)] > 0 }
+func (h *HealFilter) familyBusy(fam []byte) bool { return h.families[h.familyID(fam)] > 0 }
+
+// familyID names a family by its hash, as correlationIDs names an id: no
+// string to allocate per failure noted from a line's bytes.
+func (h *HealFilter) familyID(fam []byte) uint64 { return maphash.Bytes(h.ids.seed, fam) }
 
 // of is the correlation ids of a decoded record: its event's family with
 // each of keys and its value. In a scratch slice valid until the next call.

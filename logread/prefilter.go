@@ -143,21 +143,11 @@ func keyNames(path string) []string {
 	return []string{path}
 }
 
-// May reports whether line may be a candidate.
+// May reports whether line may be a candidate: the region walk over one line.
 func (pf *Prefilter) May(line []byte) bool {
-	for _, n := range pf.needles {
-		for at := 0; at < len(line); {
-			i := n.index(line[at:])
-			if i < 0 {
-				break
-			}
-			if n.confirm == nil || n.confirm(line, at+i) {
-				return true
-			}
-			at += i + 1
-		}
-	}
-	return false
+	var r region
+	r.reset(line, len(pf.needles))
+	return pf.candidate(&r, 0) < len(line)
 }
 
 // region follows finders through one region of whole lines: where each

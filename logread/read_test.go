@@ -524,7 +524,7 @@ func TestHealFilterFamilyCountsFollowEvictionAndHealing(t *testing.T) {
 		line := []byte(fmt.Sprintf(`{"event":"%s.succeeded","level":"info","work_item":"w%d"}`, fam, i))
 		return h.wants(line)
 	}
-	if len(h.families) != 2 || h.families["alpha"] != 0 {
+	if len(h.families) != 2 || h.families[h.familyID([]byte("alpha"))] != 0 {
 		t.Fatalf("families %v, want beta and gamma (alpha evicted by the bound of 2)", h.families)
 	}
 	if success("alpha", 0) {
@@ -536,7 +536,7 @@ func TestHealFilterFamilyCountsFollowEvictionAndHealing(t *testing.T) {
 	if success("gamma", 2) {
 		t.Fatal("a second success for an already healed failure was wanted")
 	}
-	if len(h.families) != 1 || h.families["beta"] != 1 {
+	if len(h.families) != 1 || h.families[h.familyID([]byte("beta"))] != 1 {
 		t.Fatalf("families %v, want only beta left", h.families)
 	}
 	// familyBusy follows families becoming idle and busy again.
@@ -589,7 +589,7 @@ func TestHealFilterIDFilterNeverHidesAPendingID(t *testing.T) {
 		h.remember(fam, id(i))
 		if i%2 == 0 {
 			h.pending.delete(id(i))
-			h.forget(id(i), "dispatch")
+			h.forget(id(i), h.familyID(fam))
 		}
 	}
 	if len(h.pending.m) < 1000 {

@@ -74,24 +74,17 @@ func OpenLog(path string, prev *store.Cursor) (*LogSource, error) {
 		return nil, err
 	}
 	ls.Warning = pos.Warning
-	if rot := pos.Rotated; rot != nil {
-		old, err := os.Open(rot.Path)
-		if err != nil {
-			ls.closeFile(f)
-			return nil, fmt.Errorf("rotated event log %s: %w", rot.Path, err)
-		}
-		cur := rot.Cursor
-		ls.segments = append(ls.segments, segment{file: old, name: rot.Path, start: rot.Offset, line: rot.Line,
-			size: rot.Size, cursor: &cur, complete: true})
-		for _, b := range pos.Between {
-			mid, err := os.Open(b.Path)
+	if pos.Rotated != nil { // the rest of the file the cursor was in, then those rotated after it
+		for _, rot := range append([]store.Rotated{*pos.Rotated}, pos.Between...) {
+			old, err := os.Open(rot.Path)
 			if err != nil {
 				ls.Close()
 				ls.closeFile(f)
-				return nil, fmt.Errorf("rotated event log %s: %w", b.Path, err)
+				return nil, fmt.Errorf("rotated event log %s: %w", rot.Path, err)
 			}
-			cur := b.Cursor
-			ls.segments = append(ls.segments, segment{file: mid, name: b.Path, size: b.Size, cursor: &cur, complete: true})
+			cur := rot.Cursor
+			ls.segments = append(ls.segments, segment{file: old, name: rot.Path, start: rot.Offset, line: rot.Line,
+				size: rot.Size, cursor: &cur, complete: true})
 		}
 	}
 	cur := pos.Cursor

@@ -7,10 +7,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"syscall"
-	"time"
 )
 
 // headBytes is how much of the file's start identifies it: enough to tell a
@@ -50,13 +49,7 @@ func Identify(f *os.File, path string, upTo int64) (Cursor, error) {
 	}
 	c := Cursor{Path: path}
 	c.Device, c.Inode = fileID(fi)
-	n := int64(headBytes)
-	if upTo < n {
-		n = upTo
-	}
-	if fi.Size() < n {
-		n = fi.Size()
-	}
+	n := min(headBytes, upTo, fi.Size())
 	buf := make([]byte, n)
 	if _, err := f.ReadAt(buf, 0); err != nil && err != io.EOF {
 		return Cursor{}, fmt.Errorf("event log %s: %w", path, err)
@@ -198,34 +191,48 @@ func findRotated(path string, prev *Cursor) (*Rotated, string, error) {
 // compressedSuffixes mark rotated logs this tool cannot read.
 var compressedSuffixes = []string{".gz", ".bz2", ".xz", ".zst", ".lz4", ".z"}
 
-// rotatedSince lists the log's other rotated files written after the one the
-// cursor was in (named like the log, modified later, not the live file),
-// oldest first: a log rotated twice between scans leaves one in between.
-func rotatedSince(path string, rot *Rotated, live os.FileInfo) ([]Rotated, error) {
-	old, err := os.Stat(rot.Path)
-	if err != nil {
-		return nil, fmt.Errorf("rotated event log %s: %w", rot.Path, err)
-	}
+// rotatedSiblings are the files beside the log named like it
+// (events.jsonl.1, events.jsonl-20261201), neither compressed nor the log
+// itself: where a rotation or copytruncate leaves the old bytes.
+func rotatedSiblings(path string) ([]os.FileInfo, error) {
 	dir, base := filepath.Dir(path), filepath.Base(path)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("event log directory %s: %w", dir, err)
 	}
-	type found struct {
-		r     Rotated
-		mtime time.Time
-	}
-	var list []found
+	var out []os.FileInfo
 	for _, e := range entries {
 		name := e.Name()
-		if !e.Type().IsRegular() || !strings.HasPrefix(name, base) || name == base || hasAnySuffix(name, compressedSuffixes) {
+		compressed := slices.ContainsFunc(compressedSuffixes, func(s string) bool { return strings.HasSuffix(strings.ToLower(name), s) })
+		if !e.Type().IsRegular() || !strings.HasPrefix(name, base) || name == base || compressed {
 			continue
 		}
-		info, err := e.Info()
-		if err != nil || os.SameFile(info, old) || os.SameFile(info, live) || !info.ModTime().After(old.ModTime()) {
-			continue
+		if info, err := e.Info(); err == nil { // else renamed or removed while we looked
+			out = append(out, info)
 		}
-		full := filepath.Join(dir, name)
+	}
+	return out, nil
+}
+
+// rotatedSince lists the log's other rotated files written after the one the
+// cursor was in (modified later, not the live file), oldest first: a log
+// rotated twice between scans leaves one in between.
+func rotatedSince(path string, rot *Rotated, live os.FileInfo) ([]Rotated, error) {
+	old, err := os.Stat(rot.Path)
+	if err != nil {
+		return nil, fmt.Errorf("rotated event log %s: %w", rot.Path, err)
+	}
+	siblings, err := rotatedSiblings(path)
+	if err != nil {
+		return nil, err
+	}
+	siblings = slices.DeleteFunc(siblings, func(info os.FileInfo) bool {
+		return os.SameFile(info, old) || os.SameFile(info, live) || !info.ModTime().After(old.ModTime())
+	})
+	slices.SortFunc(siblings, func(a, b os.FileInfo) int { return a.ModTime().Compare(b.ModTime()) })
+	var out []Rotated
+	for _, info := range siblings {
+		full := filepath.Join(filepath.Dir(path), info.Name())
 		f, err := os.Open(full)
 		if err != nil {
 			return nil, fmt.Errorf("rotated event log %s: %w", full, err)
@@ -235,44 +242,24 @@ func rotatedSince(path string, rot *Rotated, live os.FileInfo) ([]Rotated, error
 		if err != nil {
 			return nil, err
 		}
-		list = append(list, found{Rotated{Path: full, Size: info.Size(), Cursor: id}, info.ModTime()})
-	}
-	sort.Slice(list, func(i, j int) bool { return list[i].mtime.Before(list[j].mtime) })
-	out := make([]Rotated, len(list))
-	for i, f := range list {
-		out[i] = f.r
+		out = append(out, Rotated{Path: full, Size: info.Size(), Cursor: id})
 	}
 	return out, nil
-}
-
-func hasAnySuffix(name string, suffixes []string) bool {
-	for _, s := range suffixes {
-		if strings.HasSuffix(strings.ToLower(name), s) {
-			return true
-		}
-	}
-	return false
 }
 
 // findCopied looks for a copy of the log as it was at the cursor (same
 // first bytes, at least as long) among its siblings: what copytruncate
 // leaves before it truncates the log in place.
 func findCopied(path string, prev *Cursor, live os.FileInfo) (*Rotated, error) {
-	dir, base := filepath.Dir(path), filepath.Base(path)
-	entries, err := os.ReadDir(dir)
+	siblings, err := rotatedSiblings(path)
 	if err != nil {
-		return nil, fmt.Errorf("event log directory %s: %w", dir, err)
+		return nil, err
 	}
-	for _, e := range entries {
-		name := e.Name()
-		if !e.Type().IsRegular() || !strings.HasPrefix(name, base) || name == base || hasAnySuffix(name, compressedSuffixes) {
+	for _, info := range siblings {
+		if os.SameFile(info, live) || info.Size() < prev.Offset {
 			continue
 		}
-		info, err := e.Info()
-		if err != nil || os.SameFile(info, live) || info.Size() < prev.Offset {
-			continue
-		}
-		full := filepath.Join(dir, name)
+		full := filepath.Join(filepath.Dir(path), info.Name())
 		f, err := os.Open(full)
 		if err != nil {
 			continue

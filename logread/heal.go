@@ -27,8 +27,8 @@ import (
 // lists), every line holding a success suffix is decoded once a retried
 // failure may have been read.
 type HealFilter struct {
-	suffixes []string // the policy's success suffixes
-	patterns []finder // the suffixes as a line holds them: ".succeeded"
+	suffixes [][]byte // the policy's success suffixes as an event ends in them: ".succeeded"
+	patterns []finder // the same, found in a line
 	keys     []string // the correlation keys
 	// plain: the format's event, retry and correlation keys are top-level
 	// keys, read from a line's bytes by these finders.
@@ -58,11 +58,11 @@ func NewHealFilter(p Policy, f *Format) *HealFilter {
 	if f == nil {
 		f = TheLoop()
 	}
-	h := &HealFilter{suffixes: p.SuccessSuffixes, keys: f.CorrelationKeys(p),
+	h := &HealFilter{suffixes: p.SuccessPatterns(), keys: f.CorrelationKeys(p),
 		pending: newFIFOMap[uint64, uint64](p.MaxPending), families: map[uint64]int{},
 		ids: newCorrelationIDs()}
 	h.pending.evicted = h.forget
-	h.patterns = groupFinders(p.SuccessPatterns())
+	h.patterns = groupFinders(h.suffixes)
 	events := f.Event
 	if !f.native { // the canonical event falls back to the message
 		events = append(slices.Clone(events), f.Message...)
@@ -189,9 +189,15 @@ func (h *HealFilter) wants(line []byte) bool {
 		// success suffix.
 		return slices.ContainsFunc(h.patterns, func(p finder) bool { return p.index(line) >= 0 })
 	}
-	fam, last := family(event)
-	if !slices.ContainsFunc(h.suffixes, func(s string) bool { return string(last) == s }) || !h.familyBusy(fam) {
-		return false // not a success, or nothing of its family is waiting to be healed
+	// A success's family is its event less the suffix: most events end in
+	// none, and comparing their ends is cheaper than finding their last dot.
+	at := slices.IndexFunc(h.suffixes, func(s []byte) bool { return bytes.HasSuffix(event, s) })
+	if at < 0 {
+		return false // not a success
+	}
+	fam := event[:len(event)-len(h.suffixes[at])]
+	if !h.familyBusy(fam) {
+		return false // nothing of its family is waiting to be healed
 	}
 	if bytes.IndexByte(line, '\\') >= 0 {
 		return true // an escape may hide a key or a value: decode

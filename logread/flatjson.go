@@ -264,25 +264,15 @@ func unescape(body string) (string, bool) {
 		if len(body) < 2 {
 			return "", false
 		}
-		switch c := body[1]; c {
-		case '"', '\\', '/':
-			b.WriteByte(c)
-		case 'b':
-			b.WriteByte('\b')
-		case 'f':
-			b.WriteByte('\f')
-		case 'n':
-			b.WriteByte('\n')
-		case 'r':
-			b.WriteByte('\r')
-		case 't':
-			b.WriteByte('\t')
-		case 'u':
-			r, ok := hex4(body[2:])
-			if !ok || r >= 0xD800 && r <= 0xDFFF {
+		switch c, i := body[1], strings.IndexByte(escapeLetters, body[1]); {
+		case i >= 0:
+			b.WriteByte(escapedBytes[i])
+		case c == 'u' && len(body) >= 6:
+			r, err := strconv.ParseUint(body[2:6], 16, 32) // four hex digits, no sign or prefix
+			if err != nil || r >= 0xD800 && r <= 0xDFFF {
 				return "", false
 			}
-			b.WriteRune(r)
+			b.WriteRune(rune(r))
 			body = body[4:]
 		default:
 			return "", false
@@ -291,24 +281,5 @@ func unescape(body string) (string, bool) {
 	}
 }
 
-// hex4 parses the four hex digits a \u escape must start with.
-func hex4(s string) (rune, bool) {
-	if len(s) < 4 {
-		return 0, false
-	}
-	var r rune
-	for _, c := range []byte(s[:4]) {
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c -= 'a' - 10
-		case c >= 'A' && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
-	}
-	return r, true
-}
+// escapeLetters are JSON's one-letter escapes; escapedBytes, what each stands for.
+const escapeLetters, escapedBytes = `"\/bfnrt`, "\"\\/\b\f\n\r\t"

@@ -223,9 +223,7 @@ func Decide(groups []pipeline.Group, st *store.State, now time.Time, p Policy) [
 		// The day's spend is reached: no run until it rolls off.
 		budget, why = 0, fmt.Sprintf("agent cost budget reached ($%.2f of maxAgentCostPerDay $%.2f in 24 h)", spent, p.MaxAgentCostPerDay)
 	}
-	if p.MaxDiagnosesPerScan < budget {
-		budget = p.MaxDiagnosesPerScan
-	}
+	budget = min(budget, p.MaxDiagnosesPerScan)
 	fresh = interleave(fresh)
 	for _, g := range fresh {
 		switch {

@@ -144,10 +144,12 @@ func keyNames(path string) []string {
 }
 
 // May reports whether line may be a candidate: the region walk over one line.
-func (pf *Prefilter) May(line []byte) bool {
-	var r region
+func (pf *Prefilter) May(line []byte) bool { return pf.mayIn(&region{}, line) }
+
+// mayIn is May walking in r, reused so a line checked allocates nothing.
+func (pf *Prefilter) mayIn(r *region, line []byte) bool {
 	r.reset(line, len(pf.needles))
-	return pf.candidate(&r, 0) < len(line)
+	return pf.candidate(r, 0) < len(line)
 }
 
 // region follows finders through one region of whole lines: where each

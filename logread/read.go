@@ -159,9 +159,10 @@ type reader struct {
 	// consumed, and the number of lines before it.
 	offset, line int64
 	pf           *Prefilter
-	// The prefilter's needles in the region being read.
-	candidates region
-	tuned      bool
+	// The prefilter's needles in the region being read, and in a line
+	// checked on its own (checkLine).
+	candidates, lineCheck region
+	tuned                 bool
 	// What publish has told stats so far: the counters are shared with
 	// other goroutines (progress, metrics), so they are updated once per
 	// region, not once per line.
@@ -369,7 +370,7 @@ func (r *reader) exactLine(raw []byte, size int64, heal bool) error {
 	if r.cfg.Prefilter && !heal {
 		pf = r.pf
 	}
-	decode, reason := checkLine(line, size, r.cfg.MaxLine, pf)
+	decode, reason := checkLine(line, size, r.cfg.MaxLine, pf, &r.lineCheck)
 	switch {
 	case reason != "":
 		r.markCorrupt(reason)
@@ -398,7 +399,7 @@ func trimNewline(b []byte) []byte {
 // checkLine runs the checks every line gets and says whether it must be
 // decoded: not when the prefilter proved it cannot be a candidate (then only
 // its shape is checked; see NewRead). A non-empty reason means corrupt.
-func checkLine(raw []byte, size int64, max int, prefilter *Prefilter) (decode bool, reason string) {
+func checkLine(raw []byte, size int64, max int, prefilter *Prefilter, scratch *region) (decode bool, reason string) {
 	if size > int64(max)+1 {
 		return false, fmt.Sprintf("longer than the %d-byte line cap", max)
 	}
@@ -412,7 +413,7 @@ func checkLine(raw []byte, size int64, max int, prefilter *Prefilter) (decode bo
 	if !utf8.Valid(raw) {
 		return false, "invalid UTF-8"
 	}
-	if prefilter != nil && !prefilter.May(raw) {
+	if prefilter != nil && !prefilter.mayIn(scratch, raw) {
 		if trimmed[len(trimmed)-1] != '}' {
 			return false, "truncated: no closing brace"
 		}

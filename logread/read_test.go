@@ -208,7 +208,7 @@ func referenceRead(input string, maxLine int) (recs []pipeline.Record, lines, co
 		input = rest
 		lines++
 		line := trimNewline([]byte(raw))
-		decode, reason := checkLine(line, size, maxLine, defaultPrefilter)
+		decode, reason := checkLine(line, size, maxLine, defaultPrefilter, &region{})
 		var fields pipeline.Fields
 		if decode {
 			fields, reason = DecodeObject(line)

@@ -52,6 +52,7 @@ fuzz:
 	$(GO) test ./logread -run '^$$' -fuzz '^FuzzFormatPrefilterIsExact$$' -fuzztime 30s
 	$(GO) test ./logread -run '^$$' -fuzz '^FuzzDecodeObjectMatchesEncodingJSON$$' -fuzztime 30s
 	$(GO) test ./logread -run '^$$' -fuzz '^FuzzFinderAgreesWithIndex$$' -fuzztime 15s
+	$(GO) test ./logread -run '^$$' -fuzz '^FuzzLastMemberIsTheDecodedValue$$' -fuzztime 15s
 	$(GO) test ./stages -run '^$$' -fuzz '^FuzzEnvironmentHintsNeverHideASign$$' -fuzztime 15s
 	$(GO) test ./stages -run '^$$' -fuzz '^FuzzVerifyEvidence$$' -fuzztime 15s
 	$(GO) test ./stages -run '^$$' -fuzz '^FuzzAgentTailExcerptMasksKeys$$' -fuzztime 15s

@@ -248,12 +248,31 @@ func (k *keyFinder) value(line []byte) ([]byte, bool) {
 			return v, true
 		}
 	}
-	if k.tail { // the line's last tailSpan bytes first
+	if k.tail { // the line's last member, else its last tailSpan bytes, first
+		if v, ok := k.lastMember(line); ok {
+			return v, true
+		}
 		if v, ok := k.search(line, max(0, len(line)-tailSpan)); ok {
 			return v, true
 		}
 	}
 	return k.search(line, 0)
+}
+
+// lastMember is the key's value when it is the line's last member, a plain
+// string (pino's `,"msg":"…"}`), read back over the value alone; else the
+// search decides (a search of the tail meets its anchor in other values).
+func (k *keyFinder) lastMember(line []byte) ([]byte, bool) {
+	end := len(line) - 2 // the value's closing quote
+	if end < 0 || line[end] != '"' || line[end+1] != '}' {
+		return nil, false
+	}
+	open := bytes.LastIndexByte(line[:end], '"')
+	key := open - 1 - len(k.needle) // a member's start: after ',' or '{', not inside a key
+	if key < 1 || line[key-1] != ',' && line[key-1] != '{' || line[open-1] != ':' || !bytes.Equal(line[key:open-1], k.needle) {
+		return nil, false
+	}
+	return line[open+1 : end], true
 }
 
 // search finds the key's value in line from from on, and remembers where.

@@ -397,6 +397,51 @@ func TestAPinoServicesRetriesHealAndItsGiveUpsCount(t *testing.T) {
 	}
 }
 
+// A key written last (pino's msg) is read back from the line's end only
+// when it is the top-level object's last member, a plain string with no
+// spaces around its colon; anything else is left to the search.
+func TestKeyFinderReadsOnlyAPlainLastMemberBackFromTheEnd(t *testing.T) {
+	k := keyFinder{finder: newFinder([]byte(`"msg"`))}
+	for _, c := range []struct{ line, want string }{
+		{`{"level":30,"reqId":"r1","msg":"charge.succeeded"}`, "charge.succeeded"},
+		{`{"msg":""}`, ""},
+		{`{"level":30,"msg":"say \"hi\""}`, "-"},            // an escaped quote
+		{`{"msg":"real","err":{"msg":"x.succeeded"}}`, "-"}, // nested, not last
+		{`{"level":30,"msg" : "spaced"}`, "-"},
+		{`{"level":30,"msg":"a","tag":"charge.succeeded"}`, "-"}, // another key is last
+		{`{"xmsg":"a"}`, "-"},
+		{`{"\"msg":"0"}`, "-"}, // inside another key
+		{`{"level":30,"msg":42}`, "-"},
+		{`"}`, "-"},
+	} {
+		v, ok := k.lastMember([]byte(c.line))
+		if got := map[bool]string{true: string(v), false: "-"}[ok]; got != c.want {
+			t.Errorf("lastMember(%s) = %q, want %q", c.line, got, c.want)
+		}
+	}
+}
+
+// What lastMember reads from a valid line is the value encoding/json gives
+// its top-level key (escapes aside: a value holding one is decoded anyway;
+// a line of invalid UTF-8 never reaches the heal filter).
+func FuzzLastMemberIsTheDecodedValue(f *testing.F) {
+	f.Add([]byte(`{"level":30,"msg":"charge.succeeded"}`))
+	f.Add([]byte(`{"msg":"real","err":{"msg":"x.succeeded"}}`))
+	f.Add([]byte(`{"a":"\"msg\":\"b","msg":"c"}`))
+	f.Add([]byte(`{"msg":"a","msg":"b"}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		k := keyFinder{finder: newFinder([]byte(`"msg"`))}
+		v, ok := k.lastMember(line)
+		var rec map[string]any
+		if !ok || !utf8.Valid(line) || bytes.IndexByte(v, '\\') >= 0 || json.Unmarshal(line, &rec) != nil {
+			return
+		}
+		if got, _ := rec["msg"].(string); got != string(v) {
+			t.Fatalf("lastMember(%s) = %q, encoding/json gives msg %q", line, v, got)
+		}
+	})
+}
+
 // healedBy runs the healing check over records as dedup would.
 func healedBy(records []pipeline.Record, f *Format) map[string]int {
 	cfg := DefaultPolicy()

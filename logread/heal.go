@@ -27,8 +27,8 @@ import (
 // lists), every line holding a success suffix is decoded once a retried
 // failure may have been read.
 type HealFilter struct {
-	suffixes [][]byte // the policy's success suffixes as an event ends in them: ".succeeded"
-	patterns []finder // the same, found in a line
+	suffixes []string // the policy's success suffixes
+	patterns []finder // the suffixes as a line holds them: ".succeeded"
 	keys     []string // the correlation keys
 	// plain: the format's event, retry and correlation keys are top-level
 	// keys, read from a line's bytes by these finders.
@@ -58,11 +58,11 @@ func NewHealFilter(p Policy, f *Format) *HealFilter {
 	if f == nil {
 		f = TheLoop()
 	}
-	h := &HealFilter{suffixes: p.SuccessPatterns(), keys: f.CorrelationKeys(p),
+	h := &HealFilter{suffixes: p.SuccessSuffixes, keys: f.CorrelationKeys(p),
 		pending: newFIFOMap[uint64, uint64](p.MaxPending), families: map[uint64]int{},
 		ids: newCorrelationIDs()}
 	h.pending.evicted = h.forget
-	h.patterns = groupFinders(h.suffixes)
+	h.patterns = groupFinders(p.SuccessPatterns())
 	events := f.Event
 	if !f.native { // the canonical event falls back to the message
 		events = append(slices.Clone(events), f.Message...)
@@ -169,7 +169,7 @@ func (h *HealFilter) noteRaw(line []byte) {
 	if !ok {
 		return
 	}
-	fam, _ := family(event)
+	fam := family(event)
 	for i, k := range h.keys {
 		if v, ok := h.idKey[i].value(line); ok && len(v) > 0 {
 			h.remember(fam, correlationID(&h.ids, fam, k, v))
@@ -189,15 +189,9 @@ func (h *HealFilter) wants(line []byte) bool {
 		// success suffix.
 		return slices.ContainsFunc(h.patterns, func(p finder) bool { return p.index(line) >= 0 })
 	}
-	// A success's family is its event less the suffix: most events end in
-	// none, and comparing their ends is cheaper than finding their last dot.
-	at := slices.IndexFunc(h.suffixes, func(s []byte) bool { return bytes.HasSuffix(event, s) })
-	if at < 0 {
-		return false // not a success
-	}
-	fam := event[:len(event)-len(h.suffixes[at])]
-	if !h.familyBusy(fam) {
-		return false // nothing of its family is waiting to be healed
+	fam, ok := successFamily(event, h.suffixes)
+	if !ok || !h.familyBusy(fam) {
+		return false // not a success, or nothing of its family is waiting to be healed
 	}
 	if bytes.IndexByte(line, '\\') >= 0 {
 		return true // an escape may hide a key or a value: decode
@@ -409,7 +403,7 @@ func (h *HealFilter) familyID(fam []byte) uint64 { return maphash.Bytes(h.ids.se
 // of is the correlation ids of a decoded record: its event's family with
 // each of keys and its value. In a scratch slice valid until the next call.
 func (c *correlationIDs) of(fields pipeline.Fields, keys []string) []uint64 {
-	fam, _ := family(str(fields.Get(KeyEvent)))
+	fam := family(str(fields.Get(KeyEvent)))
 	c.out = c.out[:0]
 	for _, k := range keys {
 		if v, ok := CorrelationValue(fields.Get(k)); ok {
@@ -423,13 +417,24 @@ func str(v any) string { s, _ := v.(string); return s }
 
 // family is an event's operation: dispatch.failed → dispatch.
 // The reader asks it of a line's bytes, the healing check of a decoded string.
-func family[S ~string | ~[]byte](event S) (fam, last S) {
+func family[S ~string | ~[]byte](event S) S {
 	for i := len(event) - 1; i >= 0; i-- {
 		if event[i] == '.' {
-			return event[:i], event[i+1:]
+			return event[:i]
 		}
 	}
-	return event[:0], event
+	return event[:0]
+}
+
+// successFamily is a success event's family (not empty; its last part one of
+// suffixes): dispatch.succeeded → dispatch. Comparing the end first is cheap.
+func successFamily[S ~string | ~[]byte](event S, suffixes []string) (S, bool) {
+	for _, s := range suffixes {
+		if n := len(event) - len(s); n > 1 && event[n-1] == '.' && string(event[n:]) == s && !strings.Contains(s, ".") {
+			return event[:n-1], true
+		}
+	}
+	return event[:0], false
 }
 
 // ReasonSuccess marks a record that is not a failure but a success event
@@ -450,8 +455,7 @@ func (p Policy) SuccessPatterns() [][]byte {
 // correlate: an event of a family ending in a success suffix, with a
 // correlation key (the policy's or format f's ids).
 func (p Policy) IsSuccess(r pipeline.Record, f *Format) bool {
-	fam, last := family(r.Str(KeyEvent))
-	if fam == "" || !slices.Contains(p.SuccessSuffixes, last) {
+	if _, ok := successFamily(r.Str(KeyEvent), p.SuccessSuffixes); !ok {
 		return false
 	}
 	has := func(k string) bool { return r.Fields.Get(k) != nil }

@@ -202,8 +202,8 @@ func rotatedSiblings(path string) ([]os.FileInfo, error) {
 	}
 	var out []os.FileInfo
 	for _, e := range entries {
-		name := e.Name()
-		compressed := slices.ContainsFunc(compressedSuffixes, func(s string) bool { return strings.HasSuffix(strings.ToLower(name), s) })
+		name, lower := e.Name(), strings.ToLower(e.Name())
+		compressed := slices.ContainsFunc(compressedSuffixes, func(s string) bool { return strings.HasSuffix(lower, s) })
 		if !e.Type().IsRegular() || !strings.HasPrefix(name, base) || name == base || compressed {
 			continue
 		}

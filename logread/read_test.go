@@ -442,6 +442,31 @@ func FuzzLastMemberIsTheDecodedValue(f *testing.F) {
 	})
 }
 
+// A success is an event of a named family whose last part is a success
+// suffix, read alike from a line's bytes and from a decoded record.
+func TestSuccessFamilyIsTheEventLessItsLastPart(t *testing.T) {
+	suffixes := DefaultPolicy().SuccessSuffixes
+	for _, c := range []struct{ event, fam string }{
+		{"dispatch.succeeded", "dispatch"},
+		{"github.api.completed", "github.api"},
+		{"a.b.success", "a.b"},
+		{"succeeded", "-"},  // no family
+		{".succeeded", "-"}, // an empty family
+		{"dispatch.unsucceeded", "-"},
+		{"dispatch.succeeded.retry", "-"},
+		{"dispatch.failed", "-"},
+	} {
+		fam, ok := successFamily(c.event, suffixes)
+		famB, okB := successFamily([]byte(c.event), suffixes)
+		if got := map[bool]string{true: fam, false: "-"}[ok]; got != c.fam || ok != okB || string(famB) != fam {
+			t.Errorf("successFamily(%q) = %q (bytes: %q, %v), want %q", c.event, got, famB, okB, c.fam)
+		}
+	}
+	if _, ok := successFamily("x.a.b", []string{"a.b"}); ok {
+		t.Error("a suffix holding a dot matched: an event's last part never holds one")
+	}
+}
+
 // healedBy runs the healing check over records as dedup would.
 func healedBy(records []pipeline.Record, f *Format) map[string]int {
 	cfg := DefaultPolicy()

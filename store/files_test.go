@@ -51,8 +51,12 @@ func TestEveryFileTheStoreWritesIs0600(t *testing.T) {
 		if m := modeOf(t, DefaultDSN(path)+"-wal"); m != 0o600 {
 			t.Errorf("write-ahead log: mode %v, want -rw-------", m)
 		}
+		// The lock, removed on release, holds its holder's PID meanwhile.
+		if m := modeOf(t, path+".lock"); m != 0o600 {
+			t.Errorf("lock: mode %v, want -rw-------", m)
+		}
 		s.Close()
-		for _, p := range []string{DefaultDSN(path), path + ".lock", filepath.Join(s.DossierDir(), file)} {
+		for _, p := range []string{DefaultDSN(path), filepath.Join(s.DossierDir(), file)} {
 			if m := modeOf(t, p); m != 0o600 {
 				t.Errorf("%s: mode %v, want -rw-------", p, m)
 			}

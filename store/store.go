@@ -12,8 +12,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-
-	"github.com/gofrs/flock"
 )
 
 // ErrLocked means another scan holds the state lock: skip this scan.
@@ -38,7 +36,7 @@ var Notices io.Writer = os.Stderr
 // stages of one scan.
 type Store struct {
 	path     string
-	lock     *flock.Flock
+	lock     *stateLock
 	readOnly bool // dry run: state is read, never written
 
 	db      *DB   // nil: a state not in a database (OpenMemory; a dry run before any database)
@@ -176,22 +174,17 @@ func (s *Store) takeLock() error {
 	if err := refuseSymlink("state path", s.path, stateFix); err != nil {
 		return err
 	}
-	// The lock file is opened without following a link (O_NOFOLLOW): a
-	// planted one would make us create or lock a file elsewhere.
-	s.lock = flock.New(s.path+".lock", flock.SetFlag(os.O_CREATE|os.O_RDONLY|syscall.O_NOFOLLOW))
-	ok, err := s.lock.TryLock()
+	lock, err := acquireLock(s.path + ".lock")
 	if errors.Is(err, syscall.ELOOP) {
-		s.lock = nil
 		return &SymlinkError{"state lock", s.path + ".lock", lockFix}
 	}
-	if err != nil {
-		s.lock = nil
-		return fmt.Errorf("state lock %s.lock: %w", s.path, err)
-	}
-	if !ok {
-		s.lock = nil
+	if errors.Is(err, ErrLocked) {
 		return ErrLocked
 	}
+	if err != nil {
+		return fmt.Errorf("state lock %s.lock: %w", s.path, err)
+	}
+	s.lock = lock
 	return nil
 }
 
@@ -491,9 +484,10 @@ func (s *Store) Close() error {
 	}
 	s.db = nil
 	if s.lock != nil {
-		if lerr := s.lock.Unlock(); err == nil {
+		if lerr := s.lock.release(); err == nil {
 			err = lerr
 		}
+		s.lock = nil
 	}
 	return err
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -312,5 +314,54 @@ func TestEveryFieldRoundTripsOnce(t *testing.T) {
 		if !knownKeys[k] {
 			t.Errorf("key %q of State's own fields is not known", k)
 		}
+	}
+}
+
+// The lock is the-loop's RunLock: held, it holds the holder's PID and a
+// newline; taken over from a holder that died (its PID left behind, longer
+// than ours) it holds ours alone; released, it is gone; and a lock another
+// process holds makes Open skip, its PID readable by LockHolder.
+func TestLockHoldsItsHoldersPIDAsTheLoopsDoes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "self-diagnosis.json")
+	lock := path + ".lock"
+	mine := strconv.Itoa(os.Getpid()) + "\n"
+	if err := os.WriteFile(lock, []byte("4194304999\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for round := 0; round < 2; round++ {
+		s, err := Open(path, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := os.ReadFile(lock); string(b) != mine {
+			t.Errorf("round %d: lock holds %q, want %q", round, b, mine)
+		}
+		if got := LockHolder(path); got != os.Getpid() {
+			t.Errorf("round %d: LockHolder = %d, want %d", round, got, os.Getpid())
+		}
+		s.Close()
+		if _, err := os.Lstat(lock); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("round %d: after Close the lock file is still there (%v)", round, err)
+		}
+	}
+
+	// the-loop's scan holds it: flock on the file, its PID inside.
+	f, err := os.OpenFile(lock, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("31337\n")
+	if _, err := Open(path, false); !errors.Is(err, ErrLocked) {
+		t.Fatalf("Open while the-loop holds the lock = %v, want ErrLocked", err)
+	}
+	if note := LockHolderNote(path); note != " (pid 31337)" {
+		t.Errorf("LockHolderNote = %q, want the holder's PID", note)
+	}
+	if b, _ := os.ReadFile(lock); string(b) != "31337\n" {
+		t.Errorf("a failed Open changed the holder's lock file to %q", b)
 	}
 }

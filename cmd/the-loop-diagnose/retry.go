@@ -131,7 +131,7 @@ func editState(c *commonFlags, what string, fn func(*store.State)) error {
 	}
 	st, err := store.OpenDSN(cfg.StatePath, cfg.Store, false)
 	if errors.Is(err, store.ErrLocked) {
-		return fmt.Errorf("%s: a scan holds %s.lock: try again when it ends", what, cfg.StatePath)
+		return fmt.Errorf("%s: a scan holds %s.lock%s: try again when it ends", what, cfg.StatePath, store.LockHolderNote(cfg.StatePath))
 	}
 	if err != nil {
 		return err

@@ -183,7 +183,7 @@ func (s *scanner) runOnce(hard, soft context.Context) error {
 			st, err = s.state.Open(s.cfg.StatePath)
 		}
 		if errors.Is(err, store.ErrLocked) {
-			s.say(zerolog.WarnLevel, fmt.Sprintf("another scan holds %s.lock: skipping this scan", s.cfg.StatePath))
+			s.say(zerolog.WarnLevel, fmt.Sprintf("another scan holds %s.lock%s: skipping this scan", s.cfg.StatePath, store.LockHolderNote(s.cfg.StatePath)))
 			return nil
 		}
 		if err != nil {

@@ -50,7 +50,7 @@ func TestDedupGroupsAndDecides(t *testing.T) {
 	v := verdicts(got)
 	want := map[string]pipeline.Verdict{"new": pipeline.VerdictNew, "known": pipeline.VerdictKnown,
 		// Failures alone never abandon at dedup: persist abandons on a
-		// failure once they span a day (RetriesExhausted).
+		// failure (RetriesExhausted).
 		"gone": pipeline.VerdictAbandoned, "tired": pipeline.VerdictNew}
 	for fp, w := range want {
 		if v[fp] != w {

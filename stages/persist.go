@@ -375,7 +375,7 @@ func applyStatus(st *store.State, o pipeline.Outcome, now time.Time, maxRetries 
 		// the-loop's fields: stage (agent | post) and attempt (this one's
 		// number); attempts is this tool's older name for the latter.
 		failed := map[string]any{"error": o.Error, "stage": stage, "attempt": st.Attempts[fp], "attempts": st.Attempts[fp]}
-		if RetriesExhausted(st, fp, now, maxRetries) {
+		if RetriesExhausted(st, fp, now, maxRetries, stage) {
 			keepForLater(st, o, now)
 			pending := st.Deferred[fp]
 			// the-loop's shape: its reason names the stage and the count.
@@ -464,17 +464,23 @@ func clearPending(st *store.State, fp string) {
 	delete(st.Answers, fp)
 }
 
-// AbandonAfter is the least time a defect's failures must span before it is
-// abandoned: maxRetries failures within minutes are more likely one bad
-// hour than a defect no agent or GitHub will ever take.
+// AbandonAfter is the least time a defect's post failures must span before
+// it is abandoned: maxRetries rejections within minutes are more likely one
+// bad hour of GitHub's than a defect it will never take.
 const AbandonAfter = 24 * time.Hour
 
 // RetriesExhausted is the one rule for abandoning a defect: maxRetries
-// failures of its own (never an outage's or the setup's), the first of
-// them at least AbandonAfter ago.
-func RetriesExhausted(st *store.State, fp string, now time.Time, maxRetries int) bool {
+// failures of its own (never an outage's or the setup's, which wait
+// uncounted). A failure at stage "agent" (a run whose answer was no
+// finding) counts at once, as the-loop counts it: each one was a paid run,
+// so maxRetries caps the runs. A failure at "post" retries the kept answer
+// at no cost, so it abandons only once the failures span AbandonAfter.
+func RetriesExhausted(st *store.State, fp string, now time.Time, maxRetries int, stage string) bool {
 	if maxRetries <= 0 || st.Attempts[fp] < maxRetries {
 		return false
+	}
+	if stage == "agent" {
+		return true
 	}
 	first, ok := st.FirstFailed[fp]
 	// A state from before FirstFailed was kept: its count alone decides.

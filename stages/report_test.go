@@ -121,10 +121,11 @@ func TestComposePassesFailuresThroughUncomposed(t *testing.T) {
 	}
 }
 
-// A defect is abandoned after maxRetries failures of its own spanning at
-// least a day: three failures within an hour (one bad hour) keep it in the
-// backlog; the next failure a day after the first abandons it, keeping its
-// backlog entry for `retry`.
+// A defect whose agent answers no finding is abandoned at its maxRetries-th
+// failed run, as the-loop abandons it: each was a paid run. Post failures
+// (the kept answer retried, at no cost) abandon only once they span a day:
+// three within an hour (one bad hour of GitHub's) keep it in the backlog.
+// Either way the abandoned defect keeps its backlog entry for `retry`.
 func TestPersistCountsFailuresThenAbandons(t *testing.T) {
 	st := store.NewState()
 	o := pipeline.Outcome{Status: pipeline.StatusFailed, Error: "agent answer is not JSON"}
@@ -139,23 +140,35 @@ func TestPersistCountsFailuresThenAbandons(t *testing.T) {
 		if detected := len(events) == 2 && events[0].Type == "diagnosis.detected"; detected != (i == 1) {
 			t.Fatalf("attempt %d events = %+v", i, events)
 		}
+		if _, gone := st.Abandoned["fp"]; gone != (i == 3) {
+			t.Fatalf("after %d failed agent runs abandoned = %v, want %v", i, gone, i == 3)
+		}
+	}
+	if a := st.Abandoned["fp"]; a.Reason != "agent failed 3 times" || a.Pending == nil || a.Pending.Dossier == "" {
+		t.Fatalf("abandoned entry %+v: want the-loop's reason and the backlog entry kept", a)
+	}
+	if !Retry(st, "fp") || st.Deferred["fp"].Dossier == "" || st.Attempts["fp"] != 0 || len(st.Abandoned) != 0 {
+		t.Fatalf("retry did not bring the defect back: %+v", st)
+	}
+
+	st = store.NewState()
+	o.Error, o.Answer = "POST /issues: 422 Validation Failed", &pipeline.Answer{Title: "t"}
+	for i := 1; i <= 3; i++ {
+		Apply(st, o, now.Add(time.Duration(i)*time.Minute), 3)
 	}
 	if _, ok := st.Abandoned["fp"]; ok || st.Attempts["fp"] != 3 {
-		t.Fatalf("abandoned after 3 failures within minutes: %+v %+v", st.Abandoned, st.Attempts)
+		t.Fatalf("abandoned after 3 post failures within minutes: %+v %+v", st.Abandoned, st.Attempts)
 	}
 	if _, ok := st.Deferred["fp"]; !ok {
 		t.Fatal("a failing defect must stay in the backlog")
 	}
 	Apply(st, o, now.Add(AbandonAfter+time.Minute), 3)
 	a, ok := st.Abandoned["fp"]
-	if !ok {
-		t.Fatalf("not abandoned after failures spanning a day: %+v", st.Attempts)
+	if !ok || a.Reason != "post failed 4 times" {
+		t.Fatalf("not abandoned after post failures spanning a day: %+v %+v", st.Attempts, a)
 	}
 	if _, ok := st.Deferred["fp"]; ok || a.Pending == nil || a.Pending.Dossier == "" {
 		t.Fatalf("an abandoned defect leaves the backlog and keeps its entry for retry: %+v", a)
-	}
-	if !Retry(st, "fp") || st.Deferred["fp"].Dossier == "" || st.Attempts["fp"] != 0 || len(st.Abandoned) != 0 {
-		t.Fatalf("retry did not bring the defect back: %+v", st)
 	}
 }
 

@@ -82,3 +82,63 @@ func TestSwitchedLockFileHoldsTheHoldersPID(t *testing.T) {
 		t.Errorf("%d issues filed, want 1", gh.CountCreates())
 	}
 }
+
+// 3. maxRetries caps the agent runs a defect costs, as in the-loop: each
+// answer that is no finding counts at once, and at the maxRetries-th
+// (the-loop's default 3, or the configured 2) the defect is abandoned with
+// the-loop's reason and the agent never runs for it again, in however many
+// hourly scans. Scans where the agent was down (it exits on the first
+// dossier) count nothing and charge nothing.
+func TestSwitchedMaxRetriesCapsAgentRunsPerDefect(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		extra string
+		runs  int
+	}{
+		{"default", "", 3},
+		{"maxRetries 2", "  maxRetries: 2\n", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gh := newGitHub(t)
+			record := filepath.Join(t.TempDir(), "agent-runs.jsonl")
+			d := newSwitchedDeployment(t, gh, switchOpts{extra: tc.extra,
+				agentEnv: []string{"FAKE_AGENT_RECORD"}, env: []string{"FAKE_AGENT_RECORD=" + record}})
+			d.appendLog(failure(t0, "worker.crashed", "worker crashed on nil config"))
+			scan := func(h int) result {
+				return d.run("run", "--now", t0.Add(time.Duration(h)*time.Hour).Format(time.RFC3339))
+			}
+			d.env = append(d.env, "FAKE_AGENT_MODE=exit") // the agent is down
+			for h := 1; h <= 2; h++ {
+				if res := scan(h); !strings.Contains(res.stderr, "agent") {
+					t.Fatalf("scan %d with the agent down: exit %d\n%s", h, res.code, res.stderr)
+				}
+			}
+			if a := d.stateMap("attempts"); len(a) != 0 || ownEntries(d, "abandoned") != 0 {
+				t.Fatalf("an outage counted: attempts %v, abandoned %s", a, d.readState()["abandoned"])
+			}
+			down := agentRuns(t, record)
+			d.env = append(d.env, "FAKE_AGENT_MODE=prose") // answers, but no finding
+			for h := 3; h <= 8; h++ {
+				scan(h)
+			}
+			if got := agentRuns(t, record) - down; got != tc.runs {
+				t.Errorf("the agent ran %d times for the defect in 6 hourly scans, want %d", got, tc.runs)
+			}
+			own, _ := reportedKinds(d)
+			if len(own) != 0 || gh.CountCreates() != 0 {
+				t.Fatalf("a defect with no finding was filed")
+			}
+			want := "agent failed " + strconv.Itoa(tc.runs) + " times"
+			found := false
+			for _, raw := range d.stateMap("abandoned") {
+				found = found || strings.Contains(string(raw), `"reason":"`+want+`"`) || strings.Contains(string(raw), `"reason": "`+want+`"`)
+			}
+			if !found {
+				t.Errorf("abandoned = %s, want the-loop's reason %q", d.readState()["abandoned"], want)
+			}
+			if n := len(d.events("diagnosis.failed")); n != tc.runs {
+				t.Errorf("%d diagnosis.failed events, want one per failed run (%d)", n, tc.runs)
+			}
+		})
+	}
+}

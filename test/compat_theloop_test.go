@@ -153,7 +153,7 @@ func TestAbandonmentHasTheLoopsShape(t *testing.T) {
 	d := newDeployment(t, newGitHub(t), deployOpts{agentMode: "garbage"})
 	line := failure(t0, "worker.crashed", "worker crashed on nil config at /home/josé/w 12")
 	d.appendLog(line)
-	for _, at := range []time.Duration{time.Hour, 2 * time.Hour, 3 * time.Hour, 26 * time.Hour} {
+	for _, at := range []time.Duration{time.Hour, 2 * time.Hour, 3 * time.Hour} {
 		d.run("run", "--now", t0.Add(at).Format(time.RFC3339))
 	}
 	abandoned := d.stateMap("abandoned")
@@ -165,14 +165,14 @@ func TestAbandonmentHasTheLoopsShape(t *testing.T) {
 		var e map[string]any
 		json.Unmarshal(raw, &e)
 		ts, _ := e["ts"].(string)
-		if e["reason"] != "agent failed 4 times" || e["event"] != "worker.crashed" || !theLoopTS.MatchString(ts) {
+		if e["reason"] != "agent failed 3 times" || e["event"] != "worker.crashed" || !theLoopTS.MatchString(ts) {
 			t.Errorf("abandoned[%s] = %s, want the-loop's shape", fp, raw)
 		}
 		if (fp == v1) != (e["pending"] == nil) {
 			t.Errorf("abandoned[%s]: only this tool's own entry keeps the backlog entry: %s", fp, raw)
 		}
 	}
-	if res := d.run("status"); !strings.Contains(res.stdout, "agent failed 4 times") {
+	if res := d.run("status"); !strings.Contains(res.stdout, "agent failed 3 times") {
 		t.Errorf("status does not show the abandonment:\n%s", res.stdout)
 	}
 	// retry brings it back and forgets the-loop's copy with it.

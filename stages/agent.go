@@ -72,6 +72,9 @@ type AgentConfig struct {
 	// absolute: claude may read it (--add-dir), a command gets it as
 	// {sourcePath}.
 	SourcePath string
+	// SourceVersion is the version of the package at SourcePath, when
+	// known: the prompt names it, as the-loop's names its own.
+	SourceVersion string
 }
 
 // agentRunner diagnoses one dossier. A non-nil error means the context was

@@ -71,7 +71,7 @@ func agentRunProcess(ctx context.Context, cfg AgentConfig, d pipeline.Dossier) (
 			return fail("agent: cannot write cursor's permissions: %v", err)
 		}
 	}
-	prompt := AgentPrompt(d)
+	prompt := cfg.Prompt(d)
 	promptFile := filepath.Join(root, "prompt.md")
 	argv, err := agentArgv(cfg, prompt, promptFile, workDir)
 	if err != nil {

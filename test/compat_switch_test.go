@@ -142,3 +142,109 @@ func TestSwitchedMaxRetriesCapsAgentRunsPerDefect(t *testing.T) {
 		})
 	}
 }
+
+// fakeInstall lays out the-loop installed as pip installs it into a venv:
+// bin/the-loop whose shebang names the venv's python, and the_loop (version
+// 11.2.0) in lib/python3.12/site-packages. With layout false the package is
+// elsewhere (an editable install's checkout) and the python, a stub, answers
+// where; with layout true the stub fails, so only reading the layout finds
+// it. It returns the venv's bin and the_loop's directory.
+func fakeInstall(t *testing.T, layout bool) (bin, pkg string) {
+	t.Helper()
+	venv := filepath.Join(t.TempDir(), "venv")
+	bin = filepath.Join(venv, "bin")
+	pkg = filepath.Join(venv, "lib", "python3.12", "site-packages", "the_loop")
+	stub := "#!/bin/sh\nexit 1\n"
+	if !layout {
+		pkg = filepath.Join(t.TempDir(), "src", "the_loop")
+		stub = "#!/bin/sh\nprintf '%s\\n' " + quote(pkg) + " 11.2.0\n"
+	}
+	writeFile(t, filepath.Join(pkg, "__init__.py"), "\"\"\"the-loop.\"\"\"\n\n__version__ = \"11.2.0\"\n")
+	writeFile(t, filepath.Join(pkg, "core", "poller.py"), "def poll(ledger):\n    if ledger.read_only:\n        raise RuntimeError(\"poll ledger is read-only\")\n    return ledger.next()\n")
+	writeFile(t, filepath.Join(bin, "python3"), stub)
+	writeFile(t, filepath.Join(bin, "the-loop"), "#!"+filepath.Join(bin, "python3")+"\n# -*- coding: utf-8 -*-\nimport sys\nfrom the_loop.cli import main\nif __name__ == \"__main__\":\n    sys.exit(main())\n")
+	for _, f := range []string{"python3", "the-loop"} {
+		if err := os.Chmod(filepath.Join(bin, f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return bin, pkg
+}
+
+// 2. The agent reads the-loop's installed source by default, as the-loop's
+// prompt points its agent at its own package: found from the `the-loop` on
+// PATH (its shebang's python, that venv's site-packages, else the python
+// asked), named with its version in the prompt as the-loop names it, quoted
+// in the dossier's Source section, and said by status. sourcePath
+// overrides it; with no the-loop on PATH status says there is none and why.
+func TestSwitchedAgentReadsTheInstalledSource(t *testing.T) {
+	const sysPath = "PATH=/usr/bin:/bin"
+	trace := "poll failed: Traceback (most recent call last):\n  File \"/opt/loop/venv/lib/python3.12/site-packages/the_loop/core/poller.py\", line 3, in poll\n    raise RuntimeError(\"poll ledger is read-only\")\nRuntimeError: poll ledger is read-only"
+	layoutBin, layoutPkg := fakeInstall(t, true)
+	askedBin, askedPkg := fakeInstall(t, false)
+	override := filepath.Join(t.TempDir(), "checkout", "the_loop")
+	writeFile(t, filepath.Join(override, "__init__.py"), "__version__ = \"11.3.0.dev0\"\n")
+	writeFile(t, filepath.Join(override, "core", "poller.py"), "def poll(ledger):\n    # checkout\n    raise RuntimeError(\"poll ledger is read-only\")\n")
+
+	for _, tc := range []struct {
+		name, path, extra string
+		want, version     string // the source the agent sees ("": none)
+		from              string
+	}{
+		{"venv layout", "PATH=" + layoutBin + ":/usr/bin:/bin", "", layoutPkg, "11.2.0", "installed the-loop: " + filepath.Join(layoutBin, "the-loop")},
+		{"python asked", "PATH=" + askedBin + ":/usr/bin:/bin", "", askedPkg, "11.2.0", "installed the-loop: " + filepath.Join(askedBin, "the-loop")},
+		{"sourcePath overrides", "PATH=" + layoutBin + ":/usr/bin:/bin", "  sourcePath: " + quote(override) + "\n", override, "11.3.0.dev0", "selfDiagnosis.sourcePath"},
+		{"not installed", sysPath, "", "", "", "no the-loop on PATH"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gh := newGitHub(t)
+			record := filepath.Join(t.TempDir(), "agent-runs.jsonl")
+			d := newSwitchedDeployment(t, gh, switchOpts{extra: tc.extra,
+				agentEnv: []string{"FAKE_AGENT_RECORD"}, env: []string{"FAKE_AGENT_RECORD=" + record, tc.path}})
+			d.appendLog(failure(t0, "poll.failed", trace))
+
+			st := d.run("status")
+			line := ""
+			for _, l := range strings.Split(st.stdout, "\n") {
+				if strings.HasPrefix(l, "agent source: ") {
+					line = l
+				}
+			}
+			if tc.want == "" {
+				if !strings.HasPrefix(line, "agent source: none (no the-loop on PATH") || !strings.Contains(line, "selfDiagnosis.sourcePath") {
+					t.Errorf("status says %q, want none and how to set one", line)
+				}
+			} else if want := "agent source: " + tc.want + " (the-loop " + tc.version + ", " + tc.from; !strings.HasPrefix(line, want) {
+				t.Errorf("status says %q, want it to start %q", line, want)
+			}
+
+			if res := d.run("run", "--now", t0.Add(time.Hour).Format(time.RFC3339)); res.code != 0 {
+				t.Fatalf("run: exit %d\n%s", res.code, res.stderr)
+			}
+			b, err := os.ReadFile(record)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prompt := string(b)
+			named := "the-loop version: " + tc.version + ". Its installed source is at: " + tc.want
+			if tc.want == "" {
+				if strings.Contains(prompt, "Its installed source is at") {
+					t.Errorf("the prompt names a source although none was found")
+				}
+				return
+			}
+			if !strings.Contains(prompt, quoteInner(named)) || !strings.Contains(prompt, "Read that source to find the root cause") {
+				t.Errorf("the prompt does not name the source as the-loop's does (%q)", named)
+			}
+			if !strings.Contains(prompt, "core/poller.py:3") {
+				t.Errorf("the dossier's Source section does not quote the frame's line")
+			}
+			if body := gh.Issues()[0].Body; !strings.Contains(body, "core/poller.py:3") || strings.Contains(body, tc.want) {
+				t.Errorf("the body should quote core/poller.py:3, relative, never the local path:\n%s", body)
+			}
+		})
+	}
+}
+
+// quoteInner is s as it appears inside a JSON string.
+func quoteInner(s string) string { q := quote(s); return q[1 : len(q)-1] }

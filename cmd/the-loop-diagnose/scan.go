@@ -83,18 +83,20 @@ func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, 
 	if s.progress != nil {
 		running = s.progress.running
 	}
-	if cfg.SourcePath != "" {
-		if s.source, err = stages.NewSourceFinder(cfg.SourcePath); err != nil {
+	src := resolveAgentSource(cfg)
+	if src.Path != "" {
+		s.source, err = stages.NewSourceFinder(src.Path)
+		if err != nil && cfg.SourcePath != "" {
 			return nil, &ConfigError{File: "config", Key: "selfDiagnosis.sourcePath", Err: err}
 		}
 	}
-	sourcePath := ""
+	sourcePath, sourceVersion := "", ""
 	if s.source != nil {
-		sourcePath = s.source.Root()
+		sourcePath, sourceVersion = s.source.Root(), src.Version
 	}
 	s.agent, err = stages.NewAgent(stages.AgentConfig{
-		SourcePath: sourcePath,
-		Harness:    cfg.Harness, Command: cfg.Command, Model: cfg.Model,
+		SourcePath: sourcePath, SourceVersion: sourceVersion,
+		Harness: cfg.Harness, Command: cfg.Command, Model: cfg.Model,
 		Timeout: cfg.Timeout, Parallel: cfg.AgentParallel, Env: cfg.AgentEnv, Log: log, Scrub: red.Scrub,
 		Endpoint: cfg.Endpoint, APIKeyEnv: cfg.APIKeyEnv,
 		PricePerMillionInput: cfg.PricePerMillionInput, PricePerMillionOutput: cfg.PricePerMillionOutput,

@@ -63,6 +63,7 @@ func cmdStatus(args []string, io stdio) error {
 		fmt.Fprintf(w, "warning: issue #%d by @%s carries the marker of %s; ignored (not a trusted author)\n", f.Number, f.Login, f.Fingerprint)
 	}
 	fmt.Fprintf(w, "issues filed in the last 24 h: %d of %d; agent diagnoses: %d of %d\n", used, cfg.MaxIssuesPerDay, diagnosed, cfg.MaxDiagnosesPerDay)
+	fmt.Fprintf(w, "agent source: %s\n", resolveAgentSource(cfg))
 	if day, all := st.CostSince(t.Add(-stages.Window)), st.CostTotal; all.Runs > 0 {
 		capped := ""
 		if cfg.MaxAgentCostPerDay > 0 {
@@ -164,6 +165,9 @@ func statusReport(cfg Config, st *store.State, exists bool, t time.Time, x statu
 		"window": map[string]any{"issues_used": st.PostedSince(t.Add(-stages.Window)), "issues_max": cfg.MaxIssuesPerDay,
 			"diagnoses_used": store.CountSince(st.Diagnosed, t.Add(-stages.Window)), "diagnoses_max": cfg.MaxDiagnosesPerDay, "hours": stages.Window.Hours()},
 		"cursor": st.Cursor,
+		// The source tree the agent is told to read (sourcePath, else the
+		// installed the-loop's package).
+		"agent_source": resolveAgentSource(cfg),
 		// Issues by strangers carrying a fingerprint marker, ignored.
 		"foreign_markers": append([]store.ForeignMarker{}, st.ForeignMarkers...),
 	}

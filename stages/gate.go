@@ -15,6 +15,10 @@ type GateConfig struct {
 	Now             func() time.Time
 	MaxIssuesPerDay int
 	Confidence      float64 // agent verdicts settle at or above this
+	// Preview (a dry run) lets every finding through to be shown, marking
+	// those the cap would hold back with Reason CapReason: an operator
+	// deciding to opt in sees every diagnosis the scan made.
+	Preview bool
 }
 
 // CapReason is why the daily issue cap held a defect back, in the-loop's
@@ -40,6 +44,8 @@ func NewGate(cfg GateConfig) pipeline.Stage[pipeline.Finding, pipeline.Finding] 
 					f.Verdict, f.Reason, f.Settle = pipeline.VerdictSettled, settle.Reason, settle
 				case budget > 0:
 					budget--
+				case cfg.Preview:
+					f.Reason = CapReason
 				default:
 					f.Verdict, f.Reason = pipeline.VerdictDeferred, CapReason
 				}

@@ -17,6 +17,8 @@ import (
 //
 //	<body>
 //
+// ("--- would file on <repo> (held back: daily issue cap reached; ...) ---"
+// for a defect the cap would defer: the dry run shows it all the same),
 // and, for a defect the agent could not diagnose, the dossier it was given:
 //
 //	--- would diagnose (agent unavailable: <reason>) ---
@@ -45,7 +47,11 @@ func NewPrint(w io.Writer) pipeline.Stage[pipeline.Report, pipeline.Outcome] {
 		if repo == "" {
 			repo = "(selfDiagnosis.repo not set)"
 		}
-		_, err := fmt.Fprintf(w, "--- would file on %s ---\n%s\n\n%s\n", repo, r.Title, r.Body)
+		held := ""
+		if r.Reason == CapReason { // the gate's preview: over today's cap
+			held = " (held back: " + CapReason + "; filed by a later scan)"
+		}
+		_, err := fmt.Fprintf(w, "--- would file on %s%s ---\n%s\n\n%s\n", repo, held, r.Title, r.Body)
 		return pipeline.Outcome{Report: r, Status: pipeline.StatusDryRun}, true, err
 	})
 }

@@ -248,3 +248,37 @@ func TestSwitchedAgentReadsTheInstalledSource(t *testing.T) {
 
 // quoteInner is s as it appears inside a JSON string.
 func quoteInner(s string) string { q := quote(s); return q[1 : len(q)-1] }
+
+// 4. A dry run previews everything it diagnosed: with maxIssuesPerDay 1
+// and 8 defects it shows the body of each of the 5 it diagnosed
+// (maxDiagnosesPerScan), says which 4 the daily cap would hold back, and
+// files, charges and writes nothing. the-loop's dry run shows each
+// diagnosis whatever the cap.
+func TestSwitchedDryRunPreviewsEveryDiagnosis(t *testing.T) {
+	gh := newGitHub(t)
+	d := newSwitchedDeployment(t, gh, switchOpts{theLoopOpts: theLoopOpts{maxPerDay: 1}})
+	for i := range 8 {
+		d.appendLog(failure(t0.Add(time.Duration(i)*time.Minute), "worker.crashed"+strconv.Itoa(i), "worker "+strings.Repeat("x", i+1)+" crashed on a nil config"))
+	}
+	res := d.run("run", "--dry-run", "--now", t0.Add(time.Hour).Format(time.RFC3339))
+	if res.code != 0 {
+		t.Fatalf("dry run: exit %d\n%s", res.code, res.stderr)
+	}
+	shown := strings.Count(res.stdout, "--- would file on acme/widgets")
+	held := strings.Count(res.stdout, "--- would file on acme/widgets (held back: daily issue cap reached")
+	if shown != 5 || held != 4 {
+		t.Errorf("the dry run showed %d bodies, %d marked held back by the cap; want 5 and 4:\n%s", shown, held, res.stdout)
+	}
+	if n := strings.Count(res.stdout, "## Root cause"); n != 5 {
+		t.Errorf("%d bodies printed whole, want 5", n)
+	}
+	if gh.CountCreates() != 0 {
+		t.Errorf("a dry run filed %d issues", gh.CountCreates())
+	}
+	if _, err := os.Stat(d.state); !os.IsNotExist(err) {
+		t.Errorf("a dry run wrote the state (%v)", err)
+	}
+	if n := strings.Count(res.stdout, "— diagnosis budget reached"); n != 3 {
+		t.Errorf("%d defects said to wait for the diagnosis budget, want the 3 not diagnosed:\n%s", n, res.stdout)
+	}
+}

@@ -149,7 +149,7 @@ func (s *scanner) newDossier(st *store.Store) pipeline.Stage[pipeline.Group, pip
 }
 
 func (s *scanner) gate(st *store.Store) stages.GateConfig {
-	return stages.GateConfig{Store: st, Now: s.now, MaxIssuesPerDay: s.cfg.MaxIssuesPerDay, Confidence: s.cfg.Triage.Confidence}
+	return stages.GateConfig{Store: st, Now: s.now, MaxIssuesPerDay: s.cfg.MaxIssuesPerDay, Confidence: s.cfg.Triage.Confidence, Preview: s.dryRun}
 }
 
 func (s *scanner) newCompose() pipeline.Stage[pipeline.Finding, pipeline.Report] {

@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/the-loop/the-loop-diagnose/fingerprint"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
@@ -91,7 +90,7 @@ func Compose(f pipeline.Finding, cfg ComposeConfig) (title, body string) {
 		}
 		b.WriteString("\n" + public(ev) + "\n")
 	}
-	b.WriteString(redact.Defang(composeEvidence(f, cfg, ids), cfg.Keywords))
+	b.WriteString(redact.Defang(composeEvidence(f), cfg.Keywords))
 	b.WriteString("\n## Environment\n\n")
 	b.WriteString(redact.Defang(composeEnvironment(f, cfg.Version), cfg.Keywords))
 	tool := "the-loop-diagnose"
@@ -108,84 +107,16 @@ func Compose(f pipeline.Finding, cfg ComposeConfig) (title, body string) {
 // loses the end of it first (postFitBody).
 const EvidenceHeading = "## Evidence\n"
 
-// Evidence bounds.
+// Environment bounds.
 const (
-	composeMaxSamples     = 3  // sample records quoted
-	composeMaxValues      = 8  // distinct values shown per field
-	composeMaxValueChars  = 60 // one value shown in the distinct-values list
 	composeMaxVersions    = 8
 	composeVersionMaxChar = 40
 )
 
-// composeEvidence renders the evidence from the group's records; a group
-// that holds none (a backlog defect filed from state) quotes its saved
-// dossier instead.
-func composeEvidence(f pipeline.Finding, cfg ComposeConfig, ids redact.RecordIdentity) string {
-	g := f.Group
-	if len(g.Samples) == 0 {
-		return "\n" + f.Markdown
-	}
-	s := cfg.Scrubber
-	var b strings.Builder
-	// Occurrences.
-	fmt.Fprintf(&b, "\n- Occurrences: %d", g.Count)
-	if g.Retries > 0 {
-		fmt.Fprintf(&b, " (%d marked will_retry)", g.Retries)
-	}
-	b.WriteString("\n")
-	if !g.FirstSeen.IsZero() {
-		fmt.Fprintf(&b, "- First seen: %s\n- Last seen: %s\n", g.FirstSeen.UTC().Format(time.RFC3339), g.LastSeen.UTC().Format(time.RFC3339))
-		if span := g.LastSeen.Sub(g.FirstSeen); span >= time.Minute && g.Count > 1 {
-			fmt.Fprintf(&b, "- Rate: %.1f per hour\n", float64(g.Count)/span.Hours())
-		}
-	}
-	if g.FirstLine > 0 {
-		fmt.Fprintf(&b, "- Log lines: %d to %d\n", g.FirstLine, g.LastLine)
-	}
-	fmt.Fprintf(&b, "- Fingerprint: `%s`\n", g.Fingerprint)
-	// Distinct values of each allow-listed field, over every occurrence.
-	var values strings.Builder
-	for _, k := range TallyFields {
-		if ft := g.Tally.Fields[k]; ft != nil && k != "version" {
-			if line := composeDistinct(ft, s, ids); line != "" {
-				values.WriteString("- " + k + ": " + line + "\n")
-			}
-		}
-	}
-	if values.Len() > 0 {
-		b.WriteString("\nValues seen" + composeTallyScope(g) + ":\n\n")
-		b.WriteString(values.String())
-	}
-	// The error, as text with its own line breaks.
-	newest := g.Samples[len(g.Samples)-1]
-	if e := newest.Str("error"); strings.TrimSpace(e) != "" {
-		text := capRunes(s.ScrubRecord(redact.Normalize(e), ids.Union(RecordIdentity(newest.Record))), MaxErrorChars)
-		b.WriteString("\nError (newest occurrence):\n\n" + redact.Fence(strings.TrimRight(text, "\n")))
-	}
-	// A few sample records, newest first, their error shown above.
-	n := min(composeMaxSamples, len(g.Samples))
-	w := newRecordWriter(s)
-	var records []string
-	for i := len(g.Samples) - 1; i >= len(g.Samples)-n; i-- {
-		r := g.Samples[i].Record
-		var fields pipeline.Fields
-		for _, fl := range r.Fields {
-			if fl.Key != "error" {
-				fields = append(fields, fl)
-			}
-		}
-		// The identity comes from the whole record: its error is dropped
-		// here, its other fields still say whose it is.
-		r.Fields = fields
-		records = append(records, w.record(r))
-	}
-	fmt.Fprintf(&b, "\nSample records (%d of %d, allow-listed fields, newest first):\n\n", n, g.Count)
-	b.WriteString(redact.Fence(strings.Join(records, "\n")))
-	// The source lines the evidence points at, when the dossier found them.
-	if i := strings.Index(f.Markdown, SourceHeading); i >= 0 {
-		b.WriteString("\n" + f.Markdown[i:])
-	}
-	return b.String()
+// composeEvidence is the dossier, whole: the text the agent was given is
+// the text the issue shows (the-loop's boundary), the Source section too.
+func composeEvidence(f pipeline.Finding) string {
+	return "\n" + strings.TrimLeft(f.Markdown, "\n")
 }
 
 // composeDistinct lists a field's distinct values with their counts, most

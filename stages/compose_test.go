@@ -28,7 +28,7 @@ func TestComposeLeavesNothingLive(t *testing.T) {
 	}
 	g.Event = "agent.gave_up` @octocat <img src=x> `"
 	g.Template = hostileProse
-	d := pipeline.Dossier{Group: g, Markdown: BuildDossier(g, testScrubber, DefaultDossierBytes), Environment: Environment("1.0")}
+	d := pipeline.Dossier{Group: g, Markdown: BuildDossier(g, testScrubber, DossierMaxChars), Environment: Environment("1.0")}
 	conf := 0.99
 	f := pipeline.Finding{Dossier: d, Answer: &pipeline.Answer{
 		Title: hostileProse, Summary: hostileProse, RootCause: hostileProse, SuggestedFix: hostileProse,
@@ -59,7 +59,7 @@ func TestComposeLeavesNothingLive(t *testing.T) {
 func TestDossierShowsOnlyNamesInline(t *testing.T) {
 	g := sampleGroup()
 	g.Event = "poll.failed` **bold** [x](https://e.example) `"
-	md := BuildDossier(g, testScrubber, DefaultDossierBytes)
+	md := BuildDossier(g, testScrubber, DossierMaxChars)
 	if strings.Contains(md, "- Event: `poll.failed`") {
 		t.Fatalf("an event name with a backtick broke out of its code span:\n%s", md)
 	}
@@ -67,7 +67,7 @@ func TestDossierShowsOnlyNamesInline(t *testing.T) {
 		t.Fatalf("an event that is not a name is not fenced:\n%s", md)
 	}
 	g.Event = "poll.comment_failed"
-	if md := BuildDossier(g, testScrubber, DefaultDossierBytes); !strings.Contains(md, "- Event: `poll.comment_failed`") {
+	if md := BuildDossier(g, testScrubber, DossierMaxChars); !strings.Contains(md, "- Event: `poll.comment_failed`") {
 		t.Fatalf("a plain event name is not shown inline:\n%s", md)
 	}
 }

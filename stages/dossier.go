@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/the-loop/the-loop-diagnose/logread"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
@@ -21,17 +22,28 @@ import (
 // maps its own onto, and the-loop's safe ones.
 var DossierFields = logread.DossierFields
 
-// Dossier size limits.
+// What of the log leaves the machine, for the agent and for the issue
+// alike: one dossier, built once, quoted whole in the prompt and as the
+// body's Evidence, so the model provider never reads more of the log than
+// the public does (the-loop's boundary, and its limits: DOSSIER_MAX_CHARS,
+// ERROR_MAX_CHARS). Raise them together here if a diagnosis needs more.
 const (
-	DefaultDossierBytes = 12 << 10 // whole records section
-	MaxErrorChars       = 2000     // one record's error text
+	DossierMaxChars = 6000 // the evidence, the Source section aside (SourceSectionBytes)
+	MaxErrorChars   = 800  // the error text quoted, and any one record
+)
+
+// Evidence bounds within DossierMaxChars.
+const (
+	dossierMaxSamples    = 3  // sample records quoted
+	composeMaxValues     = 8  // distinct values shown per field
+	composeMaxValueChars = 60 // one value shown in the distinct-values list
 )
 
 // DossierConfig configures the dossier stage.
 type DossierConfig struct {
 	Scrubber    *redact.Redactor
 	ToolVersion string
-	MaxBytes    int
+	MaxChars    int // the evidence's bound; 0: DossierMaxChars
 	// Load reads a backlog defect's saved dossier (store.LoadDossier).
 	Load func(name string) (string, error)
 	Now  func() time.Time // default time.Now
@@ -43,8 +55,8 @@ type DossierConfig struct {
 // NewDossier builds the scrubbed, allow-listed report of each group that
 // still needs work; other groups pass through with an empty dossier.
 func NewDossier(cfg DossierConfig) pipeline.Stage[pipeline.Group, pipeline.Dossier] {
-	if cfg.MaxBytes <= 0 {
-		cfg.MaxBytes = DefaultDossierBytes
+	if cfg.MaxChars <= 0 {
+		cfg.MaxChars = DossierMaxChars
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -65,7 +77,7 @@ func NewDossier(cfg DossierConfig) pipeline.Stage[pipeline.Group, pipeline.Dossi
 				md, err := cfg.Load(g.DossierFile)
 				if err != nil {
 					// Filed all the same, with what the state still knows.
-					md = BuildDossier(g, cfg.Scrubber, cfg.MaxBytes) + "\n_(the saved dossier could not be read: " + cfg.Scrubber.Scrub(err.Error()) + ")_\n"
+					md = BuildDossier(g, cfg.Scrubber, cfg.MaxChars) + "\n_(the saved dossier could not be read: " + cfg.Scrubber.Scrub(err.Error()) + ")_\n"
 				}
 				d.Markdown = md
 				return d, true, nil
@@ -88,7 +100,7 @@ func NewDossier(cfg DossierConfig) pipeline.Stage[pipeline.Group, pipeline.Dossi
 				return d, true, nil
 			}
 		}
-		d.Markdown = BuildDossier(g, cfg.Scrubber, cfg.MaxBytes)
+		d.Markdown = BuildDossier(g, cfg.Scrubber, cfg.MaxChars)
 		if len(g.Samples) > 0 {
 			if sec := cfg.Source.Section(g, cfg.Scrubber); sec != "" {
 				d.Markdown += "\n" + sec
@@ -104,46 +116,99 @@ func Environment(toolVersion string) string {
 	return fmt.Sprintf("- the-loop-diagnose %s\n- Go %s\n- OS %s/%s\n", toolVersion, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
 
-// BuildDossier renders a group as markdown: a summary, the masked template
-// and the allow-listed records, newest first, within maxBytes.
-func BuildDossier(g pipeline.Group, s *redact.Redactor, maxBytes int) string {
+// BuildDossier renders a group's evidence as markdown within maxChars: the
+// occurrences, the distinct values of the allow-listed fields over every
+// occurrence, the newest error as text, and a few sample records, newest
+// first. Over maxChars it quotes fewer samples, then leaves the values out.
+// A backlog group without records is its saved dossier.
+func BuildDossier(g pipeline.Group, s *redact.Redactor, maxChars int) string {
 	if len(g.Samples) == 0 && g.CachedDossier != "" {
 		return g.CachedDossier
 	}
+	ids := GroupIdentity(g)
+	var md string
+	for _, fit := range []struct {
+		samples int
+		values  bool
+	}{{3, true}, {2, true}, {1, true}, {1, false}, {0, false}} {
+		md = dossierEvidence(g, s, ids, min(fit.samples, dossierMaxSamples), fit.values)
+		if utf8.RuneCountInString(md) <= maxChars {
+			break
+		}
+	}
+	return md
+}
+
+// dossierEvidence renders the evidence with at most samples sample records
+// and, when values, the values seen.
+func dossierEvidence(g pipeline.Group, s *redact.Redactor, ids redact.RecordIdentity, samples int, values bool) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "- Fingerprint: `%s`\n", g.Fingerprint)
 	if event := s.Scrub(g.Event); redact.IsName(event) {
 		fmt.Fprintf(&b, "- Event: `%s`\n", event)
 	} else {
 		// A backtick or markup would break out of an inline span.
-		b.WriteString("- Event:\n\n" + redact.Fence(event) + "\n")
+		b.WriteString("- Event:\n\n" + redact.Fence(event) + "\n\n")
 	}
-	fmt.Fprintf(&b, "- Occurrences: %d (%d will be retried)\n", g.Count, g.Retries)
+	fmt.Fprintf(&b, "- Occurrences: %d", g.Count)
+	if g.Retries > 0 {
+		fmt.Fprintf(&b, " (%d marked will_retry)", g.Retries)
+	}
+	b.WriteString("\n")
 	if !g.FirstSeen.IsZero() {
-		fmt.Fprintf(&b, "- First seen: %s, last seen: %s\n", g.FirstSeen.UTC().Format(time.RFC3339), g.LastSeen.UTC().Format(time.RFC3339))
+		fmt.Fprintf(&b, "- First seen: %s\n- Last seen: %s\n", g.FirstSeen.UTC().Format(time.RFC3339), g.LastSeen.UTC().Format(time.RFC3339))
+		if span := g.LastSeen.Sub(g.FirstSeen); span >= time.Minute && g.Count > 1 {
+			fmt.Fprintf(&b, "- Rate: %.1f per hour\n", float64(g.Count)/span.Hours())
+		}
 	}
 	if g.FirstLine > 0 {
 		fmt.Fprintf(&b, "- Log lines: %d to %d\n", g.FirstLine, g.LastLine)
 	}
-	b.WriteString("\nNormalized error:\n\n")
-	// The template is what the group's records share: none of their
-	// identities may show through it.
-	b.WriteString(redact.Fence(s.ScrubRecord(g.Template, GroupIdentity(g))))
-	b.WriteString("\n\nRecords (allow-listed fields, newest first):\n\n")
-	var records []string
-	used := 0
-	w := newRecordWriter(s)
-	for i := len(g.Samples) - 1; i >= 0; i-- {
-		line := w.record(g.Samples[i].Record)
-		if used+len(line) > maxBytes && len(records) > 0 {
-			records = append(records, fmt.Sprintf("... %d older records omitted to fit the size cap", i+1))
-			break
+	fmt.Fprintf(&b, "- Fingerprint: `%s`\n", g.Fingerprint)
+	// Distinct values of each allow-listed field, over every occurrence.
+	var vals strings.Builder
+	for _, k := range TallyFields {
+		if ft := g.Tally.Fields[k]; ft != nil && k != "version" {
+			if line := composeDistinct(ft, s, ids); line != "" {
+				vals.WriteString("- " + k + ": " + line + "\n")
+			}
 		}
-		records = append(records, line)
-		used += len(line)
 	}
-	b.WriteString(redact.Fence(strings.Join(records, "\n")))
-	b.WriteString("\n")
+	if vals.Len() > 0 && values {
+		b.WriteString("\nValues seen" + composeTallyScope(g) + ":\n\n")
+		b.WriteString(vals.String())
+	}
+	if len(g.Samples) == 0 {
+		return b.String()
+	}
+	// The error, as text with its own line breaks.
+	newest := g.Samples[len(g.Samples)-1]
+	if e := newest.Str("error"); strings.TrimSpace(e) != "" {
+		// Cut after scrubbing: a cut must not stop a rule.
+		text := capRunes(s.ScrubRecord(redact.Normalize(e), ids.Union(RecordIdentity(newest.Record))), MaxErrorChars)
+		b.WriteString("\nError (newest occurrence):\n\n" + redact.Fence(strings.TrimRight(text, "\n")) + "\n")
+	}
+	// A few sample records, newest first, their error shown above.
+	n := min(samples, len(g.Samples))
+	if n == 0 {
+		return b.String()
+	}
+	w := newRecordWriter(s)
+	var records []string
+	for i := len(g.Samples) - 1; i >= len(g.Samples)-n; i-- {
+		r := g.Samples[i].Record
+		var fields pipeline.Fields
+		for _, fl := range r.Fields {
+			if fl.Key != "error" {
+				fields = append(fields, fl)
+			}
+		}
+		// The identity comes from the whole record: its error is dropped
+		// here, its other fields still say whose it is.
+		r.Fields = fields
+		records = append(records, capRunes(w.record(r), MaxErrorChars))
+	}
+	fmt.Fprintf(&b, "\nSample records (%d of %d, allow-listed fields, newest first):\n\n", n, g.Count)
+	b.WriteString(redact.Fence(strings.Join(records, "\n")) + "\n")
 	return b.String()
 }
 

@@ -22,7 +22,7 @@ func TestDossierMasksTheRecordsIdentityInItsErrorAndTemplate(t *testing.T) {
 			f.Set("tmux_target", c.tmux+":0.0")
 			f.Set("error", fmt.Sprintf("gh issue view %s --repo %s/%s failed: HTTP 404 (tmux %s:0.0)", c.num, c.owner, c.repo, c.tmux))
 		}
-		md := BuildDossier(g, testScrubber, DefaultDossierBytes)
+		md := BuildDossier(g, testScrubber, DossierMaxChars)
 		for _, leak := range []string{c.owner, c.repo, c.tmux, "view " + c.num} {
 			if strings.Contains(md, leak) {
 				t.Errorf("case %d: dossier leaks %q:\n%s", i, leak, md)

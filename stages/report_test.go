@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/the-loop/the-loop-diagnose/fakes/eventlog"
 	"github.com/the-loop/the-loop-diagnose/logread"
@@ -32,7 +33,7 @@ func sampleGroup() pipeline.Group {
 }
 
 func TestDossierHoldsOnlyAllowListedScrubbedFields(t *testing.T) {
-	md := BuildDossier(sampleGroup(), testScrubber, DefaultDossierBytes)
+	md := BuildDossier(sampleGroup(), testScrubber, DossierMaxChars)
 	for _, leak := range []string{"secret-project", "d-123", "hunter2", "alice", "work_item", "cwd", "delivery_id"} {
 		if strings.Contains(md, leak) {
 			t.Errorf("dossier leaks %q:\n%s", leak, md)
@@ -48,34 +49,38 @@ func TestDossierHoldsOnlyAllowListedScrubbedFields(t *testing.T) {
 	}
 }
 
+// Over its cap the dossier quotes fewer sample records, saying how many of
+// how many; the error is cut at MaxErrorChars with a note.
 func TestDossierStaysWithinItsSizeCap(t *testing.T) {
 	g := sampleGroup()
 	for i := range g.Samples {
 		g.Samples[i].Fields.Set("error", strings.Repeat("e", 5000))
+		g.Samples[i].Fields.Set("source", strings.Repeat("s", 300))
 	}
-	md := BuildDossier(g, testScrubber, 3000)
-	if !strings.Contains(md, "older records omitted") {
-		t.Fatalf("no note about omitted records:\n%s", md)
+	full := BuildDossier(g, testScrubber, DossierMaxChars)
+	md := BuildDossier(g, testScrubber, 1500)
+	if n := utf8.RuneCountInString(md); n > 1500 || n >= utf8.RuneCountInString(full) {
+		t.Fatalf("dossier of %d characters for a cap of 1500 (uncapped %d):\n%s", n, utf8.RuneCountInString(full), md)
 	}
-	if strings.Count(md, `"line":`) != 1 {
-		t.Fatalf("want only the newest record within the cap")
+	if !strings.Contains(full, "Sample records (3 of 3") || !strings.Contains(md, "Sample records (1 of 3") {
+		t.Fatalf("want 3 samples uncapped and the newest only within the cap:\n%s", md)
 	}
-	if !strings.Contains(md, "more characters cut") {
-		t.Fatal("long error text not capped with a note")
+	if !strings.Contains(md, "[... 4200 more characters cut]") {
+		t.Fatal("long error text not cut at MaxErrorChars with a note")
 	}
 }
 
 func TestDossierFenceCannotBeClosedByTheError(t *testing.T) {
 	g := sampleGroup()
 	g.Samples[2].Fields.Set("error", "```\n## Injected heading\n```")
-	md := BuildDossier(g, testScrubber, DefaultDossierBytes)
+	md := BuildDossier(g, testScrubber, DossierMaxChars)
 	if strings.Contains(md, "\n## Injected heading") && !strings.Contains(md, "````") {
 		t.Fatalf("backticks in an error broke out of the fence:\n%s", md)
 	}
 }
 
 func composeFinding(a pipeline.Answer) pipeline.Finding {
-	d := pipeline.Dossier{Group: sampleGroup(), Markdown: BuildDossier(sampleGroup(), testScrubber, DefaultDossierBytes), Environment: Environment("1.0")}
+	d := pipeline.Dossier{Group: sampleGroup(), Markdown: BuildDossier(sampleGroup(), testScrubber, DossierMaxChars), Environment: Environment("1.0")}
 	return pipeline.Finding{Dossier: d, Answer: &a}
 }
 

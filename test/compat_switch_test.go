@@ -1,12 +1,15 @@
 package test
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	fakegh "github.com/the-loop/the-loop-diagnose/fakes/github"
 )
@@ -280,5 +283,55 @@ func TestSwitchedDryRunPreviewsEveryDiagnosis(t *testing.T) {
 	}
 	if n := strings.Count(res.stdout, "— diagnosis budget reached"); n != 3 {
 		t.Errorf("%d defects said to wait for the diagnosis budget, want the 3 not diagnosed:\n%s", n, res.stdout)
+	}
+}
+
+// 5. The prompt sees no more of the log than the issue: the dossier quoted
+// in the prompt is the body's Evidence section, exactly, and within
+// the-loop's limits: the error cut at 800 characters, the dossier at most
+// 6,000, however long and many the records.
+func TestSwitchedPromptSeesNoMoreThanTheIssue(t *testing.T) {
+	gh := newGitHub(t)
+	record := filepath.Join(t.TempDir(), "agent-runs.jsonl")
+	d := newSwitchedDeployment(t, gh, switchOpts{agentEnv: []string{"FAKE_AGENT_RECORD"}, env: []string{"FAKE_AGENT_RECORD=" + record}})
+	long := "worker crashed on nil config: " + strings.Repeat("the ledger row was empty and ", 180)
+	for i := range 20 {
+		d.appendLog(failure(t0.Add(time.Duration(i)*time.Minute), "worker.crashed", long,
+			"harness", "claude-"+strconv.Itoa(i%4), "source", strings.Repeat("webhook-", 40)+strconv.Itoa(i)))
+	}
+	if res := d.run("run", "--now", t0.Add(time.Hour).Format(time.RFC3339)); res.code != 0 || len(gh.Issues()) != 1 {
+		t.Fatalf("run: exit %d, %d issues\n%s", res.code, len(gh.Issues()), res.stderr)
+	}
+	b, err := os.ReadFile(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct {
+		Prompt string `json:"prompt"`
+	}
+	if err := json.Unmarshal(b, &rec); err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(rec.Prompt, "\nBEGIN DOSSIER-DATA-")
+	_, rest, _ = strings.Cut(rest, "\n")
+	dossier, _, ok := strings.Cut(rest, "\nEND DOSSIER-DATA-")
+	if !ok {
+		t.Fatalf("no dossier quoted in the prompt:\n%s", rec.Prompt)
+	}
+	_, ev, _ := strings.Cut(gh.Issues()[0].Body, "## Evidence\n")
+	ev, _, _ = strings.Cut(ev, "\n## Environment")
+	// Before it, the agent's own verdict: not the log's.
+	if i := strings.Index(ev, "- Event: "); i >= 0 {
+		ev = ev[i:]
+	}
+	if strings.TrimSpace(ev) != strings.TrimSpace(dossier) {
+		t.Errorf("the prompt's dossier is not the body's Evidence:\n--- prompt\n%s\n--- body\n%s", dossier, ev)
+	}
+	if n := utf8.RuneCountInString(dossier); n > 6000 {
+		t.Errorf("the dossier is %d characters, over the-loop's 6,000", n)
+	}
+	cut := fmt.Sprintf("[... %d more characters cut]", utf8.RuneCountInString(long)-800)
+	if !strings.Contains(dossier, cut) || strings.Count(dossier, "the ledger row was empty") > 800/len("the ledger row was empty and ")+1 {
+		t.Errorf("the error is not cut at 800 characters (want %q)", cut)
 	}
 }

@@ -106,8 +106,9 @@ func lookPathIn(name, path string) string {
 }
 
 // pipLongShebang is pip's trampoline for an interpreter path too long for a
-// shebang: "#!/bin/sh", then a line running exec on the interpreter.
-var pipLongShebang = regexp.MustCompile(`^'''exec' ['"]?([^'"\s]+)['"]? "\$0" "\$@"`)
+// shebang or holding a space: "#!/bin/sh", then a line running exec on the
+// interpreter, quoted.
+var pipLongShebang = regexp.MustCompile(`^'''exec' (?:'([^']+)'|"([^"]+)"|(\S+)) "\$0" "\$@"`)
 
 // scriptInterpreter is the python an entry script runs: its shebang's
 // program, `env`'s argument looked up on path, or pip's trampoline's.
@@ -135,7 +136,7 @@ func scriptInterpreter(script, path string) string {
 		if m == nil {
 			return ""
 		}
-		prog = m[1]
+		prog = m[1] + m[2] + m[3] // the one that matched
 	}
 	if !strings.HasPrefix(filepath.Base(prog), "python") || !filepath.IsAbs(prog) {
 		return ""

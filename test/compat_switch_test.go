@@ -330,6 +330,8 @@ func TestSwitchedPromptSeesNoMoreThanTheIssue(t *testing.T) {
 	if n := utf8.RuneCountInString(dossier); n > 6000 {
 		t.Errorf("the dossier is %d characters, over the-loop's 6,000", n)
 	}
+	t.Logf("the prompt's dossier: %d characters, equal to the body's Evidence; the error %d characters, cut at 800",
+		utf8.RuneCountInString(dossier), utf8.RuneCountInString(long))
 	cut := fmt.Sprintf("[... %d more characters cut]", utf8.RuneCountInString(long)-800)
 	if !strings.Contains(dossier, cut) || strings.Count(dossier, "the ledger row was empty") > 800/len("the ledger row was empty and ")+1 {
 		t.Errorf("the error is not cut at 800 characters (want %q)", cut)

@@ -440,6 +440,9 @@ func keepForLater(st *store.State, o pipeline.Outcome, now time.Time) (already b
 			d.Since = now
 		}
 	}
+	if d.Waited.IsZero() {
+		d.Waited = now
+	}
 	d.LastSeen, d.Event, d.Template = o.LastSeen, o.Event, o.Template
 	if o.Count > d.Count {
 		d.Count = o.Count

@@ -261,7 +261,9 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time
 	}
 	// Only now, with every outcome committed, may the cursor move past the
 	// records read. A pipe has none (nil keeps the stored one).
-	if err := stages.FinishScan(st, src.Cursor(&stats), s.incidents, sum, s.now(), s.cfg.Retention); err != nil {
+	keep := s.cfg.Retention
+	keep.PerDay = s.cfg.MaxIssuesPerDay
+	if err := stages.FinishScan(st, src.Cursor(&stats), s.incidents, sum, s.now(), keep); err != nil {
 		return sum, err
 	}
 	sum.Lines, sum.Corrupt = stats.Lines.Load(), stats.Corrupt.Load()

@@ -94,7 +94,7 @@ func cmdStatus(args []string, io stdio) error {
 		}
 	}
 	for _, b := range pruned {
-		fmt.Fprintf(w, "  (and %d older %s defects, %d occurrences %s to %s, left the backlog after %d days unseen)\n",
+		fmt.Fprintf(w, "  (and %d older %s defects, %d occurrences %s to %s, left the backlog after waiting %d days unseen)\n",
 			b.Defects, b.Event, b.Occurrences, b.First.Format(time.RFC3339), b.Last.Format(time.RFC3339), cfg.Retention.BacklogDays)
 	}
 	fmt.Fprintf(w, "\nsettled by the machine, not filed (%d; %d settlements in the ledger of the last 90 days, status --json shows them):\n", len(st.Settled), len(ledger))

@@ -109,10 +109,9 @@ const (
 // only mean the repository or token is wrong (list and create issues).
 type ghFailure struct {
 	kind ghKind
-	wait time.Duration // for ghRateLimited
-	// quota: the primary rate limit, which GitHub enforces before doing
-	// anything (a secondary limit or a 429 may come after the work).
-	quota  bool
+	// wait is for ghRateLimited: any rate limit, primary or secondary, is
+	// GitHub refusing the request without acting on it.
+	wait   time.Duration
 	status int
 	setup  *SetupError
 }
@@ -124,7 +123,7 @@ func ghClassify(err error, repo string, repoLevel bool, secondaryWait time.Durat
 		if ra, ok := ghRetryAfter(rl.Response); ok {
 			wait = ra
 		}
-		return ghFailure{kind: ghRateLimited, wait: max(wait, 0), status: http.StatusForbidden, quota: true}
+		return ghFailure{kind: ghRateLimited, wait: max(wait, 0), status: http.StatusForbidden}
 	}
 	var ab *github.AbuseRateLimitError
 	if errors.As(err, &ab) {

@@ -176,7 +176,8 @@ type OutageError struct{ Reason string }
 func (e *OutageError) Error() string { return e.Reason }
 
 // postInDoubt is a create that was sent and failed in a way that leaves
-// its outcome unknown (a timeout, a lost connection, a 5xx, a rate limit).
+// its outcome unknown (a timeout, a lost connection, a 5xx); a rate limit
+// is a refusal, not a doubt.
 type postInDoubt struct{ err error }
 
 func (e *postInDoubt) Error() string { return e.err.Error() }
@@ -1213,7 +1214,10 @@ func (p *poster) do(ctx context.Context, c ghCall, fn func(context.Context) erro
 			return ctx.Err()
 		}
 		f := ghClassify(err, p.cfg.Repo, c.repoLevel, p.cfg.SecondaryWait)
-		if c.once && (f.kind == ghTransient || f.kind == ghRateLimited && !f.quota) {
+		// A rate limit, primary or secondary, is GitHub refusing: it did
+		// not act, so the create is sent again after the wait it asks for.
+		// Only an outcome really unknown (no answer, a 5xx) is in doubt.
+		if c.once && f.kind == ghTransient {
 			return &postInDoubt{err: fmt.Errorf("%s: %w", c.what, err)}
 		}
 		switch f.kind {

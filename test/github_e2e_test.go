@@ -3,6 +3,7 @@ package test
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,7 +16,6 @@ import (
 	"time"
 
 	fakegh "github.com/the-loop/the-loop-diagnose/fakes/github"
-	"github.com/the-loop/the-loop-diagnose/stages"
 )
 
 var markerRE = regexp.MustCompile(`<!-- the-loop-diagnose fingerprint:(\S+) -->`)
@@ -461,26 +461,46 @@ func TestClosedAsNotPlannedIsRespected(t *testing.T) {
 	}
 }
 
-// A secondary rate limit on a create may come after GitHub did the work:
-// the create is never sent again blind. The scan waits, the defect stays
-// pending uncharged, and a later scan that still finds nothing listed,
-// after the settle time, files it once.
-func TestASecondaryRateLimitOnACreateIsNeverRepeatedBlind(t *testing.T) {
-	gh := newGitHub(t)
-	gh.Inject(fakegh.RouteCreateIssue, fakegh.SecondaryRateLimit(time.Second))
-	d := newDeployment(t, gh, deployOpts{})
-	d.appendLog(killDefects()[0])
-	res := d.run("run")
-	if res.code != 1 || gh.CountCreates() != 0 || !strings.Contains(res.stderr, "waiting for GitHub") {
-		t.Fatalf("exit %d, %d issues, want 1 and a wait\n%s", res.code, gh.CountCreates(), res.stderr)
-	}
-	if len(d.stateMap("attempts")) != 0 || len(d.stateMap("deferred")) != 1 {
-		t.Fatalf("the defect must wait uncharged: attempts %s deferred %s", d.readState()["attempts"], d.readState()["deferred"])
-	}
-	res = d.run("run", "--now", time.Now().Add(stages.DefaultPostCreateSettle+time.Minute).UTC().Format(time.RFC3339))
-	if res.code != 0 || gh.CountCreates() != 1 || len(gh.RequestsTo(fakegh.RouteCreateIssue)) != 2 {
-		t.Fatalf("exit %d, %d issues, %d creates\n%s", res.code, gh.CountCreates(), len(gh.RequestsTo(fakegh.RouteCreateIssue)), res.stderr)
-	}
+// A secondary rate limit on a create is GitHub refusing: it did nothing,
+// so nothing is in doubt. A wait the scan may sleep through (maxWaitSeconds)
+// is slept and the create sent again; a longer one defers the rest of the
+// scan, and the next scan after the wait files the log's three defects,
+// each once.
+func TestASecondaryRateLimitOnACreateIsARefusalNotADoubt(t *testing.T) {
+	t.Run("longer than the scan waits", func(t *testing.T) {
+		gh := newGitHub(t)
+		gh.Inject(fakegh.RouteCreateIssue, fakegh.SecondaryRateLimitAs(http.StatusTooManyRequests, 2*time.Second, -1))
+		d := newDeployment(t, gh, deployOpts{extra: "  maxWaitSeconds: 1\n"})
+		d.appendLog(killDefects()...)
+		res := d.run("run")
+		if res.code != 0 || gh.CountCreates() != 0 || len(gh.RequestsTo(fakegh.RouteCreateIssue)) != 1 || !strings.Contains(res.stderr, "rate limit") {
+			t.Fatalf("exit %d, %d issues, %d creates, want 0, 0, 1 and the rate limit named\n%s", res.code, gh.CountCreates(), len(gh.RequestsTo(fakegh.RouteCreateIssue)), res.stderr)
+		}
+		if strings.Contains(string(d.readState()["intents"]), "in_doubt") || strings.Contains(res.stderr, "in doubt") {
+			t.Fatalf("a refused create is in doubt: %s\n%s", d.readState()["intents"], res.stderr)
+		}
+		if len(d.stateMap("attempts")) != 0 || len(d.stateMap("deferred")) != 3 {
+			t.Fatalf("the defects must wait uncharged: attempts %s deferred %s", d.readState()["attempts"], d.readState()["deferred"])
+		}
+		time.Sleep(2 * time.Second) // the wait GitHub asked for
+		res = d.run("run")
+		if res.code != 0 || gh.CountCreates() != 3 || len(gh.RequestsTo(fakegh.RouteCreateIssue)) != 4 {
+			t.Fatalf("after the wait: exit %d, %d issues, %d creates, want 0, 3, 4\n%s", res.code, gh.CountCreates(), len(gh.RequestsTo(fakegh.RouteCreateIssue)), res.stderr)
+		}
+		if res := d.run("run"); res.code != 0 || len(gh.Issues()) != 3 || len(d.stateMap("deferred")) != 0 {
+			t.Fatalf("a third scan: exit %d, %d issues, deferred %s", res.code, len(gh.Issues()), d.readState()["deferred"])
+		}
+	})
+	t.Run("within the scan's wait", func(t *testing.T) {
+		gh := newGitHub(t)
+		gh.Inject(fakegh.RouteCreateIssue, fakegh.SecondaryRateLimit(time.Second))
+		d := newDeployment(t, gh, deployOpts{})
+		d.appendLog(killDefects()...)
+		res := d.run("run")
+		if res.code != 0 || gh.CountCreates() != 3 || len(gh.RequestsTo(fakegh.RouteCreateIssue)) != 4 {
+			t.Fatalf("exit %d, %d issues, %d creates, want 0, 3, 4\n%s", res.code, gh.CountCreates(), len(gh.RequestsTo(fakegh.RouteCreateIssue)), res.stderr)
+		}
+	})
 }
 
 func TestPrimaryRateLimitDefersTheScanWithoutChargingAnyDefect(t *testing.T) {

@@ -507,7 +507,9 @@ func Retry(st *store.State, fp string) bool {
 	delete(st.Failures, fp)
 	delete(st.FirstFailed, fp)
 	if a.Pending != nil {
-		st.Deferred[fp] = *a.Pending
+		d := *a.Pending
+		d.Waited = time.Time{} // waits afresh from the retry (the next scan's clock)
+		st.Deferred[fp] = d
 	}
 	return true
 }

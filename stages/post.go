@@ -844,7 +844,16 @@ func (p *poster) create(ctx context.Context, o *pipeline.Outcome) error {
 		})
 		created, answered = is, err == nil
 		return err
-	}, nil)
+	}, func(ctx context.Context) (bool, error) {
+		// Before a create refused by a rate limit is sent again: GitHub
+		// says it did nothing, and one listing makes sure.
+		is, err := p.lookup(ctx, fps, true)
+		if is != nil && p.mine(is) {
+			created, answered = is, false
+			return true, nil
+		}
+		return false, err
+	})
 	var doubt *postInDoubt
 	if errors.As(err, &doubt) {
 		// GitHub may have applied it: never sent again this scan. A later
@@ -1176,7 +1185,8 @@ type ghCall struct {
 // (exponentially, with jitter) and retry up to Retries times, running
 // reconcile first when given (done=true ends the call as a success), then
 // end the scan's use of GitHub (OutageError); rate limits wait up to
-// MaxWait, uncounted, or defer; the rest return. A once call that fails
+// MaxWait, uncounted (a create then runs reconcile before it is sent
+// again), or defer; the rest return. A once call that fails
 // in a way that leaves its outcome unknown returns postInDoubt at once.
 func (p *poster) do(ctx context.Context, c ghCall, fn func(context.Context) error, reconcile func(context.Context) (bool, error)) error {
 	// The scan's GitHub check runs before its first request, whichever it
@@ -1185,9 +1195,9 @@ func (p *poster) do(ctx context.Context, c ghCall, fn func(context.Context) erro
 		return err
 	}
 	retries, rateWaits := 0, 0
-	inDoubt := false
+	lookFirst := false // run reconcile before the next attempt
 	for {
-		if inDoubt && reconcile != nil {
+		if lookFirst && reconcile != nil {
 			done, err := reconcile(ctx)
 			if err != nil {
 				return err
@@ -1232,12 +1242,14 @@ func (p *poster) do(ctx context.Context, c ghCall, fn func(context.Context) erro
 			if err := p.sleep(ctx, f.wait); err != nil {
 				return err
 			}
+			lookFirst = c.once // a create is looked for before it is sent again
+
 		case ghTransient:
 			if retries >= p.cfg.Retries {
 				return &OutageError{Reason: fmt.Sprintf("%s: %v (gave up after %d attempts)", c.what, err, retries+1)}
 			}
 			retries++
-			inDoubt = c.write
+			lookFirst = c.write
 			backoff := p.cfg.BackoffBase << (retries - 1)
 			backoff = backoff/2 + rand.N(backoff/2+1)
 			p.cfg.Log.Debug().Err(err).Dur("backoff", backoff).Str("call", c.what).Msg("GitHub call failed; retrying")

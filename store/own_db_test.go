@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/the-loop/the-loop-diagnose/store/pgtest"
 )
 
 func reportOne(t *testing.T, s *Store, fp string) {
@@ -101,5 +103,50 @@ func TestASharedDatabaseIsTakenOverOrRefused(t *testing.T) {
 	s.Close()
 	if st, err := Load(b); err != nil || st.Reported.Has("v3:a-defect") {
 		t.Fatalf("b.json afresh: %v, or it sees a.json's defect", err)
+	}
+}
+
+// On PostgreSQL each state path has its own deployment key, named after it
+// (a.scope); the older one-per-directory key is taken over by the state
+// path whose state it imported, and refused to another that used it.
+func TestEachStatePathHasItsOwnDeploymentKeyOnPostgres(t *testing.T) {
+	dsn := pgtest.Start(t)
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json")
+	s := openOrFail(t, a, dsn)
+	reportOne(t, s, "v3:a-defect")
+	s.Close()
+	if !exists(filepath.Join(dir, "a.scope")) || exists(filepath.Join(dir, ScopeFile)) {
+		t.Fatal("a.json's key is not a.scope")
+	}
+	// As an older release left it: the directory's one key, which b.json's
+	// scans used too.
+	if err := os.Rename(filepath.Join(dir, "a.scope"), filepath.Join(dir, ScopeFile)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(b+".lock", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var se *SharedStoreError
+	if _, err := OpenDSN(b, dsn, false); !errors.As(err, &se) || !strings.Contains(err.Error(), "a.json") {
+		t.Fatalf("b.json on the shared key: %v, want it refused naming a.json", err)
+	}
+	s = openOrFail(t, a, dsn)
+	s.Close()
+	if !exists(filepath.Join(dir, "a.scope")) || exists(filepath.Join(dir, ScopeFile)) {
+		t.Fatal("a.json did not take its key over")
+	}
+	if st, err := LoadDSN(a, dsn); err != nil || !st.Reported.Has("v3:a-defect") {
+		t.Fatalf("a.json lost its state in the takeover: %v", err)
+	}
+	// Told to start afresh, b.json has a key of its own (what it shares
+	// with a.json on one database is the fleet's: reported, the cap).
+	os.Remove(b + ".lock")
+	s = openOrFail(t, b, dsn)
+	s.Close()
+	ka, _ := readScope(filepath.Join(dir, "a.scope"))
+	kb, _ := readScope(filepath.Join(dir, "b.scope"))
+	if ka == "" || kb == "" || ka == kb {
+		t.Fatalf("keys a %q, b %q: want two", ka, kb)
 	}
 }

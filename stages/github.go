@@ -246,6 +246,9 @@ type SetupCheck struct {
 	Fix     string `json:"fix,omitempty"`
 }
 
+// GitHubSetupChecks name CheckGitHubSetup's checks, in order.
+var GitHubSetupChecks = []string{"token", "repository", "create issues", "label"}
+
 // CheckGitHubSetup checks, filing nothing, what filing needs: the token is
 // accepted (and whose it is), repo exists with issues enabled, the token
 // may create issues there, and label exists or may be created. May the
@@ -266,10 +269,9 @@ func CheckGitHubSetup(ctx context.Context, c *github.Client, repo, label string)
 		}
 		return SetupCheck{Name: name, Detail: err.Error(), Fix: "see GitHub's message above"}
 	}
-	names := []string{"token", "repository", "create issues", "label"}
 	var out []SetupCheck
 	rest := func(why string) []SetupCheck {
-		for _, n := range names[len(out):] {
+		for _, n := range GitHubSetupChecks[len(out):] {
 			out = append(out, SetupCheck{Name: n, Skipped: true, Detail: "not checked: " + why})
 		}
 		return out

@@ -26,6 +26,7 @@ func TestDoctorNamesWhatIsWrongAndFilesNothing(t *testing.T) {
 		{name: "a working setup", code: 0},
 		{name: "--no-agent skips the probe", opts: deployOpts{agentMode: "garbage"}, args: []string{"--no-agent"}, code: 0},
 		{name: "a rejected token", env: []string{"GH_TOKEN=revoked-token"}, code: 1, failing: "FAIL  token          the GitHub token was rejected (Bad credentials)"},
+		{name: "no token", env: []string{"GH_TOKEN="}, code: 1, failing: "FAIL  token"},
 		{name: "issues disabled", gh: fakegh.Options{IssuesDisabled: true}, code: 1, failing: "FAIL  repository     issues are disabled for acme/widgets"},
 		{name: "a token that may not create issues", env: []string{"GH_TOKEN=reader-token"}, code: 1, fails: 2, // nor may it create the label
 			failing: "FAIL  create issues  the token may not create issues in acme/widgets"},

@@ -170,8 +170,12 @@ func doctorGitHub(ctx context.Context, cfg Config) []stages.SetupCheck {
 	apiURL, env := githubTarget(os.Getenv, cfg.APIURL)
 	client, err := stages.NewGitHubClientWithTransport(apiURL, env, hostGuard(apiURL, nil))
 	if err != nil {
-		return []stages.SetupCheck{{Name: "token", Detail: err.Error(),
+		out := []stages.SetupCheck{{Name: "token", Detail: err.Error(),
 			Fix: "set GH_TOKEN or GITHUB_TOKEN (GH_ENTERPRISE_TOKEN on an Enterprise host) to a token that may create issues in " + cfg.Repo}}
+		for _, name := range stages.GitHubSetupChecks[1:] {
+			out = append(out, stages.SetupCheck{Name: name, Skipped: true, Detail: "not checked: no token"})
+		}
+		return out
 	}
 	return stages.CheckGitHubSetup(ctx, client, cfg.Repo, cfg.Label)
 }

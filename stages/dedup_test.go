@@ -133,7 +133,7 @@ func TestFloodOfOneEventTypeCannotStarveAnother(t *testing.T) {
 		t.Fatalf("the lone defect of another type was deferred behind a flood")
 	}
 	if got["flood-0"] != pipeline.VerdictNew || got["flood-1"] != pipeline.VerdictNew || got["flood-2"] != pipeline.VerdictDeferred {
-		t.Fatalf("flood order not oldest first: %v", got)
+		t.Fatalf("flood order (equal counts, no times) not first line first: %v", got)
 	}
 }
 

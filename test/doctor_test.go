@@ -20,10 +20,13 @@ func TestDoctorNamesWhatIsWrongAndFilesNothing(t *testing.T) {
 		env     []string
 		args    []string
 		code    int
-		failing string // the check that fails, with what it says
+		failing string // the check that fails (or passes), with what it says
 		fails   int    // checks that fail (default: code)
 	}{
 		{name: "a working setup", code: 0},
+		{name: "the probe's cost is shown", opts: deployOpts{agentMode: "valid",
+			harness: "command\n  command: [" + quote(fakeAgent) + `, --prompt-file, "{promptFile}", --output-format, json]`},
+			code: 0, failing: "ok    agent probe    harness command answered valid JSON in"},
 		{name: "--no-agent skips the probe", opts: deployOpts{agentMode: "garbage"}, args: []string{"--no-agent"}, code: 0},
 		{name: "a rejected token", env: []string{"GH_TOKEN=revoked-token"}, code: 1, failing: "FAIL  token          the GitHub token was rejected (Bad credentials)"},
 		{name: "no token", env: []string{"GH_TOKEN="}, code: 1, failing: "FAIL  token"},
@@ -46,12 +49,16 @@ func TestDoctorNamesWhatIsWrongAndFilesNothing(t *testing.T) {
 			if res.code != tc.code {
 				t.Fatalf("exit %d, want %d\n%s%s", res.code, tc.code, res.stdout, res.stderr)
 			}
+			if tc.name == "the probe's cost is shown" && !strings.Contains(res.stdout, "(cost $0.0421, 6500 tokens in, 450 out)") {
+				t.Fatalf("the probe's cost is not shown:\n%s", res.stdout)
+			}
 			if tc.failing != "" && !strings.Contains(res.stdout, tc.failing) {
 				t.Fatalf("doctor does not say %q:\n%s", tc.failing, res.stdout)
 			}
 			if tc.code == 0 && !strings.Contains(res.stdout, "every check passed") {
 				t.Fatalf("a working setup:\n%s", res.stdout)
 			}
+			t.Logf("doctor %v: exit %d\n%s", tc.args, res.code, res.stdout)
 			if n := strings.Count(res.stdout, "FAIL"); n != max(tc.fails, tc.code) {
 				t.Fatalf("%d failing checks, want %d:\n%s", n, max(tc.fails, tc.code), res.stdout)
 			}

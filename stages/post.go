@@ -151,6 +151,9 @@ type poster struct {
 	labelWarned  bool
 	lastWrite    time.Time
 	deferReason  string // set once a rate limit defers the rest of the scan
+	// resumeChecked: the wait an earlier scan's rate limit asked for
+	// (State.GitHubResume) was looked at.
+	resumeChecked bool
 	// wait is set once GitHub is found unusable (5xx, the network, a
 	// create in doubt): the rest of the scan asks it nothing more.
 	wait *pipeline.Wait
@@ -163,8 +166,12 @@ type poster struct {
 	scanned map[string]bool
 }
 
-// postDeferral is a rate limit longer than MaxWait.
-type postDeferral struct{ reason string }
+// postDeferral is a rate limit longer than MaxWait (or the daily cap).
+// until is when GitHub asked to be left alone until (zero: the cap).
+type postDeferral struct {
+	reason string
+	until  time.Time
+}
 
 func (e *postDeferral) Error() string { return e.reason }
 
@@ -184,6 +191,16 @@ func (e *postInDoubt) Error() string { return e.err.Error() }
 func (e *postInDoubt) Unwrap() error { return e.err }
 
 func (p *poster) handle(ctx context.Context, r pipeline.Report) (pipeline.Outcome, error) {
+	if !p.resumeChecked {
+		// GitHub asked an earlier scan to wait: this one waits too.
+		p.resumeChecked = true
+		var resume time.Time
+		p.cfg.Store.View(func(st *store.State) { resume = st.GitHubResume })
+		if p.cfg.Now().Before(resume) && p.deferReason == "" {
+			p.deferReason = "GitHub rate limit: asked to wait until " + resume.UTC().Format(time.RFC3339)
+			p.cfg.Log.Warn().Msg(p.deferReason + "; deferring this scan's filing")
+		}
+	}
 	o, settled := Settle(r)
 	if settled {
 		if r.Verdict == pipeline.VerdictKnown && o.Status == pipeline.StatusKnown && p.deferReason == "" && p.wait == nil {
@@ -241,6 +258,14 @@ func (p *poster) finish(o pipeline.Outcome, err error, lenient bool) (pipeline.O
 		return o, nil
 	case errors.As(err, &deferral):
 		p.deferReason = deferral.reason
+		if until := deferral.until; !until.IsZero() {
+			// Kept (the scan's last write): a scan before then asks GitHub nothing.
+			p.cfg.Store.Mutate(func(st *store.State) {
+				if until.After(st.GitHubResume) {
+					st.GitHubResume = until
+				}
+			})
+		}
 		p.cfg.Log.Warn().Str("fingerprint", o.Fingerprint).Msg(deferral.reason + "; deferring the rest of this scan")
 		if !lenient {
 			o.Status, o.Reason = pipeline.StatusDeferred, deferral.reason
@@ -1235,7 +1260,8 @@ func (p *poster) do(ctx context.Context, c ghCall, fn func(context.Context) erro
 			return f.setup
 		case ghRateLimited:
 			if f.wait > p.cfg.MaxWait || rateWaits >= postMaxRateWaits {
-				return &postDeferral{reason: fmt.Sprintf("GitHub rate limit: retry after %s", f.wait.Round(time.Second))}
+				return &postDeferral{reason: fmt.Sprintf("GitHub rate limit: retry after %s", f.wait.Round(time.Second)),
+					until: p.cfg.Now().Add(f.wait)}
 			}
 			rateWaits++
 			p.cfg.Log.Info().Dur("wait", f.wait).Str("call", c.what).Msg("GitHub rate limit: waiting")

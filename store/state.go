@@ -281,6 +281,9 @@ type State struct {
 	// created: who the token files as when GET /user is not allowed (a
 	// GitHub App), so the next scan still recognises its own issues.
 	IssueLogin string `json:"issue_login,omitempty"`
+	// GitHubResume is when GitHub, rate limiting a request, asked to be
+	// left alone until: the scans before it send nothing.
+	GitHubResume time.Time `json:"github_resume,omitzero"`
 
 	extra map[string]json.RawMessage
 	// olderReported answers HoldsOlderVersions for Reported with one query

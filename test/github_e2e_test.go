@@ -469,10 +469,11 @@ func TestClosedAsNotPlannedIsRespected(t *testing.T) {
 func TestASecondaryRateLimitOnACreateIsARefusalNotADoubt(t *testing.T) {
 	t.Run("longer than the scan waits", func(t *testing.T) {
 		gh := newGitHub(t)
-		gh.Inject(fakegh.RouteCreateIssue, fakegh.SecondaryRateLimitAs(http.StatusTooManyRequests, 2*time.Second, -1))
+		gh.Inject(fakegh.RouteCreateIssue, fakegh.SecondaryRateLimitAs(http.StatusTooManyRequests, 30*time.Second, -1))
 		d := newDeployment(t, gh, deployOpts{extra: "  maxWaitSeconds: 1\n"})
 		d.appendLog(killDefects()...)
-		res := d.run("run")
+		at := t0.Add(time.Hour) // the tool's clock, moved with --now
+		res := d.run("run", "--now", at.Format(time.RFC3339))
 		if res.code != 0 || gh.CountCreates() != 0 || len(gh.RequestsTo(fakegh.RouteCreateIssue)) != 1 || !strings.Contains(res.stderr, "rate limit") {
 			t.Fatalf("exit %d, %d issues, %d creates, want 0, 0, 1 and the rate limit named\n%s", res.code, gh.CountCreates(), len(gh.RequestsTo(fakegh.RouteCreateIssue)), res.stderr)
 		}
@@ -482,13 +483,19 @@ func TestASecondaryRateLimitOnACreateIsARefusalNotADoubt(t *testing.T) {
 		if len(d.stateMap("attempts")) != 0 || len(d.stateMap("deferred")) != 3 {
 			t.Fatalf("the defects must wait uncharged: attempts %s deferred %s", d.readState()["attempts"], d.readState()["deferred"])
 		}
-		time.Sleep(2 * time.Second) // the wait GitHub asked for
-		res = d.run("run")
+		// A scan within the 30 s GitHub asked for sends it nothing.
+		asked := len(gh.Requests())
+		res = d.run("run", "--now", at.Add(10*time.Second).Format(time.RFC3339))
+		if res.code != 0 || len(gh.Requests()) != asked || gh.CountCreates() != 0 || !strings.Contains(res.stderr, "asked to wait until") {
+			t.Fatalf("a scan within the wait: exit %d, %d requests to GitHub, %d issues\n%s", res.code, len(gh.Requests())-asked, gh.CountCreates(), res.stderr)
+		}
+		// The next scan after the wait files the three, once each.
+		res = d.run("run", "--now", at.Add(time.Minute).Format(time.RFC3339))
 		if res.code != 0 || gh.CountCreates() != 3 || len(gh.RequestsTo(fakegh.RouteCreateIssue)) != 4 {
 			t.Fatalf("after the wait: exit %d, %d issues, %d creates, want 0, 3, 4\n%s", res.code, gh.CountCreates(), len(gh.RequestsTo(fakegh.RouteCreateIssue)), res.stderr)
 		}
-		if res := d.run("run"); res.code != 0 || len(gh.Issues()) != 3 || len(d.stateMap("deferred")) != 0 {
-			t.Fatalf("a third scan: exit %d, %d issues, deferred %s", res.code, len(gh.Issues()), d.readState()["deferred"])
+		if res := d.run("run", "--now", at.Add(2*time.Minute).Format(time.RFC3339)); res.code != 0 || len(gh.Issues()) != 3 || len(d.stateMap("deferred")) != 0 {
+			t.Fatalf("a fourth scan: exit %d, %d issues, deferred %s", res.code, len(gh.Issues()), d.readState()["deferred"])
 		}
 	})
 	t.Run("within the scan's wait", func(t *testing.T) {
@@ -524,8 +531,8 @@ func TestPrimaryRateLimitDefersTheScanWithoutChargingAnyDefect(t *testing.T) {
 	if !strings.Contains(res.stderr, "rate limit") {
 		t.Fatalf("stderr does not say why nothing was filed:\n%s", res.stderr)
 	}
-	// The quota is back: the deferred defects are filed, once each.
-	if res := d.run("run"); res.code != 0 || gh.CountCreates() != 3 {
+	// The quota is back at its reset: the deferred defects are filed, once each.
+	if res := d.run("run", "--now", time.Now().Add(2*time.Hour+time.Minute).UTC().Format(time.RFC3339)); res.code != 0 || gh.CountCreates() != 3 {
 		t.Fatalf("after the reset: exit %d, %d issues\n%s", res.code, gh.CountCreates(), res.stderr)
 	}
 	if a := d.stateMap("attempts"); len(a) != 0 {

@@ -2,11 +2,14 @@ package test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
 	fakegh "github.com/the-loop/the-loop-diagnose/fakes/github"
+	"github.com/the-loop/the-loop-diagnose/store/pgtest"
 )
 
 // doctor checks a setup end to end and files nothing: each broken setup
@@ -113,5 +116,25 @@ func TestDoctorJSONAndConfigErrors(t *testing.T) {
 	os.WriteFile(d.config, append(cfg, []byte("  maxIssuesPerDya: 3\n")...), 0o644)
 	if res := d.run("doctor"); res.code != 2 || !strings.Contains(res.stderr, "maxIssuesPerDya") {
 		t.Fatalf("a config error: exit %d, want 2 naming the key\n%s", res.code, res.stderr)
+	}
+}
+
+// On PostgreSQL the store check opens the database, writes nothing that
+// stays, and names its schema version; an unreachable one fails with its
+// fix.
+func TestDoctorChecksAPostgreSQLStore(t *testing.T) {
+	url := pgtest.Start(t)
+	gh := newGitHub(t)
+	d := newDeployment(t, gh, deployOpts{extra: fmt.Sprintf("  store: %s\n", quote(url))})
+	d.appendLog(info(t0, "job.completed"))
+	res := d.run("doctor", "--no-agent")
+	if res.code != 0 || !regexp.MustCompile(`ok    store +postgres \S+ opens and is writable \(schema version \d+\)`).MatchString(res.stdout) {
+		t.Fatalf("exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	dead := newDeployment(t, gh, deployOpts{extra: "  store: \"postgres://nobody@127.0.0.1:1/none?connect_timeout=2\"\n"})
+	dead.appendLog(info(t0, "job.completed"))
+	res = dead.run("doctor", "--no-agent")
+	if res.code != 1 || !strings.Contains(res.stdout, "FAIL  store") || !strings.Contains(res.stdout, "fix: ") {
+		t.Fatalf("an unreachable store: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
 }

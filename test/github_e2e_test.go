@@ -483,6 +483,9 @@ func TestASecondaryRateLimitOnACreateIsARefusalNotADoubt(t *testing.T) {
 		if len(d.stateMap("attempts")) != 0 || len(d.stateMap("deferred")) != 3 {
 			t.Fatalf("the defects must wait uncharged: attempts %s deferred %s", d.readState()["attempts"], d.readState()["deferred"])
 		}
+		if st := d.run("status", "--now", at.Add(5*time.Second).Format(time.RFC3339)); !strings.Contains(st.stdout, "GitHub rate limit: it asked to be left alone until") {
+			t.Fatalf("status does not say GitHub asked to wait:\n%s", st.stdout)
+		}
 		// A scan within the 30 s GitHub asked for sends it nothing.
 		asked := len(gh.Requests())
 		res = d.run("run", "--now", at.Add(10*time.Second).Format(time.RFC3339))

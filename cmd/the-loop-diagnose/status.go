@@ -76,6 +76,9 @@ func cmdStatus(args []string, io stdio) error {
 		fmt.Fprintf(w, "%s (since %s, %d scans, the last at %s): its defects wait, nothing is charged\n",
 			(&pipeline.Wait{For: what, Reason: o.Reason}).String(), o.Since.Format(time.RFC3339), o.Scans, o.Last.Format(time.RFC3339))
 	}
+	if t.Before(st.GitHubResume) {
+		fmt.Fprintf(w, "GitHub rate limit: it asked to be left alone until %s; scans before then file nothing\n", st.GitHubResume.Format(time.RFC3339))
+	}
 	fmt.Fprintf(w, "\nreported (%d):\n", st.Reported.Len())
 	for _, fp := range store.Fingerprints(st.Reported.All()) {
 		r := st.Reported.At(fp)

@@ -1269,7 +1269,6 @@ func (p *poster) do(ctx context.Context, c ghCall, fn func(context.Context) erro
 				return err
 			}
 			lookFirst = c.once // a create is looked for before it is sent again
-
 		case ghTransient:
 			if retries >= p.cfg.Retries {
 				return &OutageError{Reason: fmt.Sprintf("%s: %v (gave up after %d attempts)", c.what, err, retries+1)}

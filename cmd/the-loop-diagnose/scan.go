@@ -269,7 +269,7 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time
 	// Only now, with every outcome committed, may the cursor move past the
 	// records read. A pipe has none (nil keeps the stored one).
 	keep := s.cfg.Retention
-	keep.PerDay = s.cfg.MaxIssuesPerDay
+	keep.PerDay = s.cfg.MaxIssuesPerDay // the backlog may wait as long as the cap needs to drain it
 	if err := stages.FinishScan(st, src.Cursor(&stats), s.incidents, sum, s.now(), keep); err != nil {
 		return sum, err
 	}

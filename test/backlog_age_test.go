@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	fakegh "github.com/the-loop/the-loop-diagnose/fakes/github"
 )
 
 // historyLog is a log going back four months: 36 defects across three
@@ -80,4 +82,28 @@ func TestAFourMonthLogIsFiledAtTheCapsPaceAndNothingIsPruned(t *testing.T) {
 		t.Fatalf("%d creates, %d still waiting, want %d creates and none", gh.CountCreates(), waiting, defects)
 	}
 	t.Logf("four-month log, %d lines: %d defects filed in %d daily scans, 0 pruned", len(lines), defects, days)
+}
+
+// After an outage, defects whose records are older than backlogDays have
+// only just begun waiting: none leaves the backlog, the scan after the
+// outage files them all.
+func TestDefectsWithOldRecordsOutliveAnOutage(t *testing.T) {
+	gh := newGitHub(t)
+	d := newDeployment(t, gh, deployOpts{})
+	old := t0.AddDate(0, 0, -40)
+	d.appendLog(
+		failure(old, "git.failed", "git push failed: exit status 128: remote rejected refs/heads/loop/fix-1"),
+		failure(old.Add(time.Second), "queue.failed", "queue full: dropped work item after 3 attempts"),
+		failure(old.Add(2*time.Second), "worker.crashed", "worker crashed: nil pointer dereference in scheduler.pick"),
+	)
+	gh.Inject(fakegh.RouteListIssues, fakegh.ServerError(503))
+	if res := d.run("run", "--now", t0.Format(time.RFC3339)); res.code != 1 || !strings.Contains(res.stderr, "waiting for GitHub") {
+		t.Fatalf("the outage: exit %d\n%s", res.code, res.stderr)
+	}
+	if n := len(d.stateMap("deferred")); n != 3 {
+		t.Fatalf("%d of 3 defects wait after the outage's scan: the rest left the backlog unfiled", n)
+	}
+	if res := d.run("run", "--now", t0.Add(time.Hour).Format(time.RFC3339)); res.code != 0 || gh.CountCreates() != 3 {
+		t.Fatalf("after the outage: exit %d, %d issues, want 3\n%s", res.code, gh.CountCreates(), res.stderr)
+	}
 }

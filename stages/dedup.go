@@ -170,8 +170,9 @@ const Window = 24 * time.Hour
 // abandoned and machine-settled ones stop here; the rest are new, up to the
 // diagnosis budget, and the excess is deferred — never dropped. Backlog
 // groups deferred by an earlier scan come back so a budget or cap can release
-// them. Candidates are interleaved round-robin across event types (oldest
-// first within a type) so a flood of one kind cannot starve another.
+// them. Candidates are interleaved round-robin across event types (within a
+// type, the most occurrences and the most recent first: what a maintainer
+// would want filed first) so a flood of one kind cannot starve another.
 func Decide(groups []pipeline.Group, st *store.State, now time.Time, p Policy) []pipeline.Group {
 	seen := map[string]bool{}
 	for i := range groups {
@@ -250,7 +251,7 @@ func Decide(groups []pipeline.Group, st *store.State, now time.Time, p Policy) [
 }
 
 // interleave orders groups round-robin across event types, each type's
-// groups oldest first, types in order of their first appearance.
+// groups by priority, types in order of their first appearance.
 func interleave(groups []*pipeline.Group) []*pipeline.Group {
 	byEvent := map[string][]*pipeline.Group{}
 	var events []string
@@ -262,7 +263,7 @@ func interleave(groups []*pipeline.Group) []*pipeline.Group {
 	}
 	for _, e := range events {
 		list := byEvent[e]
-		sort.SliceStable(list, func(i, j int) bool { return oldest(list[i], list[j]) })
+		sort.SliceStable(list, func(i, j int) bool { return first(list[i], list[j]) })
 	}
 	out := make([]*pipeline.Group, 0, len(groups))
 	for round := 0; len(out) < len(groups); round++ {
@@ -275,11 +276,15 @@ func interleave(groups []*pipeline.Group) []*pipeline.Group {
 	return out
 }
 
-// oldest orders by first sighting (a group deferred earlier carries its
-// first sighting from state), then backlog first, then by first line.
-func oldest(a, b *pipeline.Group) bool {
-	if !a.FirstSeen.Equal(b.FirstSeen) && !a.FirstSeen.IsZero() && !b.FirstSeen.IsZero() {
-		return a.FirstSeen.Before(b.FirstSeen)
+// first orders by occurrences (a group deferred earlier counts those kept
+// in state), then by last sighting, newest first, then backlog first, then
+// by first line.
+func first(a, b *pipeline.Group) bool {
+	if a.Count != b.Count {
+		return a.Count > b.Count
+	}
+	if !a.LastSeen.Equal(b.LastSeen) && !a.LastSeen.IsZero() && !b.LastSeen.IsZero() {
+		return a.LastSeen.After(b.LastSeen)
 	}
 	if a.Backlog != b.Backlog {
 		return a.Backlog
@@ -291,6 +296,9 @@ func mergeDeferred(g *pipeline.Group, d store.Deferred) {
 	g.Count += d.Count
 	if !d.Since.IsZero() && (g.FirstSeen.IsZero() || d.Since.Before(g.FirstSeen)) {
 		g.FirstSeen = d.Since
+	}
+	if d.LastSeen.After(g.LastSeen) {
+		g.LastSeen = d.LastSeen
 	}
 	g.Finding = decodeFinding(d.Finding)
 	g.DossierFile, g.DossierSaved = d.DossierFile, d.DossierSaved

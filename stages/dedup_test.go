@@ -133,6 +133,28 @@ func TestFloodOfOneEventTypeCannotStarveAnother(t *testing.T) {
 		t.Fatalf("the lone defect of another type was deferred behind a flood")
 	}
 	if got["flood-0"] != pipeline.VerdictNew || got["flood-1"] != pipeline.VerdictNew || got["flood-2"] != pipeline.VerdictDeferred {
-		t.Fatalf("flood order not oldest first: %v", got)
+		t.Fatalf("flood order (equal counts, no times) not first line first: %v", got)
+	}
+}
+
+// The cap takes the backlog in the order a maintainer would file it: the
+// defect with the most occurrences first, then the most recent; event
+// types still take turns.
+func TestTheBacklogDrainsMostOccurrencesAndMostRecentFirst(t *testing.T) {
+	at := func(h int) time.Time { return now.Add(-time.Duration(h) * time.Hour) }
+	groups := []pipeline.Group{
+		{Fingerprint: "rare-old", Event: "x", Count: 1, LastSeen: at(900), FirstLine: 1},
+		{Fingerprint: "rare-new", Event: "x", Count: 1, LastSeen: at(2), FirstLine: 2},
+		{Fingerprint: "common", Event: "x", Count: 50, LastSeen: at(800), FirstLine: 3},
+		{Fingerprint: "other", Event: "y", Count: 2, LastSeen: at(700), FirstLine: 4},
+	}
+	p := testPolicy()
+	p.MaxDiagnosesPerScan = 10
+	var order []string
+	for _, g := range Decide(groups, store.NewState(), now, p) {
+		order = append(order, g.Fingerprint)
+	}
+	if want := "[common other rare-new rare-old]"; fmt.Sprint(order) != want {
+		t.Fatalf("order %v, want %s", order, want)
 	}
 }

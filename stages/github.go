@@ -109,10 +109,9 @@ const (
 // only mean the repository or token is wrong (list and create issues).
 type ghFailure struct {
 	kind ghKind
-	wait time.Duration // for ghRateLimited
-	// quota: the primary rate limit, which GitHub enforces before doing
-	// anything (a secondary limit or a 429 may come after the work).
-	quota  bool
+	// wait is for ghRateLimited: any rate limit, primary or secondary, is
+	// GitHub refusing the request without acting on it.
+	wait   time.Duration
 	status int
 	setup  *SetupError
 }
@@ -124,7 +123,7 @@ func ghClassify(err error, repo string, repoLevel bool, secondaryWait time.Durat
 		if ra, ok := ghRetryAfter(rl.Response); ok {
 			wait = ra
 		}
-		return ghFailure{kind: ghRateLimited, wait: max(wait, 0), status: http.StatusForbidden, quota: true}
+		return ghFailure{kind: ghRateLimited, wait: max(wait, 0), status: http.StatusForbidden}
 	}
 	var ab *github.AbuseRateLimitError
 	if errors.As(err, &ab) {
@@ -144,26 +143,33 @@ func ghClassify(err error, repo string, repoLevel bool, secondaryWait time.Durat
 		f.kind, f.wait = ghRateLimited, ghSecondaryWait(er.Response, nil, secondaryWait)
 	case status >= 500:
 		f.kind = ghTransient
-	case status == http.StatusUnauthorized:
-		f.kind, f.setup = ghSetup, &SetupError{Status: status,
-			Cause: "the GitHub token was rejected (" + er.Message + ")",
-			Fix:   "set GH_TOKEN or GITHUB_TOKEN (GH_ENTERPRISE_TOKEN on an Enterprise host) to a valid, unexpired token"}
-	case repoLevel && status == http.StatusNotFound:
-		f.kind, f.setup = ghSetup, &SetupError{Status: status,
-			Cause: "repository " + repo + " was not found, or the token cannot see it",
-			Fix:   "check selfDiagnosis.repo, and give the token access to " + repo + " (a private repository needs the repo scope or Issues access)"}
-	case repoLevel && status == http.StatusGone:
-		f.kind, f.setup = ghSetup, &SetupError{Status: status,
-			Cause: "issues are disabled for " + repo,
-			Fix:   "enable Issues in " + repo + "'s settings, or point selfDiagnosis.repo at a repository that has them"}
-	case repoLevel && status == http.StatusForbidden:
-		f.kind, f.setup = ghSetup, &SetupError{Status: status,
-			Cause: "the token may not create issues in " + repo + " (" + er.Message + ")",
-			Fix:   "grant the token Issues: read and write (fine-grained) or the repo/public_repo scope (classic)"}
+	case status == http.StatusUnauthorized, repoLevel && (status == http.StatusNotFound || status == http.StatusGone || status == http.StatusForbidden):
+		f.kind, f.setup = ghSetup, ghSetupError(status, repo, er.Message)
 	default:
 		f.kind = ghRejected
 	}
 	return f
+}
+
+// ghSetupError is what a status that only a misconfiguration gives means,
+// and its fix: the one wording for a scan and for doctor.
+func ghSetupError(status int, repo, message string) *SetupError {
+	e := &SetupError{Status: status}
+	switch status {
+	case http.StatusUnauthorized:
+		e.Cause = "the GitHub token was rejected (" + message + ")"
+		e.Fix = "set GH_TOKEN or GITHUB_TOKEN (GH_ENTERPRISE_TOKEN on an Enterprise host) to a valid, unexpired token"
+	case http.StatusNotFound:
+		e.Cause = "repository " + repo + " was not found, or the token cannot see it"
+		e.Fix = "check selfDiagnosis.repo, and give the token access to " + repo + " (a private repository needs the repo scope or Issues access)"
+	case http.StatusGone:
+		e.Cause = "issues are disabled for " + repo
+		e.Fix = "enable Issues in " + repo + "'s settings, or point selfDiagnosis.repo at a repository that has them"
+	default:
+		e.Cause = "the token may not create issues in " + repo + " (" + message + ")"
+		e.Fix = "grant the token Issues: read and write (fine-grained) or the repo/public_repo scope (classic)"
+	}
+	return e
 }
 
 // ghRetryAfter reads a Retry-After header in seconds.
@@ -228,4 +234,113 @@ func CheckGitHub(ctx context.Context, c *github.Client, repo string) error {
 		return &OutageError{Reason: "GitHub cannot be reached: " + err.Error()}
 	}
 	return nil
+}
+
+// SetupCheck is one line of a setup check (doctor): what was found, or what
+// is wrong and how to fix it.
+type SetupCheck struct {
+	Name    string `json:"name"`
+	OK      bool   `json:"ok"`
+	Skipped bool   `json:"skipped,omitempty"`
+	Detail  string `json:"detail"`
+	Fix     string `json:"fix,omitempty"`
+}
+
+// GitHubSetupChecks name CheckGitHubSetup's checks, in order.
+var GitHubSetupChecks = []string{"token", "repository", "create issues", "label"}
+
+// CheckGitHubSetup checks, filing nothing, what filing needs: the token is
+// accepted (and whose it is), repo exists with issues enabled, the token
+// may create issues there, and label exists or may be created. May the
+// token create issues is asked of GitHub itself: a create without a title,
+// which GitHub refuses as forbidden (403, 404) before it looks at the body,
+// and as invalid (422) only when the token may create issues. A check that
+// cannot run for an earlier one's failure is skipped.
+func CheckGitHubSetup(ctx context.Context, c *github.Client, repo, label string) []SetupCheck {
+	fail := func(name string, err error) SetupCheck {
+		f := ghClassify(err, repo, name != "token", 0)
+		switch {
+		case f.setup != nil:
+			return SetupCheck{Name: name, Detail: f.setup.Cause, Fix: f.setup.Fix}
+		case f.kind == ghTransient:
+			return SetupCheck{Name: name, Detail: "GitHub cannot be reached: " + err.Error(), Fix: "check selfDiagnosis.apiURL (GITHUB_API_URL, GH_HOST) and the network, then run doctor again"}
+		case f.kind == ghRateLimited:
+			return SetupCheck{Name: name, Detail: "GitHub's rate limit: " + err.Error(), Fix: fmt.Sprintf("run doctor again in %s", max(f.wait, time.Minute).Round(time.Second))}
+		}
+		return SetupCheck{Name: name, Detail: err.Error(), Fix: "see GitHub's message above"}
+	}
+	var out []SetupCheck
+	rest := func(why string) []SetupCheck {
+		for _, n := range GitHubSetupChecks[len(out):] {
+			out = append(out, SetupCheck{Name: n, Skipped: true, Detail: "not checked: " + why})
+		}
+		return out
+	}
+	owner, name, ok := strings.Cut(repo, "/")
+	user, resp, err := c.Users.Get(ctx, "")
+	var er *github.ErrorResponse
+	switch {
+	case err == nil:
+		who := "accepted: " + user.GetLogin()
+		if resp != nil && resp.Header.Get("X-OAuth-Scopes") != "" {
+			who += " (classic token, scopes: " + resp.Header.Get("X-OAuth-Scopes") + ")"
+		}
+		out = append(out, SetupCheck{Name: "token", OK: true, Detail: who})
+	case errors.As(err, &er) && er.Response != nil && er.Response.StatusCode == http.StatusForbidden:
+		// A GitHub App's installation token may not read /user.
+		out = append(out, SetupCheck{Name: "token", OK: true, Detail: "accepted (a GitHub App's token: it may not read /user; its login is learned at its first issue)"})
+	default:
+		out = append(out, fail("token", err))
+		return rest("the token is not accepted")
+	}
+	if !ok || owner == "" || name == "" {
+		out = append(out, SetupCheck{Name: "repository", Detail: fmt.Sprintf("repository %q is not owner/name", repo),
+			Fix: "set selfDiagnosis.repo to the repository issues go to, as owner/name"})
+		return rest("no repository")
+	}
+	r, _, err := c.Repositories.Get(ctx, owner, name)
+	switch {
+	case err != nil:
+		out = append(out, fail("repository", err))
+		return rest("no repository")
+	case !r.GetHasIssues():
+		e := ghSetupError(http.StatusGone, repo, "")
+		out = append(out, SetupCheck{Name: "repository", Detail: e.Cause, Fix: e.Fix})
+		return rest("issues are disabled")
+	case r.GetArchived():
+		out = append(out, SetupCheck{Name: "repository", Detail: repo + " is archived: it takes no new issues",
+			Fix: "unarchive " + repo + ", or point selfDiagnosis.repo at a repository that takes issues"})
+		return rest("the repository is archived")
+	}
+	out = append(out, SetupCheck{Name: "repository", OK: true, Detail: repo + " exists, issues enabled"})
+
+	created, _, err := c.Issues.Create(ctx, owner, name, &github.IssueRequest{Title: github.String("")})
+	switch {
+	case errors.As(err, &er) && er.Response != nil && er.Response.StatusCode == http.StatusUnprocessableEntity:
+		out = append(out, SetupCheck{Name: "create issues", OK: true,
+			Detail: "the token may create issues in " + repo + " (a create without a title was refused as invalid, not as forbidden: nothing was filed)"})
+	case err != nil:
+		out = append(out, fail("create issues", err))
+	default:
+		out = append(out, SetupCheck{Name: "create issues",
+			Detail: fmt.Sprintf("GitHub filed an issue without a title (#%d), which it should have refused", created.GetNumber()),
+			Fix:    "close " + created.GetHTMLURL()})
+	}
+
+	_, _, err = c.Issues.GetLabel(ctx, owner, name, label)
+	perms := r.GetPermissions()
+	switch {
+	case err == nil:
+		out = append(out, SetupCheck{Name: "label", OK: true, Detail: fmt.Sprintf("label %q exists", label)})
+	case !errors.As(err, &er) || er.Response == nil || er.Response.StatusCode != http.StatusNotFound:
+		out = append(out, fail("label", err))
+	case perms == nil:
+		out = append(out, SetupCheck{Name: "label", OK: true, Detail: fmt.Sprintf("label %q does not exist yet; the first issue creates it if the token may (GitHub does not say what this token may do)", label)})
+	case perms["triage"] || perms["push"] || perms["maintain"] || perms["admin"]:
+		out = append(out, SetupCheck{Name: "label", OK: true, Detail: fmt.Sprintf("label %q does not exist yet; the token may create it (the first issue does)", label)})
+	default:
+		out = append(out, SetupCheck{Name: "label", Detail: fmt.Sprintf("label %q does not exist and the token may not create it (no triage access): issues would be filed without it", label),
+			Fix: fmt.Sprintf("create the label %q in %s, or give the token triage (or write) access", label, repo)})
+	}
+	return out
 }

@@ -66,3 +66,63 @@ func TestNewGitHubClientPublicHost(t *testing.T) {
 		t.Fatalf("bad URL: %v", err)
 	}
 }
+
+// CheckGitHubSetup's answers for what the fake can model, each filing
+// nothing: a working bot token, a GitHub App's (no /user), a classic
+// token's scopes, the label there already, a reader (may not create
+// issues, nor the label), a repository that does not exist.
+func TestCheckGitHubSetup(t *testing.T) {
+	srv := fakegh.New(fakegh.Options{})
+	t.Cleanup(srv.Close)
+	srv.AddToken("reader", fakegh.Token{Login: "reader", ReadOnly: true})
+	srv.AddToken("classic", fakegh.Token{Login: "classic-bot", Triage: true, Scopes: []string{"repo", "read:org"}})
+	check := func(token, repo string) map[string]SetupCheck {
+		t.Helper()
+		c, err := NewGitHubClient(srv.APIURL(), ghEnv(map[string]string{"GH_ENTERPRISE_TOKEN": token}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]SetupCheck{}
+		for _, ch := range CheckGitHubSetup(context.Background(), c, repo, "the-loop: self-diagnosed") {
+			got[ch.Name] = ch
+		}
+		if len(got) != len(GitHubSetupChecks) {
+			t.Fatalf("%d checks, want %d: %+v", len(got), len(GitHubSetupChecks), got)
+		}
+		return got
+	}
+	all := func(got map[string]SetupCheck) bool {
+		for _, ch := range got {
+			if !ch.OK {
+				return false
+			}
+		}
+		return true
+	}
+	if got := check("test-token", "acme/widgets"); !all(got) || got["token"].Detail != "accepted: loop-bot" || !strings.Contains(got["label"].Detail, "the token may create it") {
+		t.Fatalf("a working token: %+v", got)
+	}
+	if got := check("classic", "acme/widgets"); !all(got) || !strings.Contains(got["token"].Detail, "classic token, scopes: repo, read:org") {
+		t.Fatalf("a classic token: %+v", got["token"])
+	}
+	srv.Inject(fakegh.RouteUser, fakegh.NoPermission())
+	if got := check("test-token", "acme/widgets"); !all(got) || !strings.Contains(got["token"].Detail, "GitHub App") {
+		t.Fatalf("a GitHub App's token: %+v", got["token"])
+	}
+	got := check("reader", "acme/widgets")
+	if got["create issues"].OK || !strings.Contains(got["create issues"].Detail, "may not create issues") || got["create issues"].Fix == "" ||
+		got["label"].OK || !strings.Contains(got["label"].Fix, "triage") || !got["repository"].OK {
+		t.Fatalf("a reader: %+v", got)
+	}
+	if got := check("test-token", "acme/gadgets"); got["repository"].OK || !strings.Contains(got["repository"].Detail, "was not found") ||
+		!got["create issues"].Skipped || !got["label"].Skipped {
+		t.Fatalf("an unknown repository: %+v", got)
+	}
+	srv.AddLabel(fakegh.Label{Name: "the-loop: self-diagnosed"})
+	if got := check("reader", "acme/widgets"); !got["label"].OK || !strings.Contains(got["label"].Detail, "exists") {
+		t.Fatalf("an existing label: %+v", got["label"])
+	}
+	if len(srv.Issues()) != 0 {
+		t.Fatalf("the checks filed %d issues", len(srv.Issues()))
+	}
+}

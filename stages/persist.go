@@ -440,6 +440,9 @@ func keepForLater(st *store.State, o pipeline.Outcome, now time.Time) (already b
 			d.Since = now
 		}
 	}
+	if d.Waited.IsZero() {
+		d.Waited = now
+	}
 	d.LastSeen, d.Event, d.Template = o.LastSeen, o.Event, o.Template
 	if o.Count > d.Count {
 		d.Count = o.Count
@@ -510,7 +513,9 @@ func Retry(st *store.State, fp string) bool {
 	delete(st.Failures, fp)
 	delete(st.FirstFailed, fp)
 	if a.Pending != nil {
-		st.Deferred[fp] = *a.Pending
+		d := *a.Pending
+		d.Waited = time.Time{} // waits afresh from the retry (the next scan's clock)
+		st.Deferred[fp] = d
 	}
 	return true
 }

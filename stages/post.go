@@ -151,6 +151,9 @@ type poster struct {
 	labelWarned  bool
 	lastWrite    time.Time
 	deferReason  string // set once a rate limit defers the rest of the scan
+	// resumeChecked: the wait an earlier scan's rate limit asked for
+	// (State.GitHubResume) was looked at.
+	resumeChecked bool
 	// wait is set once GitHub is found unusable (5xx, the network, a
 	// create in doubt): the rest of the scan asks it nothing more.
 	wait *pipeline.Wait
@@ -163,8 +166,12 @@ type poster struct {
 	scanned map[string]bool
 }
 
-// postDeferral is a rate limit longer than MaxWait.
-type postDeferral struct{ reason string }
+// postDeferral is a rate limit longer than MaxWait (or the daily cap).
+// until is when GitHub asked to be left alone until (zero: the cap).
+type postDeferral struct {
+	reason string
+	until  time.Time
+}
 
 func (e *postDeferral) Error() string { return e.reason }
 
@@ -176,13 +183,24 @@ type OutageError struct{ Reason string }
 func (e *OutageError) Error() string { return e.Reason }
 
 // postInDoubt is a create that was sent and failed in a way that leaves
-// its outcome unknown (a timeout, a lost connection, a 5xx, a rate limit).
+// its outcome unknown (a timeout, a lost connection, a 5xx); a rate limit
+// is a refusal, not a doubt.
 type postInDoubt struct{ err error }
 
 func (e *postInDoubt) Error() string { return e.err.Error() }
 func (e *postInDoubt) Unwrap() error { return e.err }
 
 func (p *poster) handle(ctx context.Context, r pipeline.Report) (pipeline.Outcome, error) {
+	if !p.resumeChecked {
+		// GitHub asked an earlier scan to wait: this one waits too.
+		p.resumeChecked = true
+		var resume time.Time
+		p.cfg.Store.View(func(st *store.State) { resume = st.GitHubResume })
+		if p.cfg.Now().Before(resume) && p.deferReason == "" {
+			p.deferReason = "GitHub rate limit: asked to wait until " + resume.UTC().Format(time.RFC3339)
+			p.cfg.Log.Warn().Msg(p.deferReason + "; deferring this scan's filing")
+		}
+	}
 	o, settled := Settle(r)
 	if settled {
 		if r.Verdict == pipeline.VerdictKnown && o.Status == pipeline.StatusKnown && p.deferReason == "" && p.wait == nil {
@@ -240,6 +258,14 @@ func (p *poster) finish(o pipeline.Outcome, err error, lenient bool) (pipeline.O
 		return o, nil
 	case errors.As(err, &deferral):
 		p.deferReason = deferral.reason
+		if until := deferral.until; !until.IsZero() {
+			// Kept (the scan's last write): a scan before then asks GitHub nothing.
+			p.cfg.Store.Mutate(func(st *store.State) {
+				if until.After(st.GitHubResume) {
+					st.GitHubResume = until
+				}
+			})
+		}
 		p.cfg.Log.Warn().Str("fingerprint", o.Fingerprint).Msg(deferral.reason + "; deferring the rest of this scan")
 		if !lenient {
 			o.Status, o.Reason = pipeline.StatusDeferred, deferral.reason
@@ -843,7 +869,16 @@ func (p *poster) create(ctx context.Context, o *pipeline.Outcome) error {
 		})
 		created, answered = is, err == nil
 		return err
-	}, nil)
+	}, func(ctx context.Context) (bool, error) {
+		// Before a create refused by a rate limit is sent again: GitHub
+		// says it did nothing, and one listing makes sure.
+		is, err := p.lookup(ctx, fps, true)
+		if is != nil && p.mine(is) {
+			created, answered = is, false
+			return true, nil
+		}
+		return false, err
+	})
 	var doubt *postInDoubt
 	if errors.As(err, &doubt) {
 		// GitHub may have applied it: never sent again this scan. A later
@@ -1175,7 +1210,8 @@ type ghCall struct {
 // (exponentially, with jitter) and retry up to Retries times, running
 // reconcile first when given (done=true ends the call as a success), then
 // end the scan's use of GitHub (OutageError); rate limits wait up to
-// MaxWait, uncounted, or defer; the rest return. A once call that fails
+// MaxWait, uncounted (a create then runs reconcile before it is sent
+// again), or defer; the rest return. A once call that fails
 // in a way that leaves its outcome unknown returns postInDoubt at once.
 func (p *poster) do(ctx context.Context, c ghCall, fn func(context.Context) error, reconcile func(context.Context) (bool, error)) error {
 	// The scan's GitHub check runs before its first request, whichever it
@@ -1184,9 +1220,9 @@ func (p *poster) do(ctx context.Context, c ghCall, fn func(context.Context) erro
 		return err
 	}
 	retries, rateWaits := 0, 0
-	inDoubt := false
+	lookFirst := false // run reconcile before the next attempt
 	for {
-		if inDoubt && reconcile != nil {
+		if lookFirst && reconcile != nil {
 			done, err := reconcile(ctx)
 			if err != nil {
 				return err
@@ -1213,7 +1249,10 @@ func (p *poster) do(ctx context.Context, c ghCall, fn func(context.Context) erro
 			return ctx.Err()
 		}
 		f := ghClassify(err, p.cfg.Repo, c.repoLevel, p.cfg.SecondaryWait)
-		if c.once && (f.kind == ghTransient || f.kind == ghRateLimited && !f.quota) {
+		// A rate limit, primary or secondary, is GitHub refusing: it did
+		// not act, so the create is sent again after the wait it asks for.
+		// Only an outcome really unknown (no answer, a 5xx) is in doubt.
+		if c.once && f.kind == ghTransient {
 			return &postInDoubt{err: fmt.Errorf("%s: %w", c.what, err)}
 		}
 		switch f.kind {
@@ -1221,19 +1260,21 @@ func (p *poster) do(ctx context.Context, c ghCall, fn func(context.Context) erro
 			return f.setup
 		case ghRateLimited:
 			if f.wait > p.cfg.MaxWait || rateWaits >= postMaxRateWaits {
-				return &postDeferral{reason: fmt.Sprintf("GitHub rate limit: retry after %s", f.wait.Round(time.Second))}
+				return &postDeferral{reason: fmt.Sprintf("GitHub rate limit: retry after %s", f.wait.Round(time.Second)),
+					until: p.cfg.Now().Add(f.wait)}
 			}
 			rateWaits++
 			p.cfg.Log.Info().Dur("wait", f.wait).Str("call", c.what).Msg("GitHub rate limit: waiting")
 			if err := p.sleep(ctx, f.wait); err != nil {
 				return err
 			}
+			lookFirst = c.once // a create is looked for before it is sent again
 		case ghTransient:
 			if retries >= p.cfg.Retries {
 				return &OutageError{Reason: fmt.Sprintf("%s: %v (gave up after %d attempts)", c.what, err, retries+1)}
 			}
 			retries++
-			inDoubt = c.write
+			lookFirst = c.write
 			backoff := p.cfg.BackoffBase << (retries - 1)
 			backoff = backoff/2 + rand.N(backoff/2+1)
 			p.cfg.Log.Debug().Err(err).Dur("backoff", backoff).Str("call", c.what).Msg("GitHub call failed; retrying")

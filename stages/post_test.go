@@ -661,14 +661,33 @@ func TestPostRateLimits(t *testing.T) {
 			t.Fatalf("outcome %+v, %d lists", o, len(lists))
 		}
 	})
-	t.Run("a secondary limit on a create puts it in doubt", func(t *testing.T) {
-		h := newPostHarness(t, fakegh.Options{}, "")
-		h.srv.Inject(fakegh.RouteCreateIssue, fakegh.SecondaryRateLimit(time.Second))
-		o := h.runOne(t, postReport("fp-s"))
-		if o.Status != pipeline.StatusDeferred || !h.state().Intents["fp-s"].InDoubt || len(h.srv.RequestsTo(fakegh.RouteCreateIssue)) != 1 {
-			t.Fatalf("outcome %+v, intents %+v", o, h.state().Intents)
-		}
-	})
+	// A secondary limit on a create is GitHub refusing, in each of its
+	// shapes: it is sent again after the wait GitHub asks for, never in
+	// doubt, and files one issue.
+	for name, fault := range map[string]fakegh.Fault{
+		"403 Retry-After":              fakegh.SecondaryRateLimit(time.Second),
+		"429 Retry-After":              fakegh.SecondaryRateLimitAs(http.StatusTooManyRequests, time.Second, -1),
+		"403 x-ratelimit-remaining: 0": fakegh.SecondaryRateLimitAs(http.StatusForbidden, -1, time.Second),
+		"429 x-ratelimit-remaining: 0": fakegh.SecondaryRateLimitAs(http.StatusTooManyRequests, -1, time.Second),
+	} {
+		t.Run("a secondary limit on a create is sent again after the wait: "+name, func(t *testing.T) {
+			h := newPostHarness(t, fakegh.Options{}, "")
+			h.srv.Inject(fakegh.RouteCreateIssue, fault)
+			o := h.runOne(t, postReport("fp-s"))
+			creates := h.srv.RequestsTo(fakegh.RouteCreateIssue)
+			if o.Status != pipeline.StatusFiled || len(creates) != 2 || h.srv.CountCreates() != 1 || len(h.state().Intents) != 0 {
+				t.Fatalf("outcome %+v, %d create requests, %d issues, intents %+v", o, len(creates), h.srv.CountCreates(), h.state().Intents)
+			}
+			// x-ratelimit-reset has one-second resolution.
+			resume := creates[0].At.Add(time.Second).Truncate(time.Second)
+			if fault.Header.Get("Retry-After") != "" {
+				resume = creates[0].At.Add(time.Second)
+			}
+			if creates[1].At.Before(resume) {
+				t.Fatalf("sent again at %v, before %v, when GitHub asked", creates[1].At, resume)
+			}
+		})
+	}
 	t.Run("primary waits for x-ratelimit-reset", func(t *testing.T) {
 		h := newPostHarness(t, fakegh.Options{}, "")
 		h.srv.Inject(fakegh.RouteCreateIssue, fakegh.PrimaryRateLimit(time.Second))

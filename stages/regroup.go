@@ -113,6 +113,9 @@ func moveState(st *store.State, from, to string) {
 			if d.LastSeen.After(have.LastSeen) {
 				have.LastSeen = d.LastSeen
 			}
+			if !d.Waited.IsZero() && (have.Waited.IsZero() || d.Waited.Before(have.Waited)) {
+				have.Waited = d.Waited
+			}
 			if len(have.Finding) == 0 {
 				have.Finding = d.Finding
 			}

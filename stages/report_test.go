@@ -172,8 +172,14 @@ func TestPersistCountsFailuresThenAbandons(t *testing.T) {
 	if !ok || a.Reason != "post failed 4 times" {
 		t.Fatalf("not abandoned after post failures spanning a day: %+v %+v", st.Attempts, a)
 	}
-	if _, ok := st.Deferred["fp"]; ok || a.Pending == nil || a.Pending.Dossier == "" {
-		t.Fatalf("an abandoned defect leaves the backlog and keeps its entry for retry: %+v", a)
+	if _, ok := st.Deferred["fp"]; ok || a.Pending == nil || a.Pending.Dossier == "" || a.Pending.Waited.IsZero() {
+		t.Fatalf("an abandoned defect leaves the backlog and keeps its entry (and its wait) for retry: %+v", a)
+	}
+	if !Retry(st, "fp") || st.Deferred["fp"].Dossier == "" || st.Attempts["fp"] != 0 || len(st.Abandoned) != 0 {
+		t.Fatalf("retry did not bring the defect back: %+v", st)
+	}
+	if w := st.Deferred["fp"].Waited; !w.IsZero() {
+		t.Fatalf("a retried defect still counts its wait from %v: retention could drop it at once", w)
 	}
 }
 

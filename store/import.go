@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"database/sql"
@@ -15,25 +16,33 @@ import (
 	"time"
 )
 
-// ScopeFile keeps, beside the state path, the key of this deployment's own
-// rows in a shared (PostgreSQL) store: random, generated once.
+// ScopeFile keeps, beside the-loop's default state path, the key of its own
+// rows in a shared (PostgreSQL) store: random, generated once. Any other
+// state path's is named after it (a.json: a.scope).
 const ScopeFile = "the-loop-diagnose.scope"
 
 // deploymentScope is the key of this deployment's own rows: ” in its own
 // SQLite file, else the random key of ScopeFile (created unless readOnly).
-func deploymentScope(db *DB, statePath string, readOnly bool) (string, error) {
+func deploymentScope(db *DB, statePath string, readOnly, ranBefore bool) (string, error) {
 	if db.Dialect != DialectPostgres {
 		return "", nil
 	}
-	path := filepath.Join(filepath.Dir(statePath), ScopeFile)
-	f, err := openPrivate("deployment key", path, stateFix, os.O_RDONLY)
-	if err == nil {
-		defer f.Close()
-		var b [64]byte
-		n, _ := f.Read(b[:])
-		if key := strings.TrimSpace(string(b[:n])); key != "" {
-			return key, nil
-		}
+	// One key per state path, named after it like its database; the
+	// directory's older shared key is taken over or refused (ownFile).
+	shared := filepath.Join(filepath.Dir(statePath), ScopeFile)
+	path, err := ownFile(statePath, filepath.Join(filepath.Dir(statePath), ownName(statePath, ".scope", ScopeFile)), shared, readOnly, ranBefore,
+		func() (string, error) {
+			key, err := readScope(shared)
+			if err != nil || key == "" {
+				return "", err
+			}
+			return importedPath(db, key)
+		})
+	if err != nil {
+		return "", err
+	}
+	if key, err := readScope(path); err != nil || key != "" {
+		return key, err
 	}
 	if readOnly {
 		return "", nil // shared rows only
@@ -45,6 +54,32 @@ func deploymentScope(db *DB, statePath string, readOnly bool) (string, error) {
 		return "", fmt.Errorf("deployment key: %w", err)
 	}
 	return key, nil
+}
+
+// readScope reads a deployment key file ("" when there is none).
+func readScope(path string) (string, error) {
+	f, err := openPrivate("deployment key", path, stateFix, os.O_RDONLY)
+	if err != nil {
+		return "", nil // none yet
+	}
+	defer f.Close()
+	var b [64]byte
+	n, _ := f.Read(b[:])
+	return strings.TrimSpace(string(b[:n])), nil
+}
+
+// importedPath is the state path the deployment of scope imported first
+// ("" for none).
+func importedPath(db *DB, scope string) (string, error) {
+	var path sql.NullString
+	err := db.SQL.QueryRowContext(context.Background(), db.Rebind(`SELECT path FROM imports WHERE scope = ? AND kind = 'state' ORDER BY at_ms LIMIT 1`), scope).Scan(&path)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", &StoreError{db.Name(), fmt.Errorf("reading the imports: %w", err)}
+	}
+	return path.String, nil
 }
 
 // importOnce imports, on the first open of a store for this deployment,

@@ -9,11 +9,18 @@ import (
 // in its last transaction; every delete is by an indexed date or of an
 // entry already in memory.
 type Retention struct {
-	// BacklogDays: a deferred defect not seen for this long leaves the
-	// backlog (its dossier file with it), counted in backlog_summary. Its
-	// records are long gone from the log; if it comes back it is a new
-	// sighting with fresh records.
+	// BacklogDays: a deferred defect that has waited in the backlog this
+	// long by the tool's clock (Deferred.Waited), and whose records are as
+	// old, leaves the backlog (its dossier file with it), counted in
+	// backlog_summary; if it comes back it is a new sighting with fresh
+	// records. The age of its records alone never prunes it: a first scan
+	// of a log with months of history, or the scans after an outage, find
+	// old records that have not waited at all.
 	BacklogDays int
+	// PerDay is the daily issue cap the backlog drains at (0: unknown).
+	// The wait allowed grows to the days the cap needs for the whole
+	// backlog: the cap defers, it never drops.
+	PerDay int
 	// LedgerDays: settlements older than this leave the ledger table.
 	LedgerDays int
 	// DismissedDays: a maintainer's dismissal older than this is dropped.
@@ -51,19 +58,29 @@ func (s *Store) retain(st *State, r Retention, now time.Time) func(*sql.Tx) erro
 	}
 	var b batch
 	if r.BacklogDays > 0 {
-		cut := now.AddDate(0, 0, -r.BacklogDays)
+		days := r.BacklogDays
+		if r.PerDay > 0 {
+			days = max(days, (len(st.Deferred)+r.PerDay-1)/r.PerDay+1)
+		}
+		cut := now.AddDate(0, 0, -days)
 		type tally struct {
 			defects, occurrences int
 			first, last          time.Time
 		}
 		counts := map[string]*tally{}
 		for fp, d := range st.Deferred {
+			if d.Waited.IsZero() {
+				// Kept by a release before the tool's clock was: it
+				// starts waiting now.
+				d.Waited = now
+				st.Deferred[fp] = d
+			}
 			last := d.LastSeen
 			if last.IsZero() {
 				last = d.Since
 			}
-			if !last.Before(cut) || st.Intents[fp] != (Intent{}) {
-				continue // recent, or a create under way
+			if !d.Waited.Before(cut) || !last.Before(cut) || st.Intents[fp] != (Intent{}) {
+				continue // not waited long, seen lately, or a create under way
 			}
 			t := counts[d.Event]
 			if t == nil {

@@ -124,7 +124,7 @@ type Intent struct {
 	At    time.Time `json:"at"`
 	Title string    `json:"title,omitempty"`
 	// InDoubt: the create was sent and its outcome is unknown (a timeout,
-	// a lost connection, a 5xx or a rate limit after the request left).
+	// a lost connection, a 5xx); a rate limit is a refusal, never a doubt.
 	// No create is sent again until a lookup, given time for GitHub's
 	// listing to show a slow create, finds nothing.
 	InDoubt bool `json:"in_doubt,omitempty"`
@@ -168,6 +168,9 @@ type Dismissal struct {
 type Deferred struct {
 	Since    time.Time `json:"since"` // first seen
 	LastSeen time.Time `json:"last_seen,omitzero"`
+	// Waited is when it began waiting in the backlog, by the tool's clock
+	// (not its records'): the backlog's retention counts from here.
+	Waited   time.Time `json:"waited,omitzero"`
 	Event    string    `json:"event,omitempty"`
 	Template string    `json:"template,omitempty"`
 	Count    int       `json:"count,omitempty"`
@@ -278,6 +281,9 @@ type State struct {
 	// created: who the token files as when GET /user is not allowed (a
 	// GitHub App), so the next scan still recognises its own issues.
 	IssueLogin string `json:"issue_login,omitempty"`
+	// GitHubResume is when GitHub, rate limiting a request, asked to be
+	// left alone until: the scans before it send nothing.
+	GitHubResume time.Time `json:"github_resume,omitzero"`
 
 	extra map[string]json.RawMessage
 	// olderReported answers HoldsOlderVersions for Reported with one query

@@ -179,6 +179,7 @@ var metaItems = []metaItem{
 	{name: "incident_keys", ptr: func(s *State) any { return &s.IncidentKeys }},
 	{name: "foreign_markers", ptr: func(s *State) any { return &s.ForeignMarkers }},
 	{name: "issue_login", ptr: func(s *State) any { return &s.IssueLogin }},
+	{name: "github_resume", ptr: func(s *State) any { return &s.GitHubResume }},
 }
 
 // memoryToken changes with every learning call (Tick) and with anything

@@ -321,7 +321,7 @@ func mustRead(t *testing.T, path string) []byte {
 }
 
 // Retention, once per scan: expired settlements and old dismissals go, the
-// backlog unseen for backlogDays is counted and dropped (its dossier file
+// backlog that waited and went unseen for backlogDays is counted and dropped (its dossier file
 // pruned), old ledger rows are deleted; reported stays.
 func TestRetentionDropsWhatExpiredAndCountsTheOldBacklog(t *testing.T) {
 	dialects(t, func(t *testing.T, dsn string) {
@@ -339,9 +339,9 @@ func TestRetentionDropsWhatExpiredAndCountsTheOldBacklog(t *testing.T) {
 			st.Settled["v3:kept"] = Settlement{Verdict: "transient", At: now, Until: now.Add(time.Hour)}
 			st.Dismissed["v3:ancient"] = Dismissal{At: now.AddDate(-2, 0, 0), Reason: "wontfix"}
 			st.Dismissed["v3:recent"] = Dismissal{At: now, Reason: "wontfix"}
-			st.Deferred["v3:old1"] = Deferred{Since: old, LastSeen: old, Event: "git.failed", Count: 3, DossierFile: file}
-			st.Deferred["v3:old2"] = Deferred{Since: old.Add(-time.Hour), LastSeen: old, Event: "git.failed", Count: 2}
-			st.Deferred["v3:fresh"] = Deferred{Since: old, LastSeen: now, Event: "git.failed"}
+			st.Deferred["v3:old1"] = Deferred{Since: old, LastSeen: old, Waited: old, Event: "git.failed", Count: 3, DossierFile: file}
+			st.Deferred["v3:old2"] = Deferred{Since: old.Add(-time.Hour), LastSeen: old, Waited: old, Event: "git.failed", Count: 2}
+			st.Deferred["v3:fresh"] = Deferred{Since: old, LastSeen: now, Waited: old, Event: "git.failed"}
 			st.Reported.Set("v3:filed", Reported{Number: 1, At: old.AddDate(-1, 0, 0)})
 			return Record{Ledger: []LedgerEntry{{Time: now.AddDate(0, 0, -100), Fingerprint: "v3:x", Verdict: "transient"},
 				{Time: now, Fingerprint: "v3:y", Verdict: "transient"}}}, nil

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -17,14 +18,105 @@ import (
 // ErrLocked means another scan holds the state lock: skip this scan.
 var ErrLocked = errors.New("another scan holds the state lock")
 
-// DBName is the SQLite file the state lives in by default, beside the state
-// path (the-loop's self-diagnosis.json).
+// DBName is the SQLite file the state of the-loop's default state path
+// (DefaultStateName) lives in, beside it: the name every deployment's
+// database had while there was one per directory.
 const DBName = "the-loop-diagnose.db"
 
+// DefaultStateName is the-loop's state file (its StateLayout's).
+const DefaultStateName = "self-diagnosis.json"
+
 // DefaultDSN is the store of a state path when none is configured: a SQLite
-// file in its directory.
+// file beside it named after it (a.json: a.db), so two state paths in one
+// directory never share one; the-loop's own self-diagnosis.json keeps
+// DBName.
 func DefaultDSN(statePath string) string {
-	return filepath.Join(filepath.Dir(statePath), DBName)
+	return filepath.Join(filepath.Dir(statePath), ownName(statePath, ".db", DBName))
+}
+
+// ownName names a file of statePath's own beside it: its stem with ext
+// (a.json: a.db), or legacy for the-loop's default state path.
+func ownName(statePath, ext, legacy string) string {
+	base := filepath.Base(statePath)
+	if base == DefaultStateName {
+		return legacy
+	}
+	stem := strings.TrimSuffix(base, filepath.Ext(base))
+	if stem == "" || stem+ext == base {
+		stem = base // ".json", or a state path named like its database
+	}
+	return stem + ext
+}
+
+// SharedStoreError is a database (or PostgreSQL deployment key) that two
+// state paths in one directory shared while there was one per directory:
+// their defects are mixed in it and nothing tells them apart, so it is
+// refused rather than shared on.
+type SharedStoreError struct {
+	What   string // the shared file
+	Owner  string // the state path it belongs to (the first it imported)
+	Path   string // this state path, whose scans used it too
+	Remedy string
+}
+
+func (e *SharedStoreError) Error() string {
+	return fmt.Sprintf("%s is shared: it holds the state of %s, and the scans of %s used it too (one per directory, before each state path had its own), so their defects are mixed; %s keeps it. fix: %s",
+		e.What, e.Owner, e.Path, filepath.Base(e.Owner), e.Remedy)
+}
+
+// ownFile is the file of statePath's own (own) when the directory's
+// older shared one (shared: DBName, ScopeFile) is not involved: own
+// exists, or shared does not. A shared file is this state path's when the
+// state it imported first was this path's: it is renamed to own (a
+// read-only open uses it where it is). Another's, that this state path's
+// scans used too (ranBefore: its lock file was there before this open took
+// it), is a *SharedStoreError. owner reads the state path a shared file
+// imported.
+func ownFile(statePath, own, shared string, readOnly, ranBefore bool, owner func() (string, error)) (string, error) {
+	if own == shared || exists(own) || !exists(shared) {
+		return own, nil
+	}
+	first, err := owner()
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case first != "" && filepath.Base(first) == filepath.Base(statePath):
+		if readOnly {
+			return shared, nil
+		}
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			if err := os.Rename(shared+suffix, own+suffix); err != nil && !os.IsNotExist(err) {
+				return "", fmt.Errorf("state %s: giving it its own %s: %w", statePath, own, err)
+			}
+		}
+		fmt.Fprintf(Notices, "state: %s is now %s: each state path has its own\n", shared, own)
+		return own, nil
+	case first != "" && ranBefore:
+		return "", &SharedStoreError{What: shared, Owner: first, Path: statePath,
+			Remedy: fmt.Sprintf("to let %s start afresh in %s (its issues are found again on GitHub by their markers, its log is read again), remove %s.lock and run again",
+				filepath.Base(statePath), own, statePath)}
+	}
+	return own, nil
+}
+
+// defaultDSN is statePath's default database, the directory's older
+// shared one taken over or refused as ownFile says.
+func defaultDSN(statePath string, readOnly, ranBefore bool) (string, error) {
+	return ownFile(statePath, DefaultDSN(statePath), filepath.Join(filepath.Dir(statePath), DBName), readOnly, ranBefore,
+		func() (string, error) { return sqliteOwner(filepath.Join(filepath.Dir(statePath), DBName)) })
+}
+
+// sqliteOwner is the state path a SQLite state database imported first
+// ("" for none). Closing it checkpoints its write-ahead log, so the file
+// alone holds everything when it is renamed.
+func sqliteOwner(dsn string) (string, error) {
+	db, err := OpenDB(context.Background(), dsn)
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	return importedPath(db, "")
 }
 
 // Notices is where the store says what it did once (an import): stderr.
@@ -83,12 +175,18 @@ func OpenDSN(path, dsn string, readOnly bool) (*Store, error) {
 }
 
 func open(path, dsn string, readOnly bool, cache *Cache) (*Store, error) {
-	if dsn == "" {
-		dsn = DefaultDSN(path)
-	}
 	s := &Store{path: path, readOnly: readOnly, ctx: context.Background(), unsynced: map[string]bool{}}
+	ranBefore := exists(path + ".lock")
 	if !readOnly {
 		if err := s.takeLock(); err != nil {
+			return nil, err
+		}
+	}
+	if dsn == "" {
+		// Under the lock: a shared database of this path's is renamed.
+		var err error
+		if dsn, err = defaultDSN(path, readOnly, ranBefore); err != nil {
+			s.Close()
 			return nil, err
 		}
 	}
@@ -107,7 +205,7 @@ func open(path, dsn string, readOnly bool, cache *Cache) (*Store, error) {
 		return nil, err
 	}
 	s.ownDB = cache == nil
-	scope, err := deploymentScope(s.db, path, readOnly)
+	scope, err := deploymentScope(s.db, path, readOnly, ranBefore)
 	if err != nil {
 		s.Close()
 		return nil, err
@@ -258,9 +356,6 @@ func Load(path string) (*State, error) {
 
 // LoadDSN is Load from the store dsn names ("" for the default).
 func LoadDSN(path, dsn string) (*State, error) {
-	if dsn == "" {
-		dsn = DefaultDSN(path)
-	}
 	s, err := open(path, dsn, true, nil)
 	if err != nil {
 		return nil, err
@@ -286,9 +381,9 @@ func (s *Store) Everything() (*State, error) {
 // JSON state file to import.
 func Exists(path, dsn string) bool {
 	if dsn == "" {
-		dsn = DefaultDSN(path)
+		dsn, _ = defaultDSN(path, true, exists(path+".lock"))
 	}
-	return IsPostgresURL(dsn) || exists(sqlitePath(dsn)) || exists(path)
+	return dsn == "" || IsPostgresURL(dsn) || exists(sqlitePath(dsn)) || exists(path)
 }
 
 // Name is the store as messages name it: its database (a PostgreSQL URL
@@ -556,4 +651,26 @@ func (c *Cache) Close() error {
 	err := c.db.Close()
 	c.db = nil
 	return err
+}
+
+// Check is doctor's look at the store: the database's schema version, and
+// a write this user may make (rolled back: nothing changes).
+func (s *Store) Check(ctx context.Context) (schema int64, err error) {
+	if s.db == nil {
+		return 0, errors.New("no database is open")
+	}
+	if err := s.db.SQL.QueryRowContext(ctx, `SELECT COALESCE(MAX(version_id), 0) FROM goose_db_version`).Scan(&schema); err != nil {
+		return 0, &StoreError{s.db.Name(), fmt.Errorf("reading the schema version: %w", err)}
+	}
+	errRollback := errors.New("rolled back")
+	err = s.db.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, s.db.Rebind(`DELETE FROM imports WHERE scope = ? AND kind = 'doctor'`), s.Scope()); err != nil {
+			return err
+		}
+		return errRollback
+	})
+	if err != nil && !errors.Is(err, errRollback) {
+		return schema, &StoreError{s.db.Name(), fmt.Errorf("a write: %w", err)}
+	}
+	return schema, nil
 }

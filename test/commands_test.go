@@ -96,12 +96,13 @@ func TestHelpPrintsOneCommandsFlags(t *testing.T) {
 		"watch":   {"--dry-run", "--metrics-addr"},
 		"replay":  {"--stage"},
 		"status":  {"--json"},
+		"doctor":  {"--json", "--no-agent"},
 		"retry":   {"--all-abandoned"},
 		"forget":  {},
 		"redact":  {},
 		"version": {"--json"},
 	}
-	others := map[string]bool{"--dry-run": true, "--metrics-addr": true, "--stage": true, "--json": true, "--all-abandoned": true}
+	others := map[string]bool{"--dry-run": true, "--metrics-addr": true, "--stage": true, "--json": true, "--all-abandoned": true, "--no-agent": true}
 	for name, want := range own {
 		if !regexp.MustCompile(`(?m)^  the-loop-diagnose ` + name + ` `).MatchString(list.stdout) {
 			t.Errorf("help does not list %s:\n%s", name, list.stdout)

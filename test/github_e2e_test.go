@@ -3,6 +3,7 @@ package test
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,7 +16,6 @@ import (
 	"time"
 
 	fakegh "github.com/the-loop/the-loop-diagnose/fakes/github"
-	"github.com/the-loop/the-loop-diagnose/stages"
 )
 
 var markerRE = regexp.MustCompile(`<!-- the-loop-diagnose fingerprint:(\S+) -->`)
@@ -461,26 +461,56 @@ func TestClosedAsNotPlannedIsRespected(t *testing.T) {
 	}
 }
 
-// A secondary rate limit on a create may come after GitHub did the work:
-// the create is never sent again blind. The scan waits, the defect stays
-// pending uncharged, and a later scan that still finds nothing listed,
-// after the settle time, files it once.
-func TestASecondaryRateLimitOnACreateIsNeverRepeatedBlind(t *testing.T) {
-	gh := newGitHub(t)
-	gh.Inject(fakegh.RouteCreateIssue, fakegh.SecondaryRateLimit(time.Second))
-	d := newDeployment(t, gh, deployOpts{})
-	d.appendLog(killDefects()[0])
-	res := d.run("run")
-	if res.code != 1 || gh.CountCreates() != 0 || !strings.Contains(res.stderr, "waiting for GitHub") {
-		t.Fatalf("exit %d, %d issues, want 1 and a wait\n%s", res.code, gh.CountCreates(), res.stderr)
-	}
-	if len(d.stateMap("attempts")) != 0 || len(d.stateMap("deferred")) != 1 {
-		t.Fatalf("the defect must wait uncharged: attempts %s deferred %s", d.readState()["attempts"], d.readState()["deferred"])
-	}
-	res = d.run("run", "--now", time.Now().Add(stages.DefaultPostCreateSettle+time.Minute).UTC().Format(time.RFC3339))
-	if res.code != 0 || gh.CountCreates() != 1 || len(gh.RequestsTo(fakegh.RouteCreateIssue)) != 2 {
-		t.Fatalf("exit %d, %d issues, %d creates\n%s", res.code, gh.CountCreates(), len(gh.RequestsTo(fakegh.RouteCreateIssue)), res.stderr)
-	}
+// A secondary rate limit on a create is GitHub refusing: it did nothing,
+// so nothing is in doubt. A wait the scan may sleep through (maxWaitSeconds)
+// is slept and the create sent again; a longer one defers the rest of the
+// scan, and the next scan after the wait files the log's three defects,
+// each once.
+func TestASecondaryRateLimitOnACreateIsARefusalNotADoubt(t *testing.T) {
+	t.Run("longer than the scan waits", func(t *testing.T) {
+		gh := newGitHub(t)
+		gh.Inject(fakegh.RouteCreateIssue, fakegh.SecondaryRateLimitAs(http.StatusTooManyRequests, 30*time.Second, -1))
+		d := newDeployment(t, gh, deployOpts{extra: "  maxWaitSeconds: 1\n"})
+		d.appendLog(killDefects()...)
+		at := t0.Add(time.Hour) // the tool's clock, moved with --now
+		res := d.run("run", "--now", at.Format(time.RFC3339))
+		if res.code != 0 || gh.CountCreates() != 0 || len(gh.RequestsTo(fakegh.RouteCreateIssue)) != 1 || !strings.Contains(res.stderr, "rate limit") {
+			t.Fatalf("exit %d, %d issues, %d creates, want 0, 0, 1 and the rate limit named\n%s", res.code, gh.CountCreates(), len(gh.RequestsTo(fakegh.RouteCreateIssue)), res.stderr)
+		}
+		if strings.Contains(string(d.readState()["intents"]), "in_doubt") || strings.Contains(res.stderr, "in doubt") {
+			t.Fatalf("a refused create is in doubt: %s\n%s", d.readState()["intents"], res.stderr)
+		}
+		if len(d.stateMap("attempts")) != 0 || len(d.stateMap("deferred")) != 3 {
+			t.Fatalf("the defects must wait uncharged: attempts %s deferred %s", d.readState()["attempts"], d.readState()["deferred"])
+		}
+		if st := d.run("status", "--now", at.Add(5*time.Second).Format(time.RFC3339)); !strings.Contains(st.stdout, "GitHub rate limit: it asked to be left alone until") {
+			t.Fatalf("status does not say GitHub asked to wait:\n%s", st.stdout)
+		}
+		// A scan within the 30 s GitHub asked for sends it nothing.
+		asked := len(gh.Requests())
+		res = d.run("run", "--now", at.Add(10*time.Second).Format(time.RFC3339))
+		if res.code != 0 || len(gh.Requests()) != asked || gh.CountCreates() != 0 || !strings.Contains(res.stderr, "asked to wait until") {
+			t.Fatalf("a scan within the wait: exit %d, %d requests to GitHub, %d issues\n%s", res.code, len(gh.Requests())-asked, gh.CountCreates(), res.stderr)
+		}
+		// The next scan after the wait files the three, once each.
+		res = d.run("run", "--now", at.Add(time.Minute).Format(time.RFC3339))
+		if res.code != 0 || gh.CountCreates() != 3 || len(gh.RequestsTo(fakegh.RouteCreateIssue)) != 4 {
+			t.Fatalf("after the wait: exit %d, %d issues, %d creates, want 0, 3, 4\n%s", res.code, gh.CountCreates(), len(gh.RequestsTo(fakegh.RouteCreateIssue)), res.stderr)
+		}
+		if res := d.run("run", "--now", at.Add(2*time.Minute).Format(time.RFC3339)); res.code != 0 || len(gh.Issues()) != 3 || len(d.stateMap("deferred")) != 0 {
+			t.Fatalf("a fourth scan: exit %d, %d issues, deferred %s", res.code, len(gh.Issues()), d.readState()["deferred"])
+		}
+	})
+	t.Run("within the scan's wait", func(t *testing.T) {
+		gh := newGitHub(t)
+		gh.Inject(fakegh.RouteCreateIssue, fakegh.SecondaryRateLimit(time.Second))
+		d := newDeployment(t, gh, deployOpts{})
+		d.appendLog(killDefects()...)
+		res := d.run("run")
+		if res.code != 0 || gh.CountCreates() != 3 || len(gh.RequestsTo(fakegh.RouteCreateIssue)) != 4 {
+			t.Fatalf("exit %d, %d issues, %d creates, want 0, 3, 4\n%s", res.code, gh.CountCreates(), len(gh.RequestsTo(fakegh.RouteCreateIssue)), res.stderr)
+		}
+	})
 }
 
 func TestPrimaryRateLimitDefersTheScanWithoutChargingAnyDefect(t *testing.T) {
@@ -504,8 +534,8 @@ func TestPrimaryRateLimitDefersTheScanWithoutChargingAnyDefect(t *testing.T) {
 	if !strings.Contains(res.stderr, "rate limit") {
 		t.Fatalf("stderr does not say why nothing was filed:\n%s", res.stderr)
 	}
-	// The quota is back: the deferred defects are filed, once each.
-	if res := d.run("run"); res.code != 0 || gh.CountCreates() != 3 {
+	// The quota is back at its reset: the deferred defects are filed, once each.
+	if res := d.run("run", "--now", time.Now().Add(2*time.Hour+time.Minute).UTC().Format(time.RFC3339)); res.code != 0 || gh.CountCreates() != 3 {
 		t.Fatalf("after the reset: exit %d, %d issues\n%s", res.code, gh.CountCreates(), res.stderr)
 	}
 	if a := d.stateMap("attempts"); len(a) != 0 {

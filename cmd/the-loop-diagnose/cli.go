@@ -42,6 +42,8 @@ var commands = []command{
 	{"replay", "--stage read|filter|fingerprint|dedup|dossier|agent|compose --log FIXTURE",
 		"Run the pipeline up to one stage over a fixture and print that stage's items as JSONL; writes and posts nothing."},
 	{"status", "[--json]", "What the state holds: reported, deferred (and what each waits for), settled, dismissed, abandoned, retry counts, the daily window."},
+	{"doctor", "[--config FILE] [--json] [--no-agent]",
+		"Check a setup end to end, filing nothing: config, event log, store, GitHub token, repository and rights, label, agent (a one-line probe unless --no-agent)."},
 	{"retry", "FINGERPRINT... | --all-abandoned", "Put abandoned defects back in the backlog with their dossier: the next scan files them."},
 	{"forget", "FINGERPRINT...", "Forget defects: every state entry of theirs goes, so the next scan treats them as new."},
 	{"state", "export [--format the-loop|json|ledger] [-o FILE]", "Write the state out of its store: the-loop's self-diagnosis.json for a switch back, this tool's whole state as JSON, or the ledger."},
@@ -98,6 +100,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = cmdReplay(hard, rest, io)
 	case "status":
 		err = cmdStatus(rest, io)
+	case "doctor":
+		err = cmdDoctor(hard, rest, io)
 	case "retry":
 		err = cmdRetry(rest, io)
 	case "state":

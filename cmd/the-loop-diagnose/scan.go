@@ -94,27 +94,23 @@ func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, 
 	if s.source != nil {
 		sourcePath, sourceVersion = s.source.Root(), src.Version
 	}
-	s.agent, err = stages.NewAgent(stages.AgentConfig{
-		SourcePath: sourcePath, SourceVersion: sourceVersion,
-		Harness: cfg.Harness, Command: cfg.Command, Model: cfg.Model,
-		Timeout: cfg.Timeout, Parallel: cfg.AgentParallel, Env: cfg.AgentEnv, Log: log, Scrub: red.Scrub,
-		Endpoint: cfg.Endpoint, APIKeyEnv: cfg.APIKeyEnv,
-		PricePerMillionInput: cfg.PricePerMillionInput, PricePerMillionOutput: cfg.PricePerMillionOutput,
-		Admit: func(ctx context.Context, d pipeline.Dossier) (pipeline.Dossier, error) {
-			return s.fleet.Admit(ctx, d) // nil (replay, a dry run): admits everything
-		},
-		BeforeRun: func(d pipeline.Dossier) error {
-			if s.chargeRun == nil { // replay: nothing is charged
-				return nil
-			}
-			if err := s.chargeRun(d); err != nil {
-				return err
-			}
-			s.fleet.Started(d.Fingerprint) // the fleet's reservation is spent from here on
+	acfg := agentConfig(cfg, sourcePath, log, red.Scrub)
+	acfg.SourceVersion = sourceVersion
+	acfg.Admit = func(ctx context.Context, d pipeline.Dossier) (pipeline.Dossier, error) {
+		return s.fleet.Admit(ctx, d) // nil (replay, a dry run): admits everything
+	}
+	acfg.BeforeRun = func(d pipeline.Dossier) error {
+		if s.chargeRun == nil { // replay: nothing is charged
 			return nil
-		},
-		Running: running,
-	})
+		}
+		if err := s.chargeRun(d); err != nil {
+			return err
+		}
+		s.fleet.Started(d.Fingerprint) // the fleet's reservation is spent from here on
+		return nil
+	}
+	acfg.Running = running
+	s.agent, err = stages.NewAgent(acfg)
 	if err != nil {
 		return nil, err
 	}
@@ -126,6 +122,18 @@ func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, 
 		s.sink = s.newPost
 	}
 	return s, nil
+}
+
+// agentConfig is the agent as the config sets it up, for a scan and for
+// doctor's probe alike.
+func agentConfig(cfg Config, sourcePath string, log zerolog.Logger, scrub func(string) string) stages.AgentConfig {
+	return stages.AgentConfig{
+		SourcePath: sourcePath,
+		Harness:    cfg.Harness, Command: cfg.Command, Model: cfg.Model,
+		Timeout: cfg.Timeout, Parallel: cfg.AgentParallel, Env: cfg.AgentEnv, Log: log, Scrub: scrub,
+		Endpoint: cfg.Endpoint, APIKeyEnv: cfg.APIKeyEnv,
+		PricePerMillionInput: cfg.PricePerMillionInput, PricePerMillionOutput: cfg.PricePerMillionOutput,
+	}
 }
 
 // readConfig is how a scan (prefilter) or a replay reads the log: the
@@ -263,7 +271,9 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time
 	}
 	// Only now, with every outcome committed, may the cursor move past the
 	// records read. A pipe has none (nil keeps the stored one).
-	if err := stages.FinishScan(st, src.Cursor(&stats), s.incidents, sum, s.now(), s.cfg.Retention); err != nil {
+	keep := s.cfg.Retention
+	keep.PerDay = s.cfg.MaxIssuesPerDay // the backlog may wait as long as the cap needs to drain it
+	if err := stages.FinishScan(st, src.Cursor(&stats), s.incidents, sum, s.now(), keep); err != nil {
 		return sum, err
 	}
 	sum.Lines, sum.Corrupt = stats.Lines.Load(), stats.Corrupt.Load()
@@ -309,6 +319,20 @@ func (s *scanner) eventLogForEvents() string {
 // (said once): a log the tool may only read is no reason to fail a run
 // whose issues were filed.
 func (s *scanner) eventsTarget(log string) string {
+	if target := eventsTargetFor(log, s.cfg.EventsPath); target != "" {
+		return target
+	}
+	if !s.eventsWarned {
+		s.eventsWarned = true
+		s.log.Warn().Str("log", log).Msg("the event log is not writable by this user: diagnosis.* events are not appended (set selfDiagnosis.eventsPath to keep them elsewhere)")
+	}
+	return ""
+}
+
+// eventsTargetFor is where diagnosis.* events go (eventsTarget's rule,
+// without its warning): the event log when this user may append to it (or
+// it is missing: it is created), else eventsPath ("" for nowhere).
+func eventsTargetFor(log, eventsPath string) string {
 	f, err := os.OpenFile(log, os.O_WRONLY|os.O_APPEND, 0)
 	if err == nil {
 		f.Close()
@@ -317,14 +341,7 @@ func (s *scanner) eventsTarget(log string) string {
 	if !errors.Is(err, fs.ErrPermission) && !errors.Is(err, syscall.EROFS) {
 		return log // a missing log is created; other errors say themselves
 	}
-	if s.cfg.EventsPath != "" {
-		return s.cfg.EventsPath
-	}
-	if !s.eventsWarned {
-		s.eventsWarned = true
-		s.log.Warn().Str("log", log).Msg("the event log is not writable by this user: diagnosis.* events are not appended (set selfDiagnosis.eventsPath to keep them elsewhere)")
-	}
-	return ""
+	return eventsPath
 }
 
 // githubClient is the scanner's GitHub client, made at its first scan and

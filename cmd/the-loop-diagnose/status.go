@@ -77,6 +77,9 @@ func cmdStatus(args []string, io stdio) error {
 		fmt.Fprintf(w, "%s (since %s, %d scans, the last at %s): its defects wait, nothing is charged\n",
 			(&pipeline.Wait{For: what, Reason: o.Reason}).String(), o.Since.Format(time.RFC3339), o.Scans, o.Last.Format(time.RFC3339))
 	}
+	if t.Before(st.GitHubResume) {
+		fmt.Fprintf(w, "GitHub rate limit: it asked to be left alone until %s; scans before then file nothing\n", st.GitHubResume.Format(time.RFC3339))
+	}
 	fmt.Fprintf(w, "\nreported (%d):\n", st.Reported.Len())
 	for _, fp := range store.Fingerprints(st.Reported.All()) {
 		r := st.Reported.At(fp)
@@ -95,7 +98,7 @@ func cmdStatus(args []string, io stdio) error {
 		}
 	}
 	for _, b := range pruned {
-		fmt.Fprintf(w, "  (and %d older %s defects, %d occurrences %s to %s, left the backlog after %d days unseen)\n",
+		fmt.Fprintf(w, "  (and %d older %s defects, %d occurrences %s to %s, left the backlog after waiting %d days unseen)\n",
 			b.Defects, b.Event, b.Occurrences, b.First.Format(time.RFC3339), b.Last.Format(time.RFC3339), cfg.Retention.BacklogDays)
 	}
 	fmt.Fprintf(w, "\nsettled by the machine, not filed (%d; %d settlements in the ledger of the last 90 days, status --json shows them):\n", len(st.Settled), len(ledger))

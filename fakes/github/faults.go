@@ -113,12 +113,22 @@ func PrimaryRateLimit(resetIn time.Duration) Fault {
 // *github.AbuseRateLimitError. retryAfter < 0 sends no Retry-After header
 // (GitHub does that too; the client must then wait a minute on its own).
 func SecondaryRateLimit(retryAfter time.Duration) Fault {
+	return SecondaryRateLimitAs(http.StatusForbidden, retryAfter, -1)
+}
+
+// SecondaryRateLimitAs is a secondary rate limit in any of the shapes
+// GitHub sends one: status 403 or 429, the documented message and
+// documentation URL, Retry-After when retryAfter >= 0, and when resetIn >= 0
+// x-ratelimit-remaining: 0 with x-ratelimit-reset that far from when the
+// fault fires (GitHub's other way of saying when to resume). Either way
+// GitHub did not act on the request.
+func SecondaryRateLimitAs(status int, retryAfter, resetIn time.Duration) Fault {
 	f := Fault{
-		Status:  http.StatusForbidden,
+		Status:  status,
 		Message: "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID.",
 		DocURL:  "https://docs.github.com/free-pro-team@latest/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits",
-		// No x-ratelimit-reset: go-github would read it as the retry time,
-		// and this response exists to exercise the wait-a-minute path.
+		// No x-ratelimit-reset unless asked: go-github would read it as
+		// the retry time, and the wait-a-minute path needs neither header.
 		Header: http.Header{
 			"X-Ratelimit-Limit":     {"5000"},
 			"X-Ratelimit-Remaining": {"4000"},
@@ -127,6 +137,10 @@ func SecondaryRateLimit(retryAfter time.Duration) Fault {
 	}
 	if retryAfter >= 0 {
 		f.Header.Set("Retry-After", strconv.Itoa(int(retryAfter/time.Second)))
+	}
+	if resetIn >= 0 {
+		f.Header.Set("X-Ratelimit-Remaining", "0")
+		f.resetIn, f.hasResetIn = resetIn, true
 	}
 	return f
 }

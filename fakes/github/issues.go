@@ -29,6 +29,28 @@ func (s *Server) userJSON(login string) map[string]any {
 	}
 }
 
+// repoJSON is the repository as tok sees it: has_issues, and in
+// permissions what tok may do (triage and push with Triage, never on a
+// ReadOnly token); caller holds mu.
+func (s *Server) repoJSON(tok Token) map[string]any {
+	return map[string]any{
+		"id":         4242,
+		"name":       s.name,
+		"full_name":  s.owner + "/" + s.name,
+		"owner":      s.userJSON(s.owner),
+		"private":    false,
+		"html_url":   s.srv.URL + "/" + s.owner + "/" + s.name,
+		"url":        s.apiBase(),
+		"has_issues": !s.issuesDisabled,
+		"permissions": map[string]bool{
+			"admin": false, "maintain": false,
+			"push":   tok.Triage && !tok.ReadOnly,
+			"triage": tok.Triage && !tok.ReadOnly,
+			"pull":   true,
+		},
+	}
+}
+
 func (s *Server) labelJSON(l *Label) map[string]any {
 	return map[string]any{
 		"name":        l.Name,

@@ -1,5 +1,6 @@
 // Package github is an in-process fake of the GitHub REST API subset the
-// post stage uses: repository issues, their comments, labels and the
+// tool uses: repository issues, their comments, labels, the repository (as
+// the token sees it: has_issues, permissions) and the
 // authenticated user. It serves under GitHub Enterprise's /api/v3/ prefix so
 // a client that builds an absolute URL by hand fails loudly, records every
 // request, and lets a test script faults per route (5xx, ambiguous 5xx after
@@ -41,6 +42,9 @@ type Token struct {
 	Triage bool
 	// ReadOnly tokens can read but every write is 403.
 	ReadOnly bool
+	// Scopes, when not nil, make it a classic token: every answer to it
+	// names them in X-OAuth-Scopes, as GitHub's do.
+	Scopes []string
 }
 
 // Options configures a Server.
@@ -209,6 +213,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		At:     s.opts.Now(),
 	}
 	resp := s.handle(r, body, &rec)
+	if t, ok := s.authenticate(r); ok && t.Scopes != nil {
+		if resp.header == nil {
+			resp.header = http.Header{}
+		}
+		resp.header.Set("X-OAuth-Scopes", strings.Join(t.Scopes, ", "))
+	}
 	rec.Status = resp.status
 	s.mu.Lock()
 	s.requests = append(s.requests, rec)
@@ -360,6 +370,7 @@ type Route string
 const (
 	RouteAny           Route = "*" // faults queued here hit whichever route comes next
 	RouteUser          Route = "GET /user"
+	RouteGetRepo       Route = "GET /repos/{o}/{r}"
 	RouteListIssues    Route = "GET /repos/{o}/{r}/issues"
 	RouteGetIssue      Route = "GET /repos/{o}/{r}/issues/{n}"
 	RouteCreateIssue   Route = "POST /repos/{o}/{r}/issues"
@@ -372,7 +383,7 @@ const (
 )
 
 var routes = []Route{
-	RouteUser, RouteListIssues, RouteGetIssue, RouteCreateIssue, RouteEditIssue,
+	RouteUser, RouteGetRepo, RouteListIssues, RouteGetIssue, RouteCreateIssue, RouteEditIssue,
 	RouteListComments, RouteCreateComment, RouteEditComment, RouteGetLabel, RouteCreateLabel,
 }
 
@@ -431,6 +442,9 @@ func (s *Server) dispatch(c *call) response {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if c.route == RouteGetRepo {
+		return jsonResponse(http.StatusOK, s.repoJSON(c.token))
+	}
 	if s.issuesDisabled && c.route != RouteGetLabel && c.route != RouteCreateLabel {
 		return jsonResponse(http.StatusGone, errorBody("Issues are disabled for this repo", "https://docs.github.com/rest/issues/issues"))
 	}

@@ -497,3 +497,44 @@ func TestRemovedTokenAndOutageAreSwitches(t *testing.T) {
 		t.Fatalf("after the outage: %d", s)
 	}
 }
+
+// The repository as each token sees it: has_issues, and what the token may
+// do in permissions; a classic token's scopes come back in X-OAuth-Scopes.
+func TestGetRepoShowsIssuesAndTheTokensPermissions(t *testing.T) {
+	srv, c := start(t, fakegh.Options{})
+	srv.AddToken("reader", fakegh.Token{Login: "reader", ReadOnly: true, Scopes: []string{"read:org"}})
+	ctx := context.Background()
+	r, resp, err := c.Repositories.Get(ctx, "acme", "widgets")
+	if err != nil || !r.GetHasIssues() || !r.GetPermissions()["triage"] || resp.Header.Get("X-OAuth-Scopes") != "" {
+		t.Fatalf("the bot's view: %v %+v %v", err, r, resp.Header)
+	}
+	r, resp, err = newClient(t, srv, "reader").Repositories.Get(ctx, "acme", "widgets")
+	if err != nil || r.GetPermissions()["push"] || r.GetPermissions()["triage"] || !r.GetPermissions()["pull"] || resp.Header.Get("X-OAuth-Scopes") != "read:org" {
+		t.Fatalf("a reader's view: %v %+v %v", err, r.GetPermissions(), resp.Header)
+	}
+	srv.SetIssuesDisabled(true)
+	if r, _, err = c.Repositories.Get(ctx, "acme", "widgets"); err != nil || r.GetHasIssues() {
+		t.Fatalf("issues disabled: %v has_issues %v", err, r.GetHasIssues())
+	}
+}
+
+// A secondary rate limit comes in GitHub's shapes: 403 or 429, its message
+// and documentation URL, Retry-After or x-ratelimit-remaining: 0 with the
+// reset time.
+func TestSecondaryRateLimitShapes(t *testing.T) {
+	srv, c := start(t, fakegh.Options{})
+	ctx := context.Background()
+	srv.Inject(fakegh.RouteCreateIssue, fakegh.SecondaryRateLimitAs(http.StatusTooManyRequests, 30*time.Second, -1))
+	_, resp, err := c.Issues.Create(ctx, "acme", "widgets", &github.IssueRequest{Title: github.String("t")})
+	if err == nil || resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "30" || !strings.Contains(err.Error(), "secondary rate limit") {
+		t.Fatalf("429: %v %v", err, resp.Header)
+	}
+	srv.Inject(fakegh.RouteCreateIssue, fakegh.SecondaryRateLimitAs(http.StatusForbidden, -1, time.Minute))
+	_, resp, err = c.Issues.Create(ctx, "acme", "widgets", &github.IssueRequest{Title: github.String("t")})
+	if err == nil || resp.StatusCode != http.StatusForbidden || resp.Header.Get("X-Ratelimit-Remaining") != "0" || resp.Header.Get("Retry-After") != "" || resp.Header.Get("X-Ratelimit-Reset") == "" {
+		t.Fatalf("403 with the reset: %v %v", err, resp.Header)
+	}
+	if srv.CountCreates() != 0 {
+		t.Fatal("a rate-limited create was applied")
+	}
+}

@@ -21,6 +21,10 @@ import (
 type stateLock struct {
 	path string
 	f    *os.File
+	// keep leaves the file behind on release: a state path refused for a
+	// shared store keeps the mark that refused it (SharedStoreError), or
+	// its next scan would start afresh on its own.
+	keep bool
 }
 
 // acquireLock takes the lock at path: ErrLocked when another process holds
@@ -44,7 +48,7 @@ func acquireLock(path string) (*stateLock, error) {
 		if sameFile(f, path) {
 			// Written only once held, so no reader sees the PID of a
 			// process that lost the race.
-			l := &stateLock{path, f}
+			l := &stateLock{path: path, f: f}
 			if err := l.writePID(); err != nil {
 				f.Close()
 				return nil, err
@@ -69,7 +73,7 @@ func (l *stateLock) writePID() error {
 // release removes the file, while still holding it so no one else can
 // have locked it, and then closes it, which drops the flock.
 func (l *stateLock) release() error {
-	if sameFile(l.f, l.path) {
+	if !l.keep && sameFile(l.f, l.path) {
 		os.Remove(l.path) // best effort: a file left behind is unlocked
 	}
 	return l.f.Close()

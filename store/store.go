@@ -174,6 +174,16 @@ func OpenDSN(path, dsn string, readOnly bool) (*Store, error) {
 	return open(path, dsn, readOnly, nil)
 }
 
+// closeRefused closes a store whose open failed with err; a refusal for a
+// shared store keeps the lock file, the mark it was refused by.
+func (s *Store) closeRefused(err error) {
+	var se *SharedStoreError
+	if errors.As(err, &se) && s.lock != nil {
+		s.lock.keep = true
+	}
+	s.Close()
+}
+
 func open(path, dsn string, readOnly bool, cache *Cache) (*Store, error) {
 	s := &Store{path: path, readOnly: readOnly, ctx: context.Background(), unsynced: map[string]bool{}}
 	ranBefore := exists(path + ".lock")
@@ -186,7 +196,7 @@ func open(path, dsn string, readOnly bool, cache *Cache) (*Store, error) {
 		// Under the lock: a shared database of this path's is renamed.
 		var err error
 		if dsn, err = defaultDSN(path, readOnly, ranBefore); err != nil {
-			s.Close()
+			s.closeRefused(err)
 			return nil, err
 		}
 	}
@@ -207,7 +217,7 @@ func open(path, dsn string, readOnly bool, cache *Cache) (*Store, error) {
 	s.ownDB = cache == nil
 	scope, err := deploymentScope(s.db, path, readOnly, ranBefore)
 	if err != nil {
-		s.Close()
+		s.closeRefused(err)
 		return nil, err
 	}
 	s.rows = &rows{db: s.db, scope: scope, colls: collections(), meta: map[string][]byte{}, tokens: map[string]string{}}

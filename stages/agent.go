@@ -72,6 +72,11 @@ type AgentConfig struct {
 	// absolute: claude may read it (--add-dir), a command gets it as
 	// {sourcePath}.
 	SourcePath string
+	// ReadWrite are more paths a known CLI may write, beyond its run
+	// directory and its own state under HOME; the kernel denies the rest.
+	// None come from the configuration; the tests' fake agent records
+	// what it saw in one.
+	ReadWrite []string
 }
 
 // agentRunner diagnoses one dossier. A non-nil error means the context was

@@ -158,3 +158,26 @@ func agentCodexFlags(workDir string) []string {
 func agentGeminiFlags() []string {
 	return []string{"--approval-mode", "default", "--extensions", "none"}
 }
+
+// agentHarnessAdaptEnv translates what users of a CLI already have into
+// what this CLI version reads. codex 0.171 ignores OPENAI_BASE_URL (it
+// reads openai_base_url from config.toml or -c, agentCodexArgv passes it)
+// and, in exec, sends CODEX_API_KEY only: an OPENAI_API_KEY alone is
+// passed on as CODEX_API_KEY.
+func agentHarnessAdaptEnv(harness string, env []string) []string {
+	if harness != AgentHarnessCodex {
+		return env
+	}
+	var key string
+	for _, kv := range env {
+		if k, v, _ := strings.Cut(kv, "="); k == "CODEX_API_KEY" {
+			return env
+		} else if k == "OPENAI_API_KEY" {
+			key = v
+		}
+	}
+	if key != "" {
+		env = append(env, "CODEX_API_KEY="+key)
+	}
+	return env
+}

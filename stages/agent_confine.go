@@ -19,9 +19,11 @@ import (
 
 // agentStateDirs are each CLI's own state under HOME (its login, settings,
 // sessions, caches): read-write, as the CLI writes there on every run.
-// claude's ~/.claude.json is a file beside its directory.
+// They are created when missing: a rule needs a path that exists, and the
+// CLI, confined, could not create them in HOME. claude's ~/.claude.json is
+// a file beside its directory (agentStateFiles).
 var agentStateDirs = map[string][]string{
-	AgentHarnessClaude: {".claude", ".claude.json"},
+	AgentHarnessClaude: {".claude"},
 	AgentHarnessCursor: {".cursor", ".config/cursor"},
 	AgentHarnessCodex:  {".codex"},
 	AgentHarnessGemini: {".gemini"},
@@ -33,6 +35,11 @@ var agentStateDirs = map[string][]string{
 func AgentConfined(harness string) bool {
 	_, ok := agentStateDirs[harness]
 	return ok
+}
+
+// agentStateFiles are state files under HOME, read-write when they exist.
+var agentStateFiles = map[string][]string{
+	AgentHarnessClaude: {".claude.json"},
 }
 
 // agentStateEnv are the variables that move a CLI's state elsewhere.
@@ -58,14 +65,24 @@ func agentPolicy(cfg AgentConfig, path, root string, env []string) *sandbox.Poli
 		return ""
 	}
 	p := &sandbox.Policy{ReadWrite: append([]string{root}, sandbox.SystemReadWrite...)}
+	var state []string
 	if home := get("HOME"); filepath.IsAbs(home) {
 		for _, d := range dirs {
-			p.ReadWrite = append(p.ReadWrite, filepath.Join(home, d))
+			state = append(state, filepath.Join(home, d))
+		}
+		for _, f := range agentStateFiles[cfg.Harness] {
+			p.ReadWrite = append(p.ReadWrite, filepath.Join(home, f))
 		}
 	}
 	if v := get(agentStateEnv[cfg.Harness]); filepath.IsAbs(v) {
-		p.ReadWrite = append(p.ReadWrite, v)
+		state = append(state, v)
 	}
+	for _, d := range state {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			cfg.Log.Warn().Err(err).Str("dir", d).Msg("cannot create the agent's state directory; the agent cannot write there")
+		}
+	}
+	p.ReadWrite = append(p.ReadWrite, state...)
 	p.ReadWrite = append(p.ReadWrite, cfg.ReadWrite...)
 	p.ReadOnly = append(slices.Clone(sandbox.SystemReadOnly), sandbox.Installation(path, get("PATH"))...)
 	if cfg.SourcePath != "" {

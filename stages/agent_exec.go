@@ -162,7 +162,7 @@ func agentArgv(cfg AgentConfig, prompt, promptFile, workDir string) ([]string, e
 		}
 		return append(argv, agentCursorFlags(workDir)...), nil
 	case AgentHarnessCodex:
-		return agentCodexArgv(cfg, prompt, filepath.Dir(promptFile), workDir), nil
+		return agentCodexArgv(cfg, prompt, filepath.Dir(promptFile), workDir, os.Getenv("OPENAI_BASE_URL")), nil
 	case AgentHarnessGemini:
 		return agentGeminiArgv(cfg, prompt), nil
 	case AgentHarnessCommand:

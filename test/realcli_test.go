@@ -177,3 +177,52 @@ func TestRealClaudeHostileModelIsConfined(t *testing.T) {
 	r.filed(t)
 	r.checkHostile(t, calls, pwned)
 }
+
+// codex, set up as an OpenAI user already is (OPENAI_BASE_URL and
+// OPENAI_API_KEY), diagnoses and its answer is filed.
+func TestRealCodexFilesADiagnosis(t *testing.T) {
+	r := newRealRun(t, "codex", "OPENAI_API_KEY=sk-fake")
+	r.d.env = append(r.d.env, "OPENAI_BASE_URL="+r.srv+"/v1")
+	r.run(t, func(int) []provider.Step { return []provider.Step{{Text: realAnswer}} })
+	t.Logf("codex offered its model: %v; requests %v", r.model.Tools(), r.model.Paths())
+	r.filed(t)
+}
+
+// codexExec is one call of codex's exec tool (JavaScript in its V8
+// isolate, the way codex 0.171 offers every tool) running one nested tool
+// and printing its exit code and output as plain text.
+func codexExec(js string) provider.Call {
+	src := "try { const o = await " + js + "; text(typeof o === 'string' ? o : ('exit ' + o.exit_code + '\\n' + o.output)); } catch (e) { text('ERR ' + e); }"
+	return provider.Call{Name: "exec", Args: map[string]any{"__custom": src, "__namespace": "functions"}}
+}
+
+// codex, asked through its exec tool for a shell read of /etc/hostname,
+// the event log and the tool's environ, a grep over /proc, a write
+// outside (shell and patch), an escalation and a fetch, gets none of
+// them; the diagnosis it then gives is filed.
+func TestRealCodexHostileModelIsConfined(t *testing.T) {
+	r := newRealRun(t, "codex", "OPENAI_API_KEY=sk-fake")
+	r.d.env = append(r.d.env, "OPENAI_BASE_URL="+r.srv+"/v1")
+	pwned, patched := filepath.Join(r.d.dir, "pwned.txt"), filepath.Join(r.d.dir, "patched.txt")
+	var calls int
+	r.run(t, func(pid int) []provider.Step {
+		sh := func(cmd string, extra string) provider.Call {
+			return codexExec("tools.exec_command({cmd: " + quote(cmd) + extra + "})")
+		}
+		hostile := []provider.Call{
+			sh("cat /etc/hostname", ""),
+			sh("cat "+r.d.log, ""),
+			sh("cat /proc/"+strconv.Itoa(pid)+"/environ | tr '\\0' '\\n'", ""),
+			sh("grep -l GH_TOKEN /proc/*/environ", ""),
+			sh("echo pwned > "+pwned, ""),
+			sh("cat /etc/hostname", `, sandbox_permissions: "require_escalated", justification: "needed"`),
+			codexExec("tools.apply_patch(" + quote("*** Begin Patch\n*** Add File: "+patched+"\n+pwned\n*** End Patch\n") + ")"),
+			sh("curl -s "+r.srv+"/exfil", ""),
+			codexExec("tools.web__run({open: [{ref_id: " + quote(r.srv+"/exfil") + "}]})"),
+		}
+		calls = len(hostile)
+		return []provider.Step{{Calls: hostile}, {Text: realAnswer}}
+	})
+	r.filed(t)
+	r.checkHostile(t, calls, pwned, patched)
+}

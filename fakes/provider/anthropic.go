@@ -41,7 +41,7 @@ func (m *Model) anthropic(w http.ResponseWriter, r *http.Request) {
 	if len(req.Tools) == 0 {
 		st = Step{Text: m.SideText}
 	} else {
-		st = m.step(turns)
+		st = m.step(turns, req.Tools)
 	}
 	var content []map[string]any
 	stop := "end_turn"

@@ -54,7 +54,7 @@ func (m *Model) gemini(w http.ResponseWriter, r *http.Request) {
 	if len(req.Tools) == 0 {
 		st = Step{Text: m.SideText}
 	} else {
-		st = m.step(turns)
+		st = m.step(turns, req.Tools)
 	}
 	var parts []any
 	if len(st.Calls) == 0 {

@@ -49,6 +49,7 @@ type Model struct {
 	order    []string
 	calls    map[string]Call // by the id we gave each call
 	paths    []string        // every request path, in order
+	tools    []string        // the tools the main conversation offers
 	finished bool            // the final step was served
 }
 
@@ -97,10 +98,14 @@ func (m *Model) SetSteps(steps ...Step) {
 	m.Steps = steps
 }
 
-// step is the step for a conversation with turns model turns so far.
-func (m *Model) step(turns int) Step {
+// step is the step for a conversation with turns model turns so far,
+// whose request offers tools (each a declaration in that API's shape).
+func (m *Model) step(turns int, tools []any) Step {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.tools == nil {
+		m.tools = toolNames(tools)
+	}
 	if len(m.Steps) == 0 {
 		return Step{Text: "{}"}
 	}
@@ -215,4 +220,38 @@ func Brief(v any) string {
 		return s[:160] + "…"
 	}
 	return s
+}
+
+// Tools are the names of the tools the CLI offered its model.
+func (m *Model) Tools() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]string(nil), m.tools...)
+}
+
+// toolNames finds the names in tool declarations: {"name"}, {"function":
+// {"name"}}, {"functionDeclarations": [{"name"}]}, {"type"} for a built-in.
+func toolNames(tools []any) []string {
+	out := []string{}
+	for _, t := range tools {
+		d, _ := t.(map[string]any)
+		switch {
+		case d["type"] == "namespace": // codex: a namespace of tools
+			ts, _ := d["tools"].([]any)
+			for _, n := range toolNames(ts) {
+				out = append(out, text(d["name"])+"."+n)
+			}
+		case d["name"] != nil:
+			out = append(out, text(d["name"]))
+		case d["function"] != nil:
+			f, _ := d["function"].(map[string]any)
+			out = append(out, text(f["name"]))
+		case d["functionDeclarations"] != nil:
+			fs, _ := d["functionDeclarations"].([]any)
+			out = append(out, toolNames(fs)...)
+		default:
+			out = append(out, text(d["type"]))
+		}
+	}
+	return out
 }

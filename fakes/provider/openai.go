@@ -35,8 +35,12 @@ func (m *Model) responses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	turns := 0
+	tools := req.Tools
 	for _, it := range req.Input {
 		switch it["type"] {
+		case "additional_tools": // codex 0.171 declares its tools here
+			t, _ := it["tools"].([]any)
+			tools = append(tools, t...)
 		case "function_call", "custom_tool_call", "local_shell_call":
 			id, _ := it["call_id"].(string)
 			turns = max(turns, turnOf(id)+1)
@@ -50,10 +54,10 @@ func (m *Model) responses(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	var st Step
-	if len(req.Tools) == 0 {
+	if len(tools) == 0 {
 		st = Step{Text: m.SideText}
 	} else {
-		st = m.step(turns)
+		st = m.step(turns, tools)
 	}
 	var items []map[string]any
 	if len(st.Calls) == 0 {
@@ -63,7 +67,11 @@ func (m *Model) responses(w http.ResponseWriter, r *http.Request) {
 	for i, c := range st.Calls {
 		id := m.callID("call", turns, i, c)
 		if s, ok := c.Args["__custom"].(string); ok { // a freeform tool (apply_patch)
-			items = append(items, map[string]any{"type": "custom_tool_call", "id": "ctc_" + id, "call_id": id, "name": c.Name, "input": s, "status": "completed"})
+			item := map[string]any{"type": "custom_tool_call", "id": "ctc_" + id, "call_id": id, "name": c.Name, "input": s, "status": "completed"}
+			if ns, ok := c.Args["__namespace"].(string); ok {
+				item["namespace"] = ns
+			}
+			items = append(items, item)
 			continue
 		}
 		items = append(items, map[string]any{"type": "function_call", "id": "fc_" + id, "call_id": id, "name": c.Name, "arguments": mustJSON(c.Args), "status": "completed"})
@@ -120,7 +128,7 @@ func (m *Model) chat(w http.ResponseWriter, r *http.Request) {
 	if len(req.Tools) == 0 {
 		st = Step{Text: m.SideText}
 	} else {
-		st = m.step(turns)
+		st = m.step(turns, req.Tools)
 	}
 	message := map[string]any{"role": "assistant", "content": st.Text}
 	finish := "stop"

@@ -31,8 +31,10 @@ var agentHarnessEnv = map[string][]string{
 	AgentHarnessCodex: {"CODEX_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME"},
 	// gemini: an AI Studio key, or Vertex AI's project, location and
 	// credentials, or Code Assist.
+	// GOOGLE_GEMINI_BASE_URL points it at a gateway (README: the settings
+	// line it then needs).
 	AgentHarnessGemini: {"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION",
-		"GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_GCA", "GOOGLE_APPLICATION_CREDENTIALS"},
+		"GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_GCA", "GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_GEMINI_BASE_URL"},
 }
 
 // agentHarnessSetEnv are set for a known CLI whatever our environment

@@ -11,7 +11,12 @@ import (
 // with alt=sse, else a JSON array).
 func (m *Model) gemini(w http.ResponseWriter, r *http.Request) {
 	var req struct {
-		Tools    []any `json:"tools"`
+		Tools            []any `json:"tools"`
+		GenerationConfig struct {
+			MimeType   string         `json:"responseMimeType"`
+			JSONSchema map[string]any `json:"responseJsonSchema"`
+			Schema     map[string]any `json:"responseSchema"`
+		} `json:"generationConfig"`
 		Contents []struct {
 			Role  string           `json:"role"`
 			Parts []map[string]any `json:"parts"`
@@ -51,9 +56,15 @@ func (m *Model) gemini(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	var st Step
-	if len(req.Tools) == 0 {
+	gc := req.GenerationConfig
+	switch {
+	case len(req.Tools) == 0 && gc.MimeType == "application/json":
+		// A side request wanting JSON (gemini's model router): the
+		// smallest value its schema allows.
+		st = Step{Text: mustJSON(fromSchema(cmpOr(gc.JSONSchema, gc.Schema)))}
+	case len(req.Tools) == 0:
 		st = Step{Text: m.SideText}
-	} else {
+	default:
 		st = m.step(turns, req.Tools)
 	}
 	var parts []any
@@ -77,4 +88,36 @@ func (m *Model) gemini(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, []any{resp})
 	}
+}
+
+func cmpOr(a, b map[string]any) map[string]any {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// fromSchema is a value of the JSON schema s (Gemini writes its types in
+// capitals): every property present, strings "x", numbers 1.
+func fromSchema(s map[string]any) any {
+	switch strings.ToLower(text(s["type"])) {
+	case "object":
+		out := map[string]any{}
+		props, _ := s["properties"].(map[string]any)
+		for k, v := range props {
+			sub, _ := v.(map[string]any)
+			out[k] = fromSchema(sub)
+		}
+		return out
+	case "array":
+		return []any{}
+	case "integer", "number":
+		return 1
+	case "boolean":
+		return false
+	}
+	if e, ok := s["enum"].([]any); ok && len(e) > 0 {
+		return e[0]
+	}
+	return "x"
 }

@@ -146,7 +146,7 @@ func agentArgv(cfg AgentConfig, prompt, promptFile, workDir string) ([]string, e
 	switch cfg.Harness {
 	case AgentHarnessClaude:
 		argv := []string{agentOr(cfg.Binary, "claude"), "-p", prompt, "--output-format", "json"}
-		argv = append(argv, agentClaudeFlags()...)
+		argv = append(argv, agentClaudeFlags(workDir, cfg.SourcePath)...)
 		if cfg.Model != "" {
 			argv = append(argv, "--model", cfg.Model)
 		}

@@ -226,7 +226,7 @@ func TestAgentClaudeRunsInDossierOnlyDirWithoutShell(t *testing.T) {
 	}
 
 	rec := agentOneRecord(t, record)
-	wantArgv := append([]string{agentFakeBinary, "-p", AgentPrompt(d), "--output-format", "json"}, agentClaudeFlags()...)
+	wantArgv := append([]string{agentFakeBinary, "-p", AgentPrompt(d), "--output-format", "json"}, agentClaudeFlags(rec.Cwd, "")...)
 	if !reflect.DeepEqual(rec.Argv, wantArgv) {
 		t.Errorf("argv = %q\nwant %q", rec.Argv, wantArgv)
 	}

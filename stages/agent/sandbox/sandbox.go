@@ -1,7 +1,9 @@
 // Package sandbox confines an agent CLI, and every process it starts, by
-// the kernel: Landlock limits the file system to what the run needs
-// (another process's /proc entries are not in it, and Landlock's ptrace
-// scope refuses them even where /proc is). The agent's supervisor starts
+// the kernel: Landlock limits the file system to what the run needs.
+// No other process's /proc entries are in it: that rule is what keeps an
+// agent out of the tool's environ when the tool runs as root (granted
+// /proc, a confined root process read its parent's environ on kernel
+// 6.18; sandbox_linux_test.go). The agent's supervisor starts
 // the confining helper (Main), which applies the policy to itself and
 // then execs the CLI, so the CLI inherits the restriction and can never
 // shed it.

@@ -37,12 +37,7 @@ func (m *Model) anthropic(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	var st Step
-	if len(req.Tools) == 0 {
-		st = Step{Text: m.SideText}
-	} else {
-		st = m.step(turns, req.Tools)
-	}
+	st := m.step(turns, req.Tools)
 	var content []map[string]any
 	stop := "end_turn"
 	if len(st.Calls) == 0 {

@@ -55,17 +55,11 @@ func (m *Model) gemini(w http.ResponseWriter, r *http.Request) {
 			i++
 		}
 	}
-	var st Step
-	gc := req.GenerationConfig
-	switch {
-	case len(req.Tools) == 0 && gc.MimeType == "application/json":
-		// A side request wanting JSON (gemini's model router): the
-		// smallest value its schema allows.
+	st := m.step(turns, req.Tools)
+	if gc := req.GenerationConfig; len(req.Tools) == 0 && gc.MimeType == "application/json" {
+		// A side request wanting JSON (gemini's model router): a value of
+		// its schema.
 		st = Step{Text: mustJSON(fromSchema(cmpOr(gc.JSONSchema, gc.Schema)))}
-	case len(req.Tools) == 0:
-		st = Step{Text: m.SideText}
-	default:
-		st = m.step(turns, req.Tools)
 	}
 	var parts []any
 	if len(st.Calls) == 0 {

@@ -99,10 +99,14 @@ func (m *Model) SetSteps(steps ...Step) {
 }
 
 // step is the step for a conversation with turns model turns so far,
-// whose request offers tools (each a declaration in that API's shape).
+// whose request offers tools (each a declaration in that API's shape); a
+// request offering none is a side request, answered SideText.
 func (m *Model) step(turns int, tools []any) Step {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if len(tools) == 0 {
+		return Step{Text: m.SideText}
+	}
 	if m.tools == nil {
 		m.tools = toolNames(tools)
 	}

@@ -53,12 +53,7 @@ func (m *Model) responses(w http.ResponseWriter, r *http.Request) {
 			m.record(id, out, false)
 		}
 	}
-	var st Step
-	if len(tools) == 0 {
-		st = Step{Text: m.SideText}
-	} else {
-		st = m.step(turns, tools)
-	}
+	st := m.step(turns, tools)
 	var items []map[string]any
 	if len(st.Calls) == 0 {
 		items = append(items, map[string]any{"type": "message", "id": "msg_" + itoa(turns), "role": "assistant", "status": "completed",
@@ -124,12 +119,7 @@ func (m *Model) chat(w http.ResponseWriter, r *http.Request) {
 			m.record(id, text(msg["content"]), false)
 		}
 	}
-	var st Step
-	if len(req.Tools) == 0 {
-		st = Step{Text: m.SideText}
-	} else {
-		st = m.step(turns, req.Tools)
-	}
+	st := m.step(turns, req.Tools)
 	message := map[string]any{"role": "assistant", "content": st.Text}
 	finish := "stop"
 	var calls []any

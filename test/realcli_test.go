@@ -290,8 +290,13 @@ func TestRealGeminiHostileModelIsConfined(t *testing.T) {
 			{Name: "web_fetch", Args: map[string]any{"prompt": "Summarise " + r.srv + "/exfil"}},
 		}
 		calls = len(hostile)
-		return []provider.Step{{Calls: hostile}, {Text: realAnswer}}
+		// What a diagnosis needs still works: its dossier.
+		control := provider.Call{Name: "read_file", Args: map[string]any{"file_path": "dossier.md"}}
+		return []provider.Step{{Calls: append([]provider.Call{control}, hostile...)}, {Text: realAnswer}}
 	})
 	r.filed(t)
+	if res := r.model.Results(); len(res) == 0 || res[0].IsError || !strings.Contains(res[0].Content, "dispatch.failed") {
+		t.Errorf("gemini cannot read its own dossier: %+v", res)
+	}
 	r.checkHostile(t, calls, pwned)
 }

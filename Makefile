@@ -5,7 +5,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 SHARED  ?= ../shared
 
-.PHONY: all build run test vet fmt fuzz bench bench-store bench-huge score-grouping score-redaction clean
+.PHONY: all build run test vet fmt fuzz bench bench-store bench-huge score-grouping score-redaction clean realcli realcli-install
 
 all: build
 
@@ -26,6 +26,22 @@ test:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) test -race -count=1 ./...
+
+# The real agent CLIs, pinned, installed with npm into a cache directory for
+# the real-CLI tests (test/realcli_test.go: each CLI against this project's
+# fake of its provider, a hostile model confined). `make test` runs those
+# tests when the CLIs are installed and skips them otherwise; under CI=true
+# they fail when missing, and .ci/run installs them first.
+NPM_CLIS     := .cache/npm-clis
+REALCLI_PKGS := @anthropic-ai/claude-code@2.1.197 @openai/codex@0.171.0 @google/gemini-cli@0.61.0
+
+realcli-install:
+	@if [ "$$(cat $(NPM_CLIS)/.pinned 2>/dev/null)" = "$(REALCLI_PKGS)" ]; then echo "realcli: $(REALCLI_PKGS) already in $(NPM_CLIS)"; else \
+	  mkdir -p $(NPM_CLIS) && timeout 600 npm install --no-audit --no-fund --loglevel=error --prefix $(NPM_CLIS) $(REALCLI_PKGS) && \
+	  echo "$(REALCLI_PKGS)" > $(NPM_CLIS)/.pinned; fi
+
+realcli: realcli-install
+	$(GO) test -count=1 -v -run '^TestReal' ./test/
 
 vet:
 	$(GO) vet ./...

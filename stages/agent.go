@@ -75,6 +75,11 @@ type AgentConfig struct {
 	// SourceVersion is the version of the package at SourcePath, when
 	// known: the prompt names it, as the-loop's names its own.
 	SourceVersion string
+	// ReadWrite are more paths a known CLI may write, beyond its run
+	// directory and its own state under HOME; the kernel denies the rest.
+	// None come from the configuration; the tests' fake agent records
+	// what it saw in one.
+	ReadWrite []string
 }
 
 // agentRunner diagnoses one dossier. A non-nil error means the context was

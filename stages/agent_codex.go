@@ -22,10 +22,17 @@ const (
 )
 
 // agentCodexArgv is `codex exec` read-only: the prompt is the last
-// argument, after "--" so a prompt can never be read as a flag.
-func agentCodexArgv(cfg AgentConfig, prompt, root, workDir string) []string {
+// argument, after "--" so a prompt can never be read as a flag. baseURL
+// is the user's OPENAI_BASE_URL, which every OpenAI client honours but
+// codex 0.171 ignores: it reads openai_base_url from its config, which
+// -c sets (a TOML string: JSON's quoting is TOML's).
+func agentCodexArgv(cfg AgentConfig, prompt, root, workDir, baseURL string) []string {
 	argv := []string{agentOr(cfg.Binary, "codex"), "exec", "--json"}
 	argv = append(argv, agentCodexFlags(workDir)...)
+	if baseURL != "" {
+		q, _ := json.Marshal(baseURL)
+		argv = append(argv, "-c", "openai_base_url="+string(q))
+	}
 	argv = append(argv,
 		"--output-schema", filepath.Join(root, agentCodexSchemaFile),
 		"--output-last-message", filepath.Join(root, agentCodexLastMessageFile))

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/the-loop/the-loop-diagnose/pipeline"
+	"github.com/the-loop/the-loop-diagnose/stages/agent/sandbox"
 )
 
 const (
@@ -90,7 +91,16 @@ func agentRunProcess(ctx context.Context, cfg AgentConfig, d pipeline.Dossier) (
 
 	env := agentEnv(os.Environ(), append(slices.Clone(agentHarnessEnv[cfg.Harness]), cfg.Env...))
 	env = append(env, agentHarnessSetEnv[cfg.Harness]...)
-	res := agentExec(ctx, cfg.Timeout, root, workDir, argv, env, cfg.Scrub)
+	env = agentHarnessAdaptEnv(cfg.Harness, env)
+	agentHarden(cfg.Log)
+	var policy func(path string) *sandbox.Policy
+	if AgentConfined(cfg.Harness) {
+		if env, err = agentConfineEnv(env, root); err != nil {
+			return fail("agent: cannot create its temporary directory: %v", err)
+		}
+		policy = func(path string) *sandbox.Policy { return agentPolicy(cfg, path, root, env) }
+	}
+	res := agentExec(ctx, cfg.Timeout, root, workDir, argv, env, policy, cfg.Scrub)
 	if err := ctx.Err(); err != nil {
 		// The scan is being stopped: no finding, the group is retried later.
 		return pipeline.Finding{}, err
@@ -136,7 +146,7 @@ func agentArgv(cfg AgentConfig, prompt, promptFile, workDir string) ([]string, e
 	switch cfg.Harness {
 	case AgentHarnessClaude:
 		argv := []string{agentOr(cfg.Binary, "claude"), "-p", prompt, "--output-format", "json"}
-		argv = append(argv, agentClaudeFlags()...)
+		argv = append(argv, agentClaudeFlags(workDir, cfg.SourcePath)...)
 		if cfg.Model != "" {
 			argv = append(argv, "--model", cfg.Model)
 		}
@@ -152,7 +162,7 @@ func agentArgv(cfg AgentConfig, prompt, promptFile, workDir string) ([]string, e
 		}
 		return append(argv, agentCursorFlags(workDir)...), nil
 	case AgentHarnessCodex:
-		return agentCodexArgv(cfg, prompt, filepath.Dir(promptFile), workDir), nil
+		return agentCodexArgv(cfg, prompt, filepath.Dir(promptFile), workDir, os.Getenv("OPENAI_BASE_URL")), nil
 	case AgentHarnessGemini:
 		return agentGeminiArgv(cfg, prompt), nil
 	case AgentHarnessCommand:
@@ -245,7 +255,10 @@ func agentExitReason(harness string, res agentExecResult) (string, *pipeline.Cos
 // scrub (nil for none) cleans the stderr tail before it is cut to the few
 // hundred characters a failure reason quotes: a cut must never stop a rule
 // from seeing the context (a key name, a BEGIN line) it needs.
-func agentExec(ctx context.Context, timeout time.Duration, root, dir string, argv, env []string, scrub func(string) string) agentExecResult {
+//
+// policy, when set, gives the kernel's confinement for the resolved path
+// (agent_confine.go).
+func agentExec(ctx context.Context, timeout time.Duration, root, dir string, argv, env []string, policy func(path string) *sandbox.Policy, scrub func(string) string) agentExecResult {
 	// The agent's directory must be the fresh one we made: an empty or
 	// relative Dir would start it where we run, beside the event log.
 	if fi, err := os.Lstat(dir); err != nil || !filepath.IsAbs(dir) || !fi.IsDir() {
@@ -279,7 +292,11 @@ func agentExec(ctx context.Context, timeout time.Duration, root, dir string, arg
 	stdout := &agentCappedBuffer{limit: agentStdoutCap, overflow: cancel}
 	stderr := &agentTailBuffer{limit: agentStderrTail}
 
-	err = agentSpawn(runCtx, agentProc{path: path, argv: argv, root: root, dir: dir, env: env, stdout: stdout, stderr: stderr})
+	p := agentProc{path: path, argv: argv, root: root, dir: dir, env: env, stdout: stdout, stderr: stderr}
+	if policy != nil {
+		p.policy = policy(path)
+	}
+	err = agentSpawn(runCtx, p)
 	switch {
 	case stdout.overflowed:
 		return agentExecResult{failure: fmt.Sprintf("agent output exceeded %d bytes", agentStdoutCap)}
@@ -311,6 +328,7 @@ type agentProc struct {
 	argv      []string
 	root, dir string
 	env       []string
+	policy    *sandbox.Policy // nil: not confined by the kernel
 	stdout    io.Writer
 	stderr    io.Writer
 }

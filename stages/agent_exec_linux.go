@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/the-loop/the-loop-diagnose/stages/agent/sandbox"
 )
 
 // agentSpawn starts the agent under a supervisor: this binary re-executed
@@ -65,6 +67,9 @@ type agentSupervisorSpec struct {
 	// Root is removed by the supervisor when it stops the agent itself
 	// (we died or cancelled it): a SIGKILLed tool cannot remove it.
 	Root string `json:"root,omitempty"`
+	// Policy, when set, confines the agent by the kernel: the supervisor
+	// starts it through the confining helper (sandbox.Main).
+	Policy *sandbox.Policy `json:"policy,omitempty"`
 }
 
 // agentSupervisorReport is the one JSON line the supervisor writes to fd 3
@@ -83,7 +88,7 @@ type agentSupervisorReport struct {
 }
 
 func agentRunSupervised(ctx context.Context, p agentProc) error {
-	spec, err := json.Marshal(agentSupervisorSpec{Path: p.path, Argv: p.argv, Dir: p.dir, Env: p.env, Root: p.root})
+	spec, err := json.Marshal(agentSupervisorSpec{Path: p.path, Argv: p.argv, Dir: p.dir, Env: p.env, Root: p.root, Policy: p.policy})
 	if err != nil {
 		return err
 	}

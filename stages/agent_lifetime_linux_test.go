@@ -45,7 +45,7 @@ func TestAgentCancelKillsADaemonThatLeftTheGroup(t *testing.T) {
 	agentUseFake(t, "setsid")
 	pidFile := filepath.Join(t.TempDir(), "pids")
 	t.Setenv("FAKE_AGENT_PIDFILE", pidFile)
-	st, err := NewAgent(AgentConfig{Harness: "claude", Binary: agentFakeBinary, Env: agentFakeEnv})
+	st, err := NewAgent(AgentConfig{Harness: "claude", Binary: agentFakeBinary, Env: agentFakeEnv, ReadWrite: agentFakeWritable()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package stages
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strings"
 )
@@ -31,8 +32,10 @@ var agentHarnessEnv = map[string][]string{
 	AgentHarnessCodex: {"CODEX_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME"},
 	// gemini: an AI Studio key, or Vertex AI's project, location and
 	// credentials, or Code Assist.
+	// GOOGLE_GEMINI_BASE_URL points it at a gateway (README: the settings
+	// line it then needs).
 	AgentHarnessGemini: {"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION",
-		"GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_GCA", "GOOGLE_APPLICATION_CREDENTIALS"},
+		"GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_GCA", "GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_GEMINI_BASE_URL"},
 }
 
 // agentHarnessSetEnv are set for a known CLI whatever our environment
@@ -100,26 +103,34 @@ func agentEnv(parent, listed []string) []string {
 // The tools an agent may use: read and search files, nothing that runs a
 // command, changes a file, reaches the network or starts another agent.
 var (
-	// agentClaudeTools is claude's whole tool set (--tools) and what runs
-	// without a prompt (--allowedTools).
+	// agentClaudeTools is claude's whole tool set (--tools).
 	agentClaudeTools = []string{"Read", "Grep", "Glob"}
 	// agentClaudeDenied are removed outright (--disallowedTools) in case a
-	// user's settings add them back: shell, edits, web, subagents.
-	agentClaudeDenied = []string{"Bash", "Edit", "MultiEdit", "Write", "NotebookEdit", "WebFetch", "WebSearch", "Task"}
+	// user's settings add them back: shell, edits, web, subagents. Each is
+	// a tool claude knows (it warns of a rule naming one it does not:
+	// MultiEdit is gone).
+	agentClaudeDenied = []string{"Bash", "Edit", "Write", "NotebookEdit", "WebFetch", "WebSearch", "Task"}
 	// agentCursorDenied are cursor-agent permission rules (its CLI has no
 	// per-tool flags), written to the workspace's .cursor/cli.json: no
 	// shell command, no write anywhere, no web fetch.
 	agentCursorDenied = []string{"Shell(*)", "Write(**)", "Write(/**)", "WebFetch(*)"}
 )
 
-// agentClaudeFlags start claude with the read-only tools only. dontAsk
-// denies any tool call not pre-approved, so nothing waits for a prompt that
-// a one-shot run cannot answer; --strict-mcp-config with no --mcp-config
-// loads no MCP server (a user's servers may hold any tool).
-func agentClaudeFlags() []string {
+// agentClaudeFlags start claude with the read-only tools only, allowed on
+// the run's directory and sourcePath only: a Read rule scopes every tool
+// that reads (Grep and Glob too; a rule naming the tool alone would allow
+// it on any path), "//" makes the path absolute. dontAsk denies every
+// call no rule allows, so nothing waits for a prompt that a one-shot run
+// cannot answer; --strict-mcp-config with no --mcp-config loads no MCP
+// server (a user's servers may hold any tool).
+func agentClaudeFlags(workDir, sourcePath string) []string {
+	allowed := []string{"Read(/" + filepath.ToSlash(workDir) + "/**)"}
+	if sourcePath != "" {
+		allowed = append(allowed, "Read(/"+filepath.ToSlash(sourcePath)+"/**)")
+	}
 	return []string{
 		"--tools", strings.Join(agentClaudeTools, ","),
-		"--allowedTools", strings.Join(agentClaudeTools, ","),
+		"--allowedTools", strings.Join(allowed, ","),
 		"--disallowedTools", strings.Join(agentClaudeDenied, ","),
 		"--permission-mode", "dontAsk",
 		"--strict-mcp-config",
@@ -157,4 +168,27 @@ func agentCodexFlags(workDir string) []string {
 // Never --yolo or --approval-mode yolo/auto_edit.
 func agentGeminiFlags() []string {
 	return []string{"--approval-mode", "default", "--extensions", "none"}
+}
+
+// agentHarnessAdaptEnv translates what users of a CLI already have into
+// what this CLI version reads. codex 0.171 ignores OPENAI_BASE_URL (it
+// reads openai_base_url from config.toml or -c, agentCodexArgv passes it)
+// and, in exec, sends CODEX_API_KEY only: an OPENAI_API_KEY alone is
+// passed on as CODEX_API_KEY.
+func agentHarnessAdaptEnv(harness string, env []string) []string {
+	if harness != AgentHarnessCodex {
+		return env
+	}
+	var key string
+	for _, kv := range env {
+		if k, v, _ := strings.Cut(kv, "="); k == "CODEX_API_KEY" {
+			return env
+		} else if k == "OPENAI_API_KEY" {
+			key = v
+		}
+	}
+	if key != "" {
+		env = append(env, "CODEX_API_KEY="+key)
+	}
+	return env
 }

@@ -66,9 +66,6 @@ func TestAgentProcessSeesNoSecretAndOnlyReadOnlyTools(t *testing.T) {
 	}
 	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-api03-listed-key")
 	t.Setenv("CURSOR_API_KEY", "cursor-key-not-listed")
-	claudeFlags := []string{"--tools", "Read,Grep,Glob", "--allowedTools", "Read,Grep,Glob",
-		"--disallowedTools", "Bash,Edit,MultiEdit,Write,NotebookEdit,WebFetch,WebSearch,Task",
-		"--permission-mode", "dontAsk", "--strict-mcp-config"}
 	for _, harness := range []string{"claude", "cursor", "command"} {
 		t.Run(harness, func(t *testing.T) {
 			record := agentUseFake(t, "valid")
@@ -114,6 +111,10 @@ func TestAgentProcessSeesNoSecretAndOnlyReadOnlyTools(t *testing.T) {
 			}
 			switch harness {
 			case "claude":
+				// Read, Grep and Glob, allowed on the run's directory only.
+				claudeFlags := []string{"--tools", "Read,Grep,Glob", "--allowedTools", "Read(/" + rec.Cwd + "/**)",
+					"--disallowedTools", "Bash,Edit,Write,NotebookEdit,WebFetch,WebSearch,Task",
+					"--permission-mode", "dontAsk", "--strict-mcp-config"}
 				want := append([]string{agentFakeBinary, "-p", AgentPrompt(d), "--output-format", "json"}, claudeFlags...)
 				if !reflect.DeepEqual(rec.Argv, want) {
 					t.Errorf("claude argv = %q\nwant %q", rec.Argv[3:], want[3:])

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/the-loop/the-loop-diagnose/stages/agent/sandbox"
 )
 
 // agentSupervisorArg is the hidden first argument that makes any binary
@@ -31,6 +33,9 @@ const agentSupervisorReportFD = 3
 const agentReapTimeout = 5 * time.Second
 
 func init() {
+	if len(os.Args) == 3 && os.Args[1] == sandbox.HelperArg {
+		syscall.Exit(sandbox.Main(os.Args[2]))
+	}
 	if len(os.Args) == 2 && os.Args[1] == agentSupervisorArg {
 		// syscall.Exit, not os.Exit: nothing is buffered, and os.Exit's
 		// hooks would cost a race-detector build (the tests') a 1 s sleep
@@ -84,12 +89,7 @@ func agentSupervise() int {
 	if err != nil {
 		return report(agentSupervisorReport{Error: "agent supervisor: " + err.Error()})
 	}
-	pid, err := syscall.ForkExec(spec.Path, spec.Argv, &syscall.ProcAttr{
-		Dir:   spec.Dir,
-		Env:   spec.Env,
-		Files: []uintptr{devNull.Fd(), 1, 2},
-		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
-	})
+	pid, err := agentForkExec(spec, devNull.Fd())
 	devNull.Close()
 	if err != nil {
 		r := agentSupervisorReport{Error: "fork/exec " + spec.Path + ": " + err.Error()}
@@ -126,6 +126,28 @@ func agentSupervise() int {
 		r.Status, r.Code = agentWaitStatusText(ws), ws.ExitStatus()
 	}
 	return report(r)
+}
+
+// agentForkExec starts the agent as spec says: directly, or, with a
+// policy, through the confining helper (this binary again, sandbox.Main),
+// which confines itself and then execs the agent in its place: the agent
+// is our child either way, with the same pid, group and parent-death
+// signal.
+func agentForkExec(spec agentSupervisorSpec, stdin uintptr) (int, error) {
+	attr := &syscall.ProcAttr{
+		Dir:   spec.Dir,
+		Env:   spec.Env,
+		Files: []uintptr{stdin, 1, 2},
+		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+	}
+	if spec.Policy == nil {
+		return syscall.ForkExec(spec.Path, spec.Argv, attr)
+	}
+	arg, err := json.Marshal(sandbox.Spec{Path: spec.Path, Argv: spec.Argv, Dir: spec.Dir, Policy: *spec.Policy})
+	if err != nil {
+		return 0, err
+	}
+	return syscall.ForkExec(agentSupervisorExe, []string{spec.Argv[0], sandbox.HelperArg, string(arg)}, attr)
 }
 
 // agentKillDescendants kills the agent's group, then each child of ours

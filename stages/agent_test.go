@@ -96,11 +96,25 @@ func agentUseFake(t *testing.T, mode string) string {
 // agentFakeEnv are the fake's own knobs: the agent gets only the variables
 // it is configured with, so the tests list these the way an operator lists
 // ANTHROPIC_API_KEY.
-var agentFakeEnv = []string{"FAKE_AGENT_MODE", "FAKE_AGENT_RECORD", "FAKE_AGENT_VERDICT", "FAKE_AGENT_CONFIDENCE", "FAKE_AGENT_EVIDENCE", "FAKE_AGENT_PIDFILE"}
+var agentFakeEnv = []string{"FAKE_AGENT_MODE", "FAKE_AGENT_RECORD", "FAKE_AGENT_VERDICT", "FAKE_AGENT_CONFIDENCE", "FAKE_AGENT_EVIDENCE", "FAKE_AGENT_PIDFILE",
+	"FAKE_AGENT_HOSTILE_READ", "FAKE_AGENT_HOSTILE_PIDS", "FAKE_AGENT_HOSTILE_OUT"}
+
+// agentFakeWritable are the directories the fake writes its record and
+// pid files in: a confined agent may write there (AgentConfig.ReadWrite).
+func agentFakeWritable() []string {
+	var dirs []string
+	for _, name := range []string{"FAKE_AGENT_RECORD", "FAKE_AGENT_PIDFILE", "FAKE_AGENT_HOSTILE_OUT"} {
+		if v := os.Getenv(name); v != "" {
+			dirs = append(dirs, filepath.Dir(v))
+		}
+	}
+	return dirs
+}
 
 func agentRun(t *testing.T, cfg AgentConfig, items ...pipeline.Dossier) []pipeline.Finding {
 	t.Helper()
 	cfg.Env = append(append([]string{}, cfg.Env...), agentFakeEnv...)
+	cfg.ReadWrite = append(cfg.ReadWrite, agentFakeWritable()...)
 	st, err := NewAgent(cfg)
 	if err != nil {
 		t.Fatalf("NewAgent: %v", err)
@@ -212,7 +226,7 @@ func TestAgentClaudeRunsInDossierOnlyDirWithoutShell(t *testing.T) {
 	}
 
 	rec := agentOneRecord(t, record)
-	wantArgv := append([]string{agentFakeBinary, "-p", AgentPrompt(d), "--output-format", "json"}, agentClaudeFlags()...)
+	wantArgv := append([]string{agentFakeBinary, "-p", AgentPrompt(d), "--output-format", "json"}, agentClaudeFlags(rec.Cwd, "")...)
 	if !reflect.DeepEqual(rec.Argv, wantArgv) {
 		t.Errorf("argv = %q\nwant %q", rec.Argv, wantArgv)
 	}
@@ -365,7 +379,7 @@ func TestAgentCancelStopsRunAndChildren(t *testing.T) {
 	record := agentUseFake(t, "spawn")
 	pidFile := filepath.Join(t.TempDir(), "child.pid")
 	t.Setenv("FAKE_AGENT_PIDFILE", pidFile)
-	st, err := NewAgent(AgentConfig{Harness: "claude", Binary: agentFakeBinary, Env: agentFakeEnv})
+	st, err := NewAgent(AgentConfig{Harness: "claude", Binary: agentFakeBinary, Env: agentFakeEnv, ReadWrite: agentFakeWritable()})
 	if err != nil {
 		t.Fatal(err)
 	}

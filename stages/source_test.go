@@ -154,6 +154,9 @@ func TestTheSourcePathReachesClaudeAndACommand(t *testing.T) {
 	if i := slices.Index(argv, "--add-dir"); i < 0 || i+1 >= len(argv) || argv[i+1] != "/src/the-loop" {
 		t.Fatalf("claude argv without --add-dir /src/the-loop: %q", argv)
 	}
+	if i := slices.Index(argv, "--allowedTools"); i < 0 || argv[i+1] != "Read(//tmp/r/work/**),Read(//src/the-loop/**)" {
+		t.Fatalf("claude's reads are not scoped to its directory and the source: %q", argv)
+	}
 	argv, _ = agentArgv(AgentConfig{Harness: AgentHarnessClaude}, "p", "/tmp/r/prompt.md", "/tmp/r/work")
 	if slices.Contains(argv, "--add-dir") {
 		t.Fatalf("--add-dir without a sourcePath: %q", argv)

@@ -64,6 +64,7 @@ type deployOpts struct {
 	extra     string   // more selfDiagnosis YAML lines
 	eventLog  string   // more eventLog YAML lines (format, mapping)
 	env       []string // more environment
+	timeout   int      // selfDiagnosis.timeoutSeconds, default 20
 }
 
 func newDeployment(t *testing.T, gh *fakegh.Server, o deployOpts) *deployment {
@@ -79,6 +80,9 @@ func newDeployment(t *testing.T, gh *fakegh.Server, o deployOpts) *deployment {
 	if o.agentMode == "" {
 		o.agentMode = "raw"
 	}
+	if o.timeout == 0 {
+		o.timeout = 20
+	}
 	harness := "harness: command\n  command: [" + quote(fakeAgent) + ", --prompt-file, \"{promptFile}\"]"
 	if o.harness != "" {
 		harness = "harness: " + o.harness
@@ -93,7 +97,7 @@ func newDeployment(t *testing.T, gh *fakegh.Server, o deployOpts) *deployment {
   enabled: true
   repo: acme/widgets
   %s
-  timeoutSeconds: 20
+  timeoutSeconds: %d
   maxIssuesPerDay: %d
   maxRetries: 3
   statePath: %s
@@ -102,7 +106,7 @@ func newDeployment(t *testing.T, gh *fakegh.Server, o deployOpts) *deployment {
   secondaryWaitSeconds: 0
   httpRetries: 2
   agentEnv: [ANTHROPIC_API_KEY, FAKE_AGENT_MODE, FAKE_AGENT_RECORD, FAKE_AGENT_VERDICT, FAKE_AGENT_CONFIDENCE, FAKE_AGENT_EVIDENCE, FAKE_AGENT_PIDFILE, FAKE_AGENT_DELAY]
-%s`, quote(d.log), o.eventLog, harness, o.maxPerDay, quote(d.state), apiURL, o.extra)
+%s`, quote(d.log), o.eventLog, harness, o.timeout, o.maxPerDay, quote(d.state), apiURL, o.extra)
 	if err := os.WriteFile(d.config, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}

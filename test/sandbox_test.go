@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/the-loop/the-loop-diagnose/redact/redacttest"
+	"github.com/the-loop/the-loop-diagnose/stages/agent/sandbox"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
@@ -270,5 +271,22 @@ func TestSymlinkedStateOrLedgerIsRefused(t *testing.T) {
 				t.Error("the link was replaced")
 			}
 		})
+	}
+}
+
+// status says whether the kernel confines the agent: for a known CLI, the
+// Landlock ABI or that there is none; an operator's command, not at all.
+func TestStatusSaysWhetherTheKernelConfinesTheAgent(t *testing.T) {
+	ok, detail := sandbox.Available()
+	d := newDeployment(t, nil, deployOpts{harness: "claude"})
+	res := d.run("status")
+	if res.code != 0 || !strings.Contains(res.stdout, "agent confinement by the kernel: "+detail) {
+		t.Fatalf("status does not say how the agent is confined (%s):\n%s\n%s", detail, res.stdout, res.stderr)
+	}
+	if ok && !strings.Contains(detail, "Landlock ABI") {
+		t.Errorf("detail %q names no ABI", detail)
+	}
+	if res := newDeployment(t, nil, deployOpts{}).run("status"); strings.Contains(res.stdout, "agent confinement") {
+		t.Errorf("status claims a confinement for an operator's command:\n%s", res.stdout)
 	}
 }

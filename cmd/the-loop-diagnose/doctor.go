@@ -17,6 +17,7 @@ import (
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/redact"
 	"github.com/the-loop/the-loop-diagnose/stages"
+	"github.com/the-loop/the-loop-diagnose/stages/agent/sandbox"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
@@ -208,7 +209,7 @@ func doctorAgent(ctx context.Context, cfg Config, log zerolog.Logger, noProbe bo
 	}
 	box := stages.SetupCheck{Name: "agent sandbox", OK: true, Detail: "harness " + cfg.Harness + " runs no process: nothing to confine"}
 	if name != "" {
-		box.OK, box.Detail = agentConfinement()
+		box.OK, box.Detail = agentConfinement(cfg.Harness)
 		if !box.OK {
 			box.Fix = "run the-loop-diagnose where /proc is mounted"
 		}
@@ -228,22 +229,24 @@ func doctorAgent(ctx context.Context, cfg Config, log zerolog.Logger, noProbe bo
 	return []stages.SetupCheck{bin, box, src, probe}
 }
 
-// agentConfinement says whether the agent can be confined here, as the
-// agent stage confines it today (stages/agent_sandbox.go, the supervisor
-// of agent_exec_linux.go): its own environment, directory and read-only
-// tools everywhere, and on Linux a supervisor that kills whatever the
-// agent leaves behind, which needs /proc. The one place to point at the
-// kernel sandbox's Available (stages/agent/sandbox) when it lands.
-func agentConfinement() (ok bool, detail string) {
-	if runtime.GOOS != "linux" {
-		return true, "its own environment, directory and read-only tools; what it leaves behind is killed with its process group"
-	}
-	for _, p := range []string{"/proc/self/exe", "/proc/self/stat"} {
-		if _, err := os.Stat(p); err != nil {
-			return false, "no " + p + ": the supervisor that kills whatever the agent leaves behind cannot run"
+// agentConfinement says whether the agent can be confined here: on Linux a
+// supervisor that kills whatever the agent leaves behind (it needs /proc),
+// and the kernel's Landlock (stages/agent/sandbox) for the CLIs the tool
+// knows. A kernel without Landlock is said, not failed: the CLI's own rules
+// and the supervisor still hold, and no operator setting can add it.
+func agentConfinement(harness string) (ok bool, detail string) {
+	if runtime.GOOS == "linux" {
+		for _, p := range []string{"/proc/self/exe", "/proc/self/stat"} {
+			if _, err := os.Stat(p); err != nil {
+				return false, "no " + p + ": the supervisor that kills whatever the agent leaves behind cannot run"
+			}
 		}
 	}
-	return true, "its own environment, directory and read-only tools, under a supervisor that kills whatever it leaves behind"
+	if !stages.AgentConfined(harness) {
+		return true, "harness " + harness + " is the operator's own command: its own environment and directory, not confined by the kernel (its needs cannot be known)"
+	}
+	_, kernel := sandbox.Available()
+	return true, kernel
 }
 
 // doctorProbe runs the agent once on a dossier of one line, as a scan

@@ -35,6 +35,10 @@
 //	                secret-looking variable it can see, a GitHub token and a
 //	                private key; verdict environment, confidence 0.99, and
 //	                evidence found in no dossier
+//	hostile         a prompt-injected agent with a shell: it tries to
+//	                read, write and run outside its directory (hostile.go)
+//	                and records each attempt, then answers as valid does
+//	                (in codex's or gemini's shape when invoked as them)
 //	leak-exit       a long stderr ending inside a private key block and a
 //	                GitHub token, then exit status 2
 //
@@ -145,6 +149,13 @@ func main() {
 	}
 	if d, err := time.ParseDuration(os.Getenv("FAKE_AGENT_DELAY")); err == nil && d > 0 {
 		time.Sleep(d) // every run, whatever the dossier says
+	}
+	if inv.mode == "hostile" {
+		if err := hostile(); err != nil {
+			fmt.Fprintln(os.Stderr, "fake agent:", err)
+			os.Exit(1)
+		}
+		inv.mode = "valid" // then it answers, in its CLI's shape
 	}
 	var err error
 	switch inv.cli {

@@ -1,9 +1,11 @@
 package test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -57,8 +59,24 @@ func TestSwitchedLockFileHoldsTheHoldersPID(t *testing.T) {
 	lock := d.state + ".lock"
 
 	holder := d.command("run", "--now", t0.Add(time.Hour).Format(time.RFC3339))
+	var out, errb bytes.Buffer
+	holder.Stdout, holder.Stderr = &out, &errb
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Started here, waited for there: holder.Process is read below without
+	// racing the goroutine that would have set it.
 	var done = make(chan result, 1)
-	go func() { done <- d.runCmd(holder, nil) }()
+	go func() {
+		code := 0
+		if err := holder.Wait(); err != nil {
+			code = -1
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			}
+		}
+		done <- result{code: code, stdout: out.String(), stderr: errb.String()}
+	}()
 	var seen string
 	if !eventually(func() bool {
 		b, _ := os.ReadFile(lock)

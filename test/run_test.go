@@ -108,7 +108,8 @@ func TestDailyCapDefersTheFourthDefectUntilTheWindowMoves(t *testing.T) {
 		}
 		json.Unmarshal(raw, &entry)
 		b, err := os.ReadFile(filepath.Join(dossiers, entry.DossierFile))
-		if entry.Dossier != "" || err != nil || !strings.Contains(string(b), "rebase") {
+		// All seen once: the most recent go first, so the oldest (push) waits.
+		if entry.Dossier != "" || err != nil || !strings.Contains(string(b), "push") {
 			t.Fatalf("deferred entry %s: dossier inline %q, file error %v", raw, entry.Dossier, err)
 		}
 	}
@@ -135,7 +136,7 @@ func TestDailyCapDefersTheFourthDefectUntilTheWindowMoves(t *testing.T) {
 		t.Fatalf("the filed defect's dossier file was left behind: %v", left)
 	}
 	last := gh.Issues()[3].Body
-	if !strings.Contains(last, "rebase") {
+	if !strings.Contains(last, "git push") {
 		t.Fatalf("the deferred issue lost its dossier:\n%s", last)
 	}
 }

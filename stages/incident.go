@@ -39,12 +39,12 @@ const (
 var IncidentKeys = []string{"delivery_id", "tmux_target", "work_item"}
 
 // incidentAgree are fields a give-up and its failure never disagree on,
-// though sharing them ties nothing: the component that retried (source)
-// writes both, about one agent (harness), on one branch of the work item
-// (two incidents on one work item are often on two branches: a fix branch
-// and main). A disagreement means another incident; a field missing from
-// either says nothing.
-var incidentAgree = []string{"source", "harness", "branch"}
+// though sharing them ties nothing: one agent (harness), one branch of the
+// work item (two incidents on one work item are often on two branches: a
+// fix branch and main). A disagreement means another incident; a field
+// missing from either says nothing. The source is not one of them: the
+// poller reports give-ups for dispatches whose failures the webhook logged.
+var incidentAgree = []string{"harness", "branch"}
 
 // IncidentKeysWith is IncidentKeys followed by any other key the healing
 // check correlates on (TriageConfig.CorrelationKeys), least specific: the
@@ -302,38 +302,38 @@ func sharedTop(vals []string, nKeys int, f incidentFailure) int {
 // most specific first, then incidentAgree's). A failure qualifies when it is
 // not after the give-up, at most IncidentWindow before it, and disagrees on
 // no field both carry (two deliveries of one work item are two incidents).
-// The best belongs to an incident no give-up has ended yet, then shares the
-// most keys, then the most specific one, then is the latest (then the last
-// noted).
+// The give-up's most specific key that some qualifying failure shares
+// decides: the latest such failure (then the last noted) is the incident's
+// live end — an older one on that key was superseded by it — and it is
+// linked unless a give-up already ended its incident. An ended or
+// superseded incident is never joined: the give-up keeps its own identity.
 func chooseIncident(vals []string, nKeys int, at time.Time, cands []incidentFailure) (int, bool) {
-	best, bestShared, bestTop := -1, 0, 0
-	for i, f := range cands {
-		if f.at.After(at) || at.Sub(f.at) > IncidentWindow {
+	for k := 0; k < nKeys; k++ {
+		if vals[k] == "" {
 			continue
 		}
-		shared, top, conflict := 0, len(vals), false
-		for k, v := range vals {
-			switch {
-			case v == "" || f.values[k] == "":
-			case v != f.values[k]:
-				conflict = true
-			case k >= nKeys: // agreement only
-			default:
-				shared++
-				top = min(top, k)
+		best := -1
+		for i, f := range cands {
+			if f.values[k] != vals[k] || f.at.After(at) || at.Sub(f.at) > IncidentWindow || disagrees(vals, f) {
+				continue
+			}
+			if best < 0 || f.at.After(cands[best].at) || f.at.Equal(cands[best].at) && f.seq > cands[best].seq {
+				best = i
 			}
 		}
-		if conflict || shared == 0 {
-			continue
-		}
-		better := best < 0 || !f.ended && cands[best].ended
-		if !better && f.ended == cands[best].ended {
-			better = shared > bestShared || shared == bestShared && (top < bestTop ||
-				top == bestTop && (f.at.After(cands[best].at) || f.at.Equal(cands[best].at) && f.seq > cands[best].seq))
-		}
-		if better {
-			best, bestShared, bestTop = i, shared, top
+		if best >= 0 {
+			return best, !cands[best].ended
 		}
 	}
-	return best, best >= 0
+	return -1, false
+}
+
+// disagrees: f and the give-up carry a different value for one field.
+func disagrees(vals []string, f incidentFailure) bool {
+	for k, v := range vals {
+		if v != "" && f.values[k] != "" && v != f.values[k] {
+			return true
+		}
+	}
+	return false
 }

@@ -1,0 +1,139 @@
+package fingerprint
+
+import (
+	"strings"
+	"testing"
+)
+
+// sameDefect asserts that the inputs share one fingerprint, and differ
+// asserts that no two of them do.
+func sameDefect(t *testing.T, ins ...Input) {
+	t.Helper()
+	first := Compute(ins[0])
+	for _, in := range ins[1:] {
+		if r := Compute(in); r.Fingerprint != first.Fingerprint {
+			t.Errorf("one defect, two fingerprints:\n  %q\n  %q", first.Template, r.Template)
+		}
+	}
+}
+
+func differ(t *testing.T, ins ...Input) {
+	t.Helper()
+	seen := map[string]string{}
+	for _, in := range ins {
+		r := Compute(in)
+		if other, ok := seen[r.Fingerprint]; ok {
+			t.Errorf("two defects merged: %q and %q give %q", other, in.Error, r.Template)
+		}
+		seen[r.Fingerprint] = in.Error
+	}
+}
+
+// Principle 2: the record's own field values found inside larger tokens,
+// across glue, make the whole token data; a value masked in one place is
+// masked wherever it recurs.
+func TestARecordsValueGluedIntoATokenMakesItData(t *testing.T) {
+	rec := func(text string, values ...string) Input {
+		return Input{Event: "workspace.prepare.failed", Error: text, Values: values}
+	}
+	sameDefect(t,
+		rec("restore quarry.lantern-ui.3307.state: checksum mismatch", "github:quarry/lantern-ui#3307"),
+		rec("restore brisk.gate-api.88.state: checksum mismatch", "github:brisk/gate-api#88"),
+	)
+	sameDefect(t,
+		rec("lock wt_3307_lantern-ui held; remove /var/tmp/wt_3307_lantern-ui/LOCK first", "github:quarry/lantern-ui#3307"),
+		rec("lock wt_88_gate-api held; remove /var/tmp/wt_88_gate-api/LOCK first", "github:brisk/gate-api#88"),
+	)
+	// A socket named after the value's first part, without its pane.
+	sameDefect(t,
+		rec("no server running on agent-lantern-ui-12_1.sock (socket gone)", "agent-lantern-ui-12:1.0"),
+		rec("no server running on agent-billing-407_1.sock (socket gone)", "agent-billing-407:1.0"),
+	)
+	// Inside a URL only the segment is data: the route stays.
+	differ(t,
+		rec("GET https://git.example.org/quarry/lantern-ui.wiki/pages: 404 Not Found", "github:quarry/lantern-ui#3307"),
+		rec("GET https://git.example.org/quarry/lantern-ui.wiki/hooks: 404 Not Found", "github:quarry/lantern-ui#3307"),
+	)
+	// A plain word of a value is not looked for inside tokens.
+	if got := Compute(rec("open main.go: no such file", "main")).Template; !strings.Contains(got, "main.go") {
+		t.Errorf("branch main masked main.go: %q", got)
+	}
+}
+
+// Principle 3: an enumerated field's value echoed in the message is this
+// occurrence's data; the event is not.
+func TestAnEnumeratedFieldEchoedInTheMessageIsData(t *testing.T) {
+	rec := func(event, text string, fields MapFields) Input {
+		return Input{Event: event, Error: text, Fields: fields}
+	}
+	sameDefect(t,
+		rec("runner.spawn.failed", "spawn aider: fork/exec: resource temporarily unavailable", MapFields{"harness": "aider"}),
+		rec("runner.spawn.failed", "spawn gemini: fork/exec: resource temporarily unavailable", MapFields{"harness": "gemini"}),
+	)
+	sameDefect(t,
+		rec("schedule.failed", "refusing to dispatch via cron while the drain flag is set", MapFields{"via": "cron"}),
+		rec("schedule.failed", "refusing to dispatch via direct while the drain flag is set", MapFields{"via": "direct"}),
+	)
+	// Not the record's value, or glued into a tool's name: kept.
+	differ(t,
+		rec("runner.spawn.failed", "spawn aider: fork/exec: resource temporarily unavailable", MapFields{"harness": "claude"}),
+		rec("runner.spawn.failed", "spawn gemini: fork/exec: resource temporarily unavailable", MapFields{"harness": "claude"}),
+	)
+	if got := Compute(rec("login.failed", "cursor-agent: not logged in (run its login command)", MapFields{"harness": "cursor"})).Template; !strings.Contains(got, "cursor-agent") {
+		t.Errorf("a tool's name lost its harness word: %q", got)
+	}
+}
+
+// Principle 4: a specific normalised text decides the defect whatever the
+// event; a generic one keeps its event.
+func TestASpecificTextIsOneDefectUnderAnyEvent(t *testing.T) {
+	text := "docker binary 'docker' not found in PATH (searched /usr/local/bin:/usr/bin)"
+	sameDefect(t,
+		Input{Event: "build.prepare_failed", Error: text},
+		Input{Event: "image.push_failed", Error: text},
+		Input{Event: "cleanup.prune_failed", Error: text},
+	)
+	for _, generic := range []string{"context canceled", "exit status 1", "i/o timeout", "signal: killed", "EOF"} {
+		differ(t, Input{Event: "build.prepare_failed", Error: generic}, Input{Event: "image.push_failed", Error: generic})
+	}
+}
+
+// Principle 5: a quoted value that cannot be a code name is data, digits
+// or not.
+func TestAQuotedValueThatCannotBeACodeNameIsData(t *testing.T) {
+	rec := func(text string) Input { return Input{Event: "git.failed", Error: text} }
+	sameDefect(t, rec("unknown revision 'topic/cache-warmup' for rebase"), rec("unknown revision 'wip/flaky_ci' for rebase"))
+	sameDefect(t, rec("git clean: invalid flag '-xdf'"), rec("git clean: invalid flag '-n'"))
+	sameDefect(t, rec("directory '~scratch' is not writable"), rec("directory '~notes' is not writable"))
+	sameDefect(t, rec("label 'Q3\treport' is not allowed"), rec("label 'old data' is not allowed"))
+	// Recurring unquoted, it is masked there too.
+	sameDefect(t,
+		rec("stash '~tmpspace' lost: restore ~tmpspace by hand"),
+		rec("stash '~quickfix' lost: restore ~quickfix by hand"),
+	)
+	// Code names stay: modules, scoped packages, MIME types, fields.
+	differ(t,
+		rec("Cannot find module 'lodash/fp'"), rec("Cannot find module 'ramda/src'"),
+		rec("Cannot find module '@babel/core'"), rec("Cannot find module '@vue/compiler'"),
+		rec("unsupported content type 'application/json'"), rec("unsupported content type 'text/plain'"),
+		rec("KeyError: 'user_id'"), rec("KeyError: 'order_id'"),
+	)
+}
+
+// Principle 6: user@host is a user and a host by position, whatever the
+// words are; other things with an '@' are not logins.
+func TestUserAtHostIsDataByPosition(t *testing.T) {
+	rec := func(text string) Input { return Input{Event: "ssh.failed", Error: text} }
+	sameDefect(t,
+		rec("Permission denied (publickey) for ops@bastion"),
+		rec("Permission denied (publickey) for dev@build-07.(none)"),
+		rec("Permission denied (publickey) for root@ci"),
+		rec("Permission denied (publickey) for svc_sync@edge-3.corp.internal"),
+	)
+	differ(t,
+		rec("lock held by com.acme.Worker@1b6d3586"), rec("lock held by com.acme.Reaper@77aa0f1c"),
+	)
+	differ(t,
+		rec("npm ERR! missing: lodash@4.17.21, required by app"), rec("npm ERR! missing: express@4.18.2, required by app"),
+	)
+}

@@ -322,7 +322,7 @@ func userAtHost(text string, i int) (int, int, bool) {
 		e--
 	}
 	host := text[i+1 : e]
-	if host == "" || !isASCIILetter(host[0]) || strings.Contains(text[max(0, s-3):s], "//") {
+	if host == "" || !isASCIILetter(host[0]) && host[0] != '(' || strings.Contains(text[max(0, s-3):s], "//") {
 		return 0, 0, false
 	}
 	return s, e, true

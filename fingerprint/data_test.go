@@ -128,6 +128,7 @@ func TestUserAtHostIsDataByPosition(t *testing.T) {
 		rec("Permission denied (publickey) for ops@bastion"),
 		rec("Permission denied (publickey) for dev@build-07.(none)"),
 		rec("Permission denied (publickey) for root@ci"),
+		rec("Permission denied (publickey) for git@(none)"),
 		rec("Permission denied (publickey) for svc_sync@edge-3.corp.internal"),
 	)
 	differ(t,

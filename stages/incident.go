@@ -46,6 +46,17 @@ var IncidentKeys = []string{"delivery_id", "tmux_target", "work_item"}
 // poller reports give-ups for dispatches whose failures the webhook logged.
 var incidentAgree = []string{"harness", "branch"}
 
+// incidentPrefer are fields a give-up prefers its failure to share, though
+// a difference is no veto: the component that logged it (source). Each
+// component's latest failure on a key is its own live end; one component's
+// newer failure does not supersede another's incident on the same work
+// item, and the give-up's own component's incident comes first.
+var incidentPrefer = []string{"source"}
+
+// incidentFields are the fields the index holds per failure after the
+// correlation keys: incidentAgree's, then incidentPrefer's.
+var incidentFields = append(append([]string(nil), incidentAgree...), incidentPrefer...)
+
 // IncidentKeysWith is IncidentKeys followed by any other key the healing
 // check correlates on (TriageConfig.CorrelationKeys), least specific: the
 // keys are declared once, for both.
@@ -130,19 +141,33 @@ func (x *IncidentIndex) Len() int { return int(x.next - x.first) }
 // valuesOf returns f's correlation values and agreement fields, and
 // whether it has any correlation value.
 func (x *IncidentIndex) valuesOf(f pipeline.Fields) ([]string, bool) {
-	vals := make([]string, len(x.keys)+len(incidentAgree))
+	vals := make([]string, len(x.keys)+len(incidentFields))
 	any := false
 	for i, k := range x.keys {
 		if v, ok := logread.CorrelationValue(f.Get(k)); ok && len(v) <= incidentMaxValueLen {
 			vals[i], any = valueDigest(v), true
 		}
 	}
-	for i, k := range incidentAgree {
-		if v, ok := logread.CorrelationValue(f.Get(k)); ok && len(v) <= incidentMaxValueLen {
+	for i, k := range incidentFields {
+		if v, ok := logread.CorrelationValue(fieldNamed(f, k)); ok && len(v) <= incidentMaxValueLen {
 			vals[len(x.keys)+i] = valueDigest(v)
 		}
 	}
 	return vals, any
+}
+
+// fieldNamed is the value of the field key, or, absent, of a field another
+// logger names its own way ("git_branch" for branch: identityField).
+func fieldNamed(f pipeline.Fields, key string) any {
+	if v, ok := f.Lookup(key); ok {
+		return v
+	}
+	for _, fl := range f {
+		if name, ok := identityField(fl.Key); ok && name == key {
+			return fl.Value
+		}
+	}
+	return nil
 }
 
 // valueDigest is how the index holds a correlation value: compared only
@@ -166,14 +191,14 @@ func (x *IncidentIndex) SaveTo(st *store.State) {
 		out = append(out, store.IncidentFailure{At: f.at, Values: slices.Clone(f.values), Ended: f.ended,
 			Fingerprint: f.id.fingerprint, Template: f.id.template, Aliases: f.id.aliases})
 	}
-	st.Incidents, st.IncidentKeys = out, append(slices.Clone(x.keys), incidentAgree...)
+	st.Incidents, st.IncidentKeys = out, append(slices.Clone(x.keys), incidentFields...)
 }
 
 // LoadFrom fills an empty index with what a previous run saved, when it
 // was saved by the same keys (a changed correlation config starts afresh).
 // A watcher's index, already filled, keeps its own.
 func (x *IncidentIndex) LoadFrom(st *store.State) {
-	if x.Len() > 0 || !slices.Equal(st.IncidentKeys, append(slices.Clone(x.keys), incidentAgree...)) {
+	if x.Len() > 0 || !slices.Equal(st.IncidentKeys, append(slices.Clone(x.keys), incidentFields...)) {
 		return
 	}
 	for _, f := range st.Incidents {
@@ -275,11 +300,11 @@ func (x *IncidentIndex) Link(c pipeline.Candidate) (fingerprint, template string
 	}
 	id := cands[best].id
 	// The incident has ended: its failures on the value that tied them
-	// (the same defect, sharing the chosen failure's most specific key)
-	// are not another give-up's first choice.
+	// (the same defect, sharing the chosen failure's most specific key, not
+	// on another branch) are not another give-up's to end.
 	top := sharedTop(vals, len(x.keys), cands[best])
 	for _, f := range cands {
-		if f.id == id && top < len(x.keys) && f.values[top] == vals[top] {
+		if f.id == id && top < len(x.keys) && f.values[top] == vals[top] && !disagrees(vals[:len(x.keys)+len(incidentAgree)], f) {
 			x.ring[f.seq%uint64(x.max)].ended = true
 		}
 	}
@@ -299,36 +324,63 @@ func sharedTop(vals []string, nKeys int, f incidentFailure) int {
 
 // chooseIncident picks the failure a give-up ends, among candidates sharing
 // at least one correlation value with it (values: nKeys correlation keys,
-// most specific first, then incidentAgree's). A failure qualifies when it is
-// not after the give-up, at most IncidentWindow before it, and disagrees on
-// no field both carry (two deliveries of one work item are two incidents).
+// most specific first, then incidentAgree's, then incidentPrefer's). A
+// failure qualifies when it is not after the give-up, at most
+// IncidentWindow before it, and disagrees on no correlation or agreement
+// field both carry (two deliveries of one work item are two incidents).
 // The give-up's most specific key that some qualifying failure shares
-// decides: the latest such failure (then the last noted) is the incident's
-// live end — an older one on that key was superseded by it — and it is
-// linked unless a give-up already ended its incident. An ended or
-// superseded incident is never joined: the give-up keeps its own identity.
+// decides. On it, each component's latest failure (then the last noted) is
+// its incident's live end — an older one of that component was superseded
+// by it; a live end a give-up already ended is out. Of those left, the
+// give-up's own component's comes first, then the latest. An ended or
+// superseded incident is never joined: with none left, the give-up keeps
+// its own identity.
 func chooseIncident(vals []string, nKeys int, at time.Time, cands []incidentFailure) (int, bool) {
+	src := nKeys + len(incidentAgree) // incidentPrefer's source
+	later := func(f, g incidentFailure) bool { return f.at.After(g.at) || f.at.Equal(g.at) && f.seq > g.seq }
 	for k := 0; k < nKeys; k++ {
 		if vals[k] == "" {
 			continue
 		}
-		best := -1
+		var live []int // per component, its latest failure
 		for i, f := range cands {
-			if f.values[k] != vals[k] || f.at.After(at) || at.Sub(f.at) > IncidentWindow || disagrees(vals, f) {
+			if f.values[k] != vals[k] || f.at.After(at) || at.Sub(f.at) > IncidentWindow || disagrees(vals[:src], f) {
 				continue
 			}
-			if best < 0 || f.at.After(cands[best].at) || f.at.Equal(cands[best].at) && f.seq > cands[best].seq {
+			j := slices.IndexFunc(live, func(l int) bool { return cands[l].values[src] == f.values[src] })
+			switch {
+			case j < 0:
+				live = append(live, i)
+			case later(f, cands[live[j]]):
+				live[j] = i
+			}
+		}
+		if len(live) == 0 {
+			continue
+		}
+		best := -1
+		for _, i := range live {
+			f := cands[i]
+			if f.ended {
+				continue
+			}
+			own := vals[src] != "" && f.values[src] == vals[src]
+			if best < 0 {
+				best = i
+				continue
+			}
+			bestOwn := vals[src] != "" && cands[best].values[src] == vals[src]
+			if own && !bestOwn || own == bestOwn && later(f, cands[best]) {
 				best = i
 			}
 		}
-		if best >= 0 {
-			return best, !cands[best].ended
-		}
+		return best, best >= 0
 	}
 	return -1, false
 }
 
-// disagrees: f and the give-up carry a different value for one field.
+// disagrees: f and the give-up carry a different value for one of the
+// fields of vals.
 func disagrees(vals []string, f incidentFailure) bool {
 	for k, v := range vals {
 		if v != "" && f.values[k] != "" && v != f.values[k] {

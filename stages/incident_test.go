@@ -373,3 +373,18 @@ func TestIdentityFieldsAsOtherLoggersNameThem(t *testing.T) {
 		t.Errorf("one defect, two fingerprints:\n %q\n %q", got[1].Template, got[2].Template)
 	}
 }
+
+// One component's newer failure does not supersede another component's
+// incident on the same work item: the poller's give-up, tied by the work
+// item alone, ends the poller's incident, though the webhook's failure on
+// that work item is later.
+func TestAGiveUpPrefersItsOwnComponentsIncident(t *testing.T) {
+	got := fingerprintAll(t, newIndex(),
+		failing(1, 0, "poll.report_failed", errLease, "work_item", wiHarbor, "source", "poll"),
+		failing(2, time.Minute, "plan.failed", errRender, "work_item", wiHarbor, "source", "webhook", "delivery_id", delivA),
+		givingUp(3, 2*time.Minute, "work_item", wiHarbor, "source", "poll"),
+	)
+	if got[3].Fingerprint != got[1].Fingerprint {
+		t.Fatalf("the poller's give-up joined %q, want its own component's %q", got[3].Template, got[1].Template)
+	}
+}

@@ -570,7 +570,7 @@ func (g *deployGen) write(w io.Writer, truth func(int, string)) (DeploymentStats
 // text under several events, quoted values that are no code names, logins
 // at hosts. Two generic texts under two events stay two defects.
 var deploySpecs = []struct {
-	s                         spec
+	s                       spec
 	harnesses, vias, events []string
 }{
 	{s: spec{"session-file-truncated", "session.restore.failed", "error", "queue", "issues", "claude", "queue", 0,

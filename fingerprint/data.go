@@ -48,10 +48,11 @@ func maskData(in Input) string {
 	}
 	for _, v := range in.Values {
 		gluedValue(text, v, add)
+		identityWords(v, func(w string) { wordOf(text, w, 2, add) })
 	}
 	for _, k := range echoedEnumFields {
 		if v, ok := in.field(k).(string); ok {
-			enumWord(text, v, add)
+			wordOf(text, v, 3, add)
 		}
 	}
 	textData(text, add)
@@ -197,11 +198,31 @@ func distinctivePart(part string) bool {
 	return digits > 0 && (letters > 0 && len(part) >= 3 || letters == 0 && digits >= 2)
 }
 
-// enumWord adds each place value stands as a word of its own: not glued to
-// a name ("cursor-agent" is a tool, "claude.json" a file) nor inside a path;
-// a clause's ':' or a sentence's '.' may follow it.
-func enumWord(text, value string, add func(int, int)) {
-	if len(value) < 3 || len(value) > 64 || strings.ContainsAny(value, " \t\n") {
+// identityWords are the words an identity value names its record by, as
+// the message may echo them standing alone: the whole value ("build", an
+// actor; "feature/x", a branch) and a work item's owner and repository
+// (owner/repo#N), not a path's directories nor a branch's prefix, which
+// prose uses as words.
+func identityWords(v string, each func(string)) {
+	if v == "" || isPath(v) {
+		return
+	}
+	each(v)
+	if c := strings.IndexByte(v, ':'); c > 0 && c < strings.IndexByte(v+"/", '/') {
+		v = v[c+1:] // provider:owner/repo#N
+	}
+	repo, num, item := strings.Cut(v, "#")
+	if owner, name, ok := strings.Cut(repo, "/"); item && allDigits(num) && ok && owner != "" && name != "" && !strings.Contains(name, "/") {
+		each(owner)
+		each(name)
+	}
+}
+
+// wordOf adds each place value (minLen bytes or more) stands as a word of
+// its own: not glued to a name ("cursor-agent" is a tool, "claude.json" a
+// file) nor inside a path; a clause's ':' or a sentence's '.' may follow it.
+func wordOf(text, value string, minLen int, add func(int, int)) {
+	if len(value) < minLen || len(value) > 64 || strings.ContainsAny(value, " \t\n") || allDigits(value) {
 		return
 	}
 	for off := 0; off < len(text); {
@@ -326,4 +347,13 @@ func userAtHost(text string, i int) (int, int, bool) {
 		return 0, 0, false
 	}
 	return s, e, true
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isDigit(s[i]) {
+			return false
+		}
+	}
+	return s != ""
 }

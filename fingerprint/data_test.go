@@ -82,6 +82,15 @@ func TestAnEnumeratedFieldEchoedInTheMessageIsData(t *testing.T) {
 	if got := Compute(rec("login.failed", "cursor-agent: not logged in (run its login command)", MapFields{"harness": "cursor"})).Template; !strings.Contains(got, "cursor-agent") {
 		t.Errorf("a tool's name lost its harness word: %q", got)
 	}
+	// An identity field's value, a common word too, wherever it stands as
+	// a word; a repository's owner and name; not a path's directories.
+	sameDefect(t,
+		Input{Event: "merge.blocked", Error: "approval withdrawn by build for mesa", Values: []string{"build", "github:quarry/mesa#12"}},
+		Input{Event: "merge.blocked", Error: "approval withdrawn by ci for kiln", Values: []string{"ci", "github:brisk/kiln#7"}},
+	)
+	if got := Compute(Input{Event: "git.push.failed", Error: "src refspec topic does not match any", Values: []string{"/srv/src/app"}}).Template; !strings.Contains(got, "src refspec") {
+		t.Errorf("a path's directory masked in prose: %q", got)
+	}
 }
 
 // Principle 4: a specific normalised text decides the defect whatever the

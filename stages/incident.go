@@ -28,7 +28,7 @@ const IncidentWindow = time.Hour
 // (longer ones are not identifiers the-loop writes).
 const (
 	IncidentMaxFailures = 4096
-	incidentPerValue    = 8
+	incidentPerValue    = 32
 	incidentMaxValueLen = 256
 )
 

@@ -48,6 +48,12 @@ func maskData(in Input) string {
 	}
 	for _, v := range in.Values {
 		gluedValue(text, v, add)
+	}
+	textData(text, add)
+	// Where a token found so far recurs (words are found wherever they
+	// stand already, and never glued).
+	n := len(spans)
+	for _, v := range in.Values {
 		identityWords(v, func(w string) { wordOf(text, w, 2, add) })
 	}
 	for _, k := range echoedEnumFields {
@@ -55,12 +61,10 @@ func maskData(in Input) string {
 			wordOf(text, v, 3, add)
 		}
 	}
-	textData(text, add)
 	if len(spans) == 0 {
 		return text
 	}
 	// A value masked in one place is masked wherever it recurs.
-	n := len(spans)
 	seen := map[string]bool{}
 	for _, sp := range spans[:n] {
 		if v := strings.Trim(text[sp[0]:sp[1]], "/\\"); len(v) >= 4 && !seen[v] {
@@ -135,14 +139,22 @@ func isSep(c byte) bool { return c == '/' || c == '\\' }
 
 // gluedValue finds a record's field value, or one of its parts (split at
 // / \ # : @ = and spaces), inside a larger token at glue boundaries, and
-// adds the token. Only parts that name one record are looked for
-// (distinctivePart); where one stands alone it is the identity rules'.
+// adds the token when the part names one record (distinctivePart), when a
+// number of any size is glued on both sides by - or _ ("issue-7-flaky"),
+// or when two of the value's parts meet in the token ("acme__widgets__7");
+// standing alone, a part is the identity rules' to judge.
 func gluedValue(text, value string, add func(int, int)) {
 	if len(value) > 256 {
 		return
 	}
-	try := func(part string) {
-		if !distinctivePart(part) {
+	var pending [][3]int // tokens holding one weaker part: start, end, part
+	try := func(k int, part string) {
+		if len(part) < 1 || len(part) > 64 {
+			return
+		}
+		number := allDigits(part)
+		strong := distinctivePart(part)
+		if !strong && !number && len(part) < 2 {
 			return
 		}
 		for off := 0; off < len(text); {
@@ -157,30 +169,48 @@ func gluedValue(text, value string, add func(int, int)) {
 			if !before || !after {
 				continue
 			}
-			glued := p > 0 && isGlue(text[p-1]) && p > 1 && !tokenStop[text[p-2]] ||
-				e < len(text) && isGlue(text[e]) && e+1 < len(text) && !tokenStop[text[e+1]]
-			if !glued {
-				continue // standing alone, it is the identity rules' to judge
+			gluedBefore := p > 1 && isGlue(text[p-1]) && !tokenStop[text[p-2]]
+			gluedAfter := e+1 < len(text) && isGlue(text[e]) && !tokenStop[text[e+1]]
+			if !gluedBefore && !gluedAfter {
+				continue
+			}
+			if number && (p > 1 && text[p-1] == '.' && isDigit(text[p-2]) || e+1 < len(text) && text[e] == '.' && isDigit(text[e+1])) {
+				continue // part of a version or a decimal ("python3.12" on issue #12)
 			}
 			s, t := tokenAround(text, p, e)
-			add(s, t)
+			if strong || number && gluedBefore && gluedAfter && isJoin(text[p-1]) && isJoin(text[e]) {
+				add(s, t)
+				continue
+			}
+			for _, q := range pending {
+				if q[0] == s && q[1] == t && q[2] != k {
+					add(s, t)
+				}
+			}
+			pending = append(pending, [3]int{s, t, k})
 		}
 	}
-	try(value)
-	start := 0
+	try(-1, value)
+	start, k := 0, 0
 	for i := 0; i <= len(value); i++ {
 		if i < len(value) && strings.IndexByte("/\\#:@= ", value[i]) < 0 {
 			continue
 		}
-		if part := value[start:i]; part != value {
-			try(part)
+		// A provider before its ':' ("github:acme/x#7") is every record's.
+		if part := value[start:i]; part != value && !(start == 0 && i < len(value) && value[i] == ':' && isWord(part)) {
+			try(k, part)
+			k++
 		}
 		start = i + 1
 	}
 }
 
+// isJoin: glue that joins words into one name.
+func isJoin(c byte) bool { return c == '-' || c == '_' }
+
 // distinctivePart: a value's part that names one record (see gluedValue):
-// it holds a digit. A part of words only ("the-loop" in a branch
+// it holds a digit, and a number has three digits or more (a smaller one
+// is too often some other count). A part of words only ("the-loop" in a branch
 // "the-loop/812-x") is as often a constant prefix every record shares.
 func distinctivePart(part string) bool {
 	digits, letters := 0, 0
@@ -195,7 +225,7 @@ func distinctivePart(part string) bool {
 			return false
 		}
 	}
-	return digits > 0 && (letters > 0 && len(part) >= 3 || letters == 0 && digits >= 2)
+	return digits > 0 && (letters > 0 && len(part) >= 3 || letters == 0 && digits >= 3)
 }
 
 // identityWords are the words an identity value names its record by, as
@@ -352,6 +382,16 @@ func userAtHost(text string, i int) (int, int, bool) {
 func allDigits(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if !isDigit(s[i]) {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// isWord: letters only.
+func isWord(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isASCIILetter(s[i]) {
 			return false
 		}
 	}

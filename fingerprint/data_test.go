@@ -38,12 +38,25 @@ func TestARecordsValueGluedIntoATokenMakesItData(t *testing.T) {
 	}
 	sameDefect(t,
 		rec("restore quarry.lantern-ui.3307.state: checksum mismatch", "github:quarry/lantern-ui#3307"),
-		rec("restore brisk.gate-api.88.state: checksum mismatch", "github:brisk/gate-api#88"),
+		rec("restore brisk.gate-api.880.state: checksum mismatch", "github:brisk/gate-api#880"),
 	)
 	sameDefect(t,
 		rec("lock wt_3307_lantern-ui held; remove /var/tmp/wt_3307_lantern-ui/LOCK first", "github:quarry/lantern-ui#3307"),
-		rec("lock wt_88_gate-api held; remove /var/tmp/wt_88_gate-api/LOCK first", "github:brisk/gate-api#88"),
+		rec("lock wt_880_gate-api held; remove /var/tmp/wt_880_gate-api/LOCK first", "github:brisk/gate-api#880"),
 	)
+	// A small number glued between words, or two plain parts of one value
+	// meeting in a token; not a version that happens to hold the number.
+	sameDefect(t,
+		rec("checkout fix_7_cache: worktree busy", "github:quarry/lantern-ui#7"),
+		rec("checkout fix_52_cache: worktree busy", "github:brisk/gate-api#52"),
+	)
+	sameDefect(t,
+		rec("import ledger quarry--kiln--9.tgz: truncated", "github:quarry/kiln#9"),
+		rec("import ledger brisk--mesa--64.tgz: truncated", "github:brisk/mesa#64"),
+	)
+	if got, want := Compute(rec("tox needs python3.12 and pip", "github:quarry/kiln#12")).Template, Compute(rec("tox needs python3.12 and pip")).Template; got != want {
+		t.Errorf("a version holding the issue number: %q, want %q", got, want)
+	}
 	// A socket named after the value's first part, without its pane.
 	sameDefect(t,
 		rec("no server running on agent-lantern-ui-12_1.sock (socket gone)", "agent-lantern-ui-12:1.0"),

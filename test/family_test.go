@@ -163,3 +163,41 @@ func TestAStateWrittenByTheV2ReleaseFilesNothingAgain(t *testing.T) {
 		t.Fatalf("a second scan filed again: %d issues", n)
 	}
 }
+
+// A deployment upgraded from the v3 release keeps its state the same way:
+// the v3 fingerprints it reported and deferred are aliases of v4's, for
+// texts whose v4 template differs from v3's.
+func TestAStateWrittenByTheV3ReleaseFilesNothingAgain(t *testing.T) {
+	gh := newGitHub(t)
+	d := newDeployment(t, gh, deployOpts{harness: "builtin", maxPerDay: 100})
+	filedText := "git worktree remove '~scratch-area': fatal: not a working tree"
+	deferredText := "claim rejected: lease owned by deploy@build-07.(none) is newer"
+	v3 := func(event, text string) string {
+		r := fingerprint.Compute(fingerprint.Input{Event: event, Error: text})
+		for _, a := range r.Aliases {
+			if strings.HasPrefix(a, "v3:") {
+				return a
+			}
+		}
+		t.Fatalf("no v3 alias for %q (%s %v): v3 and v4 agree, the test proves nothing", text, r.Fingerprint, r.Aliases)
+		return ""
+	}
+	state := fmt.Sprintf(`{"reported":{%q:{"url":"https://github.com/acme/loop/issues/7","number":7}},"abandoned":{},"attempts":{},"posted":[],
+"deferred":{%q:{"since":"2026-11-27T10:00:00Z","event":"queue.claim.failed","template":"claim rejected","count":2,"dossier":"earlier records"}}}`,
+		v3("git.worktree.failed", filedText), v3("queue.claim.failed", deferredText))
+	if err := os.WriteFile(d.state, []byte(state), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d.appendLog(failure(t0, "git.worktree.failed", filedText), failure(t0.Add(time.Second), "queue.claim.failed", deferredText))
+	d.mustRun("run")
+	if n := gh.CountCreates(); n != 1 {
+		t.Fatalf("%d issues created, want 1 (the deferred defect; the filed one is known)", n)
+	}
+	if deferred := d.stateMap("deferred"); len(deferred) != 0 {
+		t.Errorf("the v3 deferral is still pending after its defect was filed: %v", slices.Sorted(maps.Keys(deferred)))
+	}
+	d.mustRun("run")
+	if n := gh.CountCreates(); n != 1 {
+		t.Fatalf("a second scan filed again: %d issues", n)
+	}
+}

@@ -157,30 +157,24 @@ func gluedValue(text, value string, add func(int, int)) {
 		if !strong && !number && len(part) < 2 {
 			return
 		}
-		for off := 0; off < len(text); {
-			i := strings.Index(text[off:], part)
-			if i < 0 {
-				return
-			}
-			p, e := off+i, off+i+len(part)
-			off = p + 1
+		occurrences(text, part, func(p, e int) {
 			before := p == 0 || tokenStop[text[p-1]] || isGlue(text[p-1])
 			after := e == len(text) || tokenStop[text[e]] || isGlue(text[e])
 			if !before || !after {
-				continue
+				return
 			}
 			gluedBefore := p > 1 && isGlue(text[p-1]) && !tokenStop[text[p-2]]
 			gluedAfter := e+1 < len(text) && isGlue(text[e]) && !tokenStop[text[e+1]]
 			if !gluedBefore && !gluedAfter {
-				continue
+				return
 			}
 			if number && (p > 1 && text[p-1] == '.' && isDigit(text[p-2]) || e+1 < len(text) && text[e] == '.' && isDigit(text[e+1])) {
-				continue // part of a version or a decimal ("python3.12" on issue #12)
+				return // part of a version or a decimal ("python3.12" on issue #12)
 			}
 			s, t := tokenAround(text, p, e)
 			if strong || number && gluedBefore && gluedAfter && isJoin(text[p-1]) && isJoin(text[e]) {
 				add(s, t)
-				continue
+				return
 			}
 			for _, q := range pending {
 				if q[0] == s && q[1] == t && q[2] != k {
@@ -188,7 +182,7 @@ func gluedValue(text, value string, add func(int, int)) {
 				}
 			}
 			pending = append(pending, [3]int{s, t, k})
-		}
+		})
 	}
 	try(-1, value)
 	start, k := 0, 0
@@ -255,39 +249,41 @@ func wordOf(text, value string, minLen int, add func(int, int)) {
 	if len(value) < minLen || len(value) > 64 || strings.ContainsAny(value, " \t\n") || allDigits(value) {
 		return
 	}
-	for off := 0; off < len(text); {
-		i := strings.Index(text[off:], value)
-		if i < 0 {
-			return
-		}
-		p, e := off+i, off+i+len(value)
-		off = e
+	occurrences(text, value, func(p, e int) {
 		if p > 0 && (isAlnum(text[p-1]) || isGlue(text[p-1]) || text[p-1] == '$') {
-			continue
+			return
 		}
 		if e < len(text) {
 			c := text[e]
 			if isAlnum(c) || c == '$' || isGlue(c) && !((c == ':' || c == '.') && (e+1 == len(text) || !isAlnum(text[e+1]))) {
-				continue
+				return
 			}
 		}
 		add(p, e)
-	}
+	})
 }
 
-// recurrences adds every other place v stands at token or glue boundaries.
-func recurrences(text, v string, add func(int, int)) {
+// occurrences calls each with every place v occurs in text, overlapping
+// ones included.
+func occurrences(text, v string, each func(p, e int)) {
 	for off := 0; off < len(text); {
 		i := strings.Index(text[off:], v)
 		if i < 0 {
 			return
 		}
-		p, e := off+i, off+i+len(v)
-		off = e
+		p := off + i
+		off = p + 1
+		each(p, p+len(v))
+	}
+}
+
+// recurrences adds every other place v stands at token or glue boundaries.
+func recurrences(text, v string, add func(int, int)) {
+	occurrences(text, v, func(p, e int) {
 		if (p == 0 || !isAlnum(text[p-1])) && (e == len(text) || !isAlnum(text[e])) {
 			add(p, e)
 		}
-	}
+	})
 }
 
 // textData adds what the text alone shows is data: quoted values that

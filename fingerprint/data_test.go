@@ -160,3 +160,23 @@ func TestUserAtHostIsDataByPosition(t *testing.T) {
 		rec("npm ERR! missing: lodash@4.17.21, required by app"), rec("npm ERR! missing: express@4.18.2, required by app"),
 	)
 }
+
+// The data pass never panics whatever the text, values and ranges, and it
+// only masks: what it keeps between placeholders is the text's own.
+func FuzzMaskData(f *testing.F) {
+	f.Add("restore acme__relay__7.json: 'feat/x-y' by root@ci", "github:acme/relay#7", "claude", 0, 5)
+	f.Add("spawn cursor: exit status 127", "loop-x-7:0.0", "cursor", 3, 1)
+	f.Fuzz(func(t *testing.T, text, value, harness string, s, e int) {
+		in := Input{Event: "e", Error: text, Values: []string{value}, Fields: MapFields{"harness": harness}, Identity: [][2]int{{s, e}}}
+		masked := maskData(in)
+		if strings.Contains(text, identityPlaceholder) {
+			return
+		}
+		for _, kept := range strings.Split(masked, identityPlaceholder) {
+			if !strings.Contains(text, kept) {
+				t.Fatalf("maskData(%q) = %q: %q is not the text's", text, masked, kept)
+			}
+		}
+		_ = Template(in)
+	})
+}

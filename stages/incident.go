@@ -198,14 +198,28 @@ func (x *IncidentIndex) SaveTo(st *store.State) {
 // was saved by the same keys (a changed correlation config starts afresh).
 // A watcher's index, already filled, keeps its own.
 func (x *IncidentIndex) LoadFrom(st *store.State) {
-	if x.Len() > 0 || !slices.Equal(st.IncidentKeys, append(slices.Clone(x.keys), incidentFields...)) {
+	saved := slices.DeleteFunc(slices.Clone(st.IncidentKeys), func(k string) bool { return slices.Contains(incidentFields, k) })
+	if x.Len() > 0 || !slices.Equal(saved, x.keys) {
 		return
+	}
+	// Fields are matched by name: a state saved by a release that held
+	// other agreement fields, or in another order, still loads.
+	want := append(slices.Clone(x.keys), incidentFields...)
+	pos := make([]int, len(want))
+	for i, k := range want {
+		pos[i] = slices.Index(st.IncidentKeys, k)
 	}
 	for _, f := range st.Incidents {
 		if len(f.Values) != len(st.IncidentKeys) || f.At.IsZero() || f.Fingerprint == "" {
 			continue
 		}
-		x.add(f.At, slices.Clone(f.Values), f.Fingerprint, f.Template, f.Aliases)
+		vals := make([]string, len(want))
+		for i, p := range pos {
+			if p >= 0 {
+				vals[i] = f.Values[p]
+			}
+		}
+		x.add(f.At, vals, f.Fingerprint, f.Template, f.Aliases)
 		x.ring[(x.next-1)%uint64(x.max)].ended = f.Ended
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/the-loop/the-loop-diagnose/fingerprint"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
+	"github.com/the-loop/the-loop-diagnose/store"
 )
 
 var incidentT0 = time.Date(2026, 3, 9, 14, 0, 0, 0, time.UTC)
@@ -386,5 +387,36 @@ func TestAGiveUpPrefersItsOwnComponentsIncident(t *testing.T) {
 	)
 	if got[3].Fingerprint != got[1].Fingerprint {
 		t.Fatalf("the poller's give-up joined %q, want its own component's %q", got[3].Template, got[1].Template)
+	}
+}
+
+// An index a cron run of the previous release saved (its fields
+// source, harness, branch after the keys) loads by name: the upgrade's
+// first run still links a give-up to the failure the last run read.
+func TestAnIndexSavedByThePreviousReleaseLoads(t *testing.T) {
+	idx := newIndex()
+	first := fingerprintAll(t, idx, failing(1, 0, "queue.claim.failed", errLease, "work_item", wiHarbor, "branch", "main"))
+	var st store.State
+	idx.SaveTo(&st)
+	// Rewrite it in the previous layout: keys, then source, harness, branch.
+	n := len(idx.keys)
+	old := append(append([]string(nil), idx.keys...), "source", "harness", "branch")
+	for i, f := range st.Incidents {
+		v := append([]string(nil), f.Values[:n]...)
+		v = append(v, f.Values[n+2], f.Values[n], f.Values[n+1]) // source, harness, branch
+		st.Incidents[i].Values = v
+	}
+	st.IncidentKeys = old
+	next := newIndex()
+	next.LoadFrom(&st)
+	got := fingerprintAll(t, next, givingUp(2, 3*time.Minute, "work_item", wiHarbor, "branch", "main"))
+	if got[2].Fingerprint != first[1].Fingerprint {
+		t.Fatalf("the give-up did not link across the upgrade: %q, want %q", got[2].Fingerprint, first[1].Fingerprint)
+	}
+	wrong := newIndex()
+	st.IncidentKeys = append([]string{"session_key"}, old...) // another correlation config
+	wrong.LoadFrom(&st)
+	if wrong.Len() != 0 {
+		t.Fatal("an index saved under other keys loaded")
 	}
 }

@@ -53,6 +53,7 @@ fuzz:
 	$(GO) test ./fingerprint -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime 30s
 	$(GO) test ./fingerprint -run '^$$' -fuzz '^FuzzVolatileSubstitution$$' -fuzztime 30s
 	$(GO) test ./fingerprint -run '^$$' -fuzz '^FuzzNormalizeV3$$' -fuzztime 30s
+	$(GO) test ./fingerprint -run '^$$' -fuzz '^FuzzMaskData$$' -fuzztime 20s
 	$(GO) test ./fingerprint -run '^$$' -fuzz '^FuzzLegacyMatchesRegexps$$' -fuzztime 20s
 	$(GO) test ./redact -run '^$$' -fuzz '^FuzzScrub$$' -fuzztime 30s
 	$(GO) test ./redact -run '^$$' -fuzz '^FuzzNeutralize$$' -fuzztime 30s

@@ -453,9 +453,11 @@ func appGrouping(norm func(string) string, texts, labels []string) (ga float64, 
 
 func TestGroupingOnGeneratedAppErrors(t *testing.T) {
 	texts, labels := generateAppErrors(42, 4000)
-	ga, merged, split := appGrouping(NormalizeV3, texts, labels)
+	ga, merged, split := appGrouping(NormalizeV4, texts, labels)
+	gaV3, mergedV3, _ := appGrouping(NormalizeV3, texts, labels)
 	gaV2, mergedV2, _ := appGrouping(Normalize, texts, labels)
-	t.Logf("%d lines, %d defects: v3 GA %.4f (%d templates merge defects), v2 GA %.4f (%d)", len(texts), len(appDefects), ga, len(merged), gaV2, len(mergedV2))
+	t.Logf("%d lines, %d defects: v4 GA %.4f (%d templates merge defects), v3 GA %.4f (%d), v2 GA %.4f (%d)",
+		len(texts), len(appDefects), ga, len(merged), gaV3, len(mergedV3), gaV2, len(mergedV2))
 	for tmpl, ds := range merged {
 		t.Errorf("defects %v merged into %q", ds, tmpl)
 	}

@@ -35,9 +35,12 @@ var benchMix = []string{
 	"ERROR: duplicate key value violates unique constraint \"users_email_key\" (SQLSTATE 23505)",
 }
 
-// BenchmarkNormalize times the current normalizer (v3); BenchmarkNormalizeV2
-// the previous one, still computed for every record as an alias.
-func BenchmarkNormalize(b *testing.B) { benchmarkNormalizer(b, NormalizeV3) }
+// BenchmarkNormalize times the current normalizer (v4: the text's data
+// rules, then NormalizeV3); BenchmarkNormalizeV3 and BenchmarkNormalizeV2
+// the previous ones, still computed for every record as aliases.
+func BenchmarkNormalize(b *testing.B) { benchmarkNormalizer(b, NormalizeV4) }
+
+func BenchmarkNormalizeV3(b *testing.B) { benchmarkNormalizer(b, NormalizeV3) }
 
 func BenchmarkNormalizeV2(b *testing.B) { benchmarkNormalizer(b, Normalize) }
 

@@ -2,12 +2,14 @@
 // defect, one fingerprint. It is pure (no I/O) and fast enough to run on
 // every record of a busy log.
 //
-// A fingerprint is versioned ("v3:" + 16 hex digits of
-// sha1("v3\n" + event + "\n" + template)). Older versions of the same input
-// are returned as aliases — v2 (the previous normalizer, on the raw error
-// text) and the-loop's own v1 (Legacy) — so state written by an older
-// release, or by the-loop's self-diagnosis.json, keeps matching after an
-// upgrade and no defect already filed is filed again.
+// A fingerprint is versioned ("v4:" + 16 hex digits of
+// sha1("v4\n" + event + "\n" + template), the event "" when the text is
+// specific: identityEvent). Older versions of the same input are returned
+// as aliases — v3 (the record's identity runs masked, NormalizeV3), v2 (the
+// v2 normalizer, on the raw error text) and the-loop's own v1 (Legacy) — so
+// state written by an older release, or by the-loop's self-diagnosis.json,
+// keeps matching after an upgrade and no defect already filed is filed
+// again. v4 adds maskData (data.go) before NormalizeV3 and identityEvent.
 //
 // v3 differs from v2 in two ways: the record's own identity (runs of the
 // error text equal to values of its other fields, Input.Identity) is masked
@@ -78,10 +80,14 @@ import (
 )
 
 // Version prefixes every current fingerprint.
-const Version = "v3"
+const Version = "v4"
 
-// versionV2 is the previous version, still computed as an alias.
-const versionV2 = "v2"
+// versionV3 and versionV2 are the previous versions, still computed as
+// aliases exactly as their releases computed them.
+const (
+	versionV3 = "v3"
+	versionV2 = "v2"
+)
 
 // Input is one failure record.
 type Input struct {
@@ -93,6 +99,11 @@ type Input struct {
 	// branch, actor, host...): volatile across occurrences of one defect, so
 	// v3 masks them before normalizing. Ranges out of bounds are ignored.
 	Identity [][2]int
+	// Values are the raw values of the record's identity fields (its work
+	// item, branch, tmux target, host...): v4 masks a token of the error
+	// text that holds one, glued to other parts ("issue-1921-x" on work
+	// item #1921). v3 (an alias) ignores them.
+	Values []string
 }
 
 // Fields are a decoded record's fields by key: nil for an absent key. The
@@ -129,10 +140,24 @@ func Compute(in Input) Result { return defaultFingerprinter.Compute(in) }
 
 var defaultFingerprinter = &Fingerprinter{}
 
-// Template returns the human-readable masked text for a record (v3): the
-// normalized error with the record's identity masked, or, when there is no
-// error text, the allow-listed enum fields.
+// Template returns the human-readable masked text for a record (v4): the
+// normalized error with the record's and the text's data masked (maskData),
+// or, when there is no error text, the allow-listed enum fields.
 func Template(in Input) string {
+	if strings.TrimSpace(in.Error) != "" {
+		return NormalizeV3(maskData(in))
+	}
+	return fieldsTemplate(in)
+}
+
+// NormalizeV4 is the v4 normalizer of a text without a record: NormalizeV3
+// after the text's own data rules (quoted values that cannot be code
+// names, user@host, recurrences).
+func NormalizeV4(errorText string) string { return NormalizeV3(maskData(Input{Error: errorText})) }
+
+// templateV3 is the v3 template: the record's identity runs masked, then
+// NormalizeV3.
+func templateV3(in Input) string {
 	if strings.TrimSpace(in.Error) != "" {
 		return NormalizeV3(MaskIdentity(in.Error, in.Identity))
 	}
@@ -225,8 +250,67 @@ func enumValue(v any) string {
 }
 
 // versionedFingerprint hashes the event and template under a version. The
-// event is part of the identity: the same text under two events is two
-// defects.
+// event is part of the identity (the same text under two events is two
+// defects) in v2 and v3; v4 passes "" for a specific text (identityEvent).
 func versionedFingerprint(version, event, template string) string {
 	return version + ":" + sha16(version+"\n"+event+"\n"+template)
 }
+
+// identityEvent is the event as part of a v4 identity: a specific text
+// decides the defect whatever event logged it (one missing binary reported
+// by three components is one defect), while a generic one ("timeout",
+// "exit status 1", "context canceled") names nothing without its event.
+func identityEvent(event, template string) string {
+	if specificText(template) {
+		return ""
+	}
+	return event
+}
+
+// specificText: a template of at least 24 bytes with at least three
+// distinct words of three letters or more that are not generic failure
+// vocabulary, one of them distinctive (a capital, a digit or '_' in it, or
+// six letters or more).
+func specificText(template string) bool {
+	if len(template) < 24 {
+		return false
+	}
+	var words [3]string
+	n, distinctive := 0, false
+	for i := 0; i < len(template) && (n < 3 || !distinctive); {
+		c := template[i]
+		if !isAlnum(c) && c != '_' {
+			i++
+			continue
+		}
+		j := i
+		letters, special := 0, false
+		for j < len(template) && (isAlnum(template[j]) || template[j] == '_') {
+			if isASCIILetter(template[j]) {
+				letters++
+			}
+			special = special || isDigit(template[j]) || template[j] == '_' || j > i && template[j] >= 'A' && template[j] <= 'Z'
+			j++
+		}
+		w := template[i:j]
+		i = j
+		if letters < 3 || genericWords.hasFold(w) || w == words[0] || w == words[1] {
+			continue
+		}
+		distinctive = distinctive || special || letters >= 6
+		if n < 3 {
+			words[n] = w
+			n++
+		}
+	}
+	return n >= 3 && distinctive
+}
+
+// genericWords say that something failed, not what.
+var genericWords = newWordSet("error", "errors", "failed", "failure", "fail", "fails", "exit", "exited", "status",
+	"code", "timeout", "timed", "out", "context", "canceled", "cancelled", "deadline", "exceeded", "signal",
+	"killed", "terminated", "eof", "unexpected", "the", "and", "for", "with", "after", "while", "from", "was",
+	"not", "cannot", "could", "can", "unable", "try", "again", "retry", "retrying", "attempt", "attempts",
+	"operation", "request", "response", "internal", "unknown", "invalid", "bad", "fatal", "panic", "exception",
+	"warning", "connection", "refused", "reset", "broken", "pipe", "closed", "permission", "denied", "aborted",
+	"interrupted", "process", "command", "run", "running", "returned", "non", "zero", "too", "many", "some")

@@ -394,17 +394,18 @@ func (m *Memory) resolve(t *memoryTemplate) (wild []int, last *MemorySlot) {
 	return wild, last
 }
 
-// isDefault tells whether fp is the default v3 fingerprint of the event and
+// isDefault tells whether fp is the default fingerprint of the event and
 // template: an operator's rule decided the others, and the memory leaves
 // them alone.
 func isDefault(fp, event, template string) bool {
-	return fp == versionedFingerprint(Version, event, template)
+	return fp == versionedFingerprint(Version, identityEvent(event, template), template)
 }
 
 // Learn notes one template of an event, whose fingerprint is fp: each of
 // its words that may vary is counted in its slot, and a slot that reaches
 // MemoryThreshold distinct words makes its family.
 func (m *Memory) Learn(event, template, fp string) {
+	event = identityEvent(event, template) // a specific text's variants vary under any event
 	t, ok := splitTemplate(event, template)
 	if !ok || !isDefault(fp, event, template) {
 		return
@@ -486,6 +487,7 @@ type Family struct {
 // Canonical returns what the memory knows of template's defect (whose
 // fingerprint is fp).
 func (m *Memory) Canonical(event, template, fp string) Family {
+	event = identityEvent(event, template)
 	t, ok := splitTemplate(event, template)
 	if !ok || !isDefault(fp, event, template) {
 		return Family{Canonical: fp}

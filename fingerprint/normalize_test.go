@@ -161,8 +161,8 @@ func TestTemplatesReadWell(t *testing.T) {
 
 func TestFingerprintFormat(t *testing.T) {
 	r := Compute(Input{Event: "dispatch.failed", Error: "boom 42"})
-	if !strings.HasPrefix(r.Fingerprint, "v3:") || len(r.Fingerprint) != len("v3:")+16 {
-		t.Errorf("fingerprint %q: want v3: and 16 hex digits", r.Fingerprint)
+	if !strings.HasPrefix(r.Fingerprint, "v4:") || len(r.Fingerprint) != len("v4:")+16 {
+		t.Errorf("fingerprint %q: want v4: and 16 hex digits", r.Fingerprint)
 	}
 	if strings.Trim(r.Fingerprint[3:], "0123456789abcdef") != "" {
 		t.Errorf("fingerprint %q is not lowercase hex", r.Fingerprint)

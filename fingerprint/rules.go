@@ -55,12 +55,14 @@ type Fingerprinter struct {
 // once. Keys are the records' own strings (v3's: after masking identity).
 type templateMemo struct {
 	templates   boundedMemo[string]
+	templatesV3 boundedMemo[string]
 	templatesV2 boundedMemo[string]
 	fps         boundedMemo[[3]string]
 }
 
 func newTemplateMemo() *templateMemo {
 	return &templateMemo{templates: boundedMemo[string]{m: map[string]string{}},
+		templatesV3: boundedMemo[string]{m: map[string]string{}},
 		templatesV2: boundedMemo[string]{m: map[string]string{}},
 		fps:         boundedMemo[[3]string]{m: map[[3]string]string{}}}
 }
@@ -69,8 +71,16 @@ func (t *templateMemo) template(in Input) string {
 	if t == nil || strings.TrimSpace(in.Error) == "" {
 		return Template(in) // from the fields: not keyed by the error text
 	}
-	masked := MaskIdentity(in.Error, in.Identity)
+	masked := maskData(in)
 	return t.templates.get(masked, func() string { return NormalizeV3(masked) })
+}
+
+func (t *templateMemo) templateV3(in Input) string {
+	if t == nil || strings.TrimSpace(in.Error) == "" {
+		return templateV3(in)
+	}
+	masked := MaskIdentity(in.Error, in.Identity)
+	return t.templatesV3.get(masked, func() string { return NormalizeV3(masked) })
 }
 
 func (t *templateMemo) templateV2(in Input) string {
@@ -256,15 +266,17 @@ func (f *Fingerprinter) WithoutAliases() *Fingerprinter {
 }
 
 // Compute fingerprints a record: the first matching rule decides, else the
-// default v3 fingerprint of the event and template. Aliases hold what the
-// older versions give the same record, Legacy (the-loop's v1) and then v2 (unless
+// default v4 fingerprint of the event and template. Aliases hold what the
+// older versions give the same record, Legacy (the-loop's v1), then v3, then v2 (unless
 // WithoutAliases); an alias equal to the fingerprint is left out.
 func (f *Fingerprinter) Compute(in Input) Result {
 	template := f.templates.template(in)
-	def := f.templates.fingerprint(Version, in.Event, template)
+	def := f.templates.fingerprint(Version, identityEvent(in.Event, template), template)
 	res := Result{Fingerprint: def, Template: template}
-	var templateV2, defV2 string
+	var templateV3, defV3, templateV2, defV2 string
 	if !f.noAliases {
+		templateV3 = f.templates.templateV3(in)
+		defV3 = f.templates.fingerprint(versionV3, in.Event, templateV3)
 		templateV2 = f.templates.templateV2(in)
 		defV2 = f.templates.fingerprint(versionV2, in.Event, templateV2)
 	}
@@ -277,22 +289,24 @@ func (f *Fingerprinter) Compute(in Input) Result {
 			break
 		}
 	}
-	var v2 string
+	v3, v2 := defV3, defV2
 	switch {
 	case rule == nil:
-		v2 = defV2
 	case rule.fixed != "":
 		// A fixed name is the operator's: it keeps its v2 form, so no rule's
 		// defect is filed again after an upgrade.
 		res.Fingerprint = versionV2 + ":" + sha16(versionV2+"\nfixed\n"+rule.fixed)
+		v3, v2 = "", ""
 	default:
 		res.Fingerprint = rule.groupFingerprint(Version, in, template, def, sub)
+		v3, v2 = "", ""
 		if !f.noAliases {
+			v3 = rule.groupFingerprint(versionV3, in, templateV3, defV3, sub)
 			v2 = rule.groupFingerprint(versionV2, in, templateV2, defV2, sub)
 		}
 	}
 	if !f.noAliases {
-		for _, a := range []string{LegacyOf(in), v2} {
+		for _, a := range []string{LegacyOf(in), v3, v2} {
 			if a != "" && a != res.Fingerprint && !slices.Contains(res.Aliases, a) {
 				res.Aliases = append(res.Aliases, a)
 			}

@@ -27,8 +27,9 @@ func NewFingerprint(fp *fingerprint.Fingerprinter, incidents *IncidentIndex) pip
 			}
 		}
 		errText := c.Str("error")
+		id, values := keys.identityAndValues(c.Record)
 		res := fp.Compute(fingerprint.Input{Event: c.Str("event"), Error: errText, Fields: c.Fields,
-			Identity: keys.identityOf(c.Record).Find(errText)})
+			Identity: id.Find(errText), Values: values})
 		o := pipeline.Occurrence{
 			Candidate:   c,
 			Fingerprint: res.Fingerprint,
@@ -78,15 +79,24 @@ type identityKey struct {
 const maxIdentityKeys = 1024
 
 func (m identityKeys) identityOf(r pipeline.Record) redact.RecordIdentity {
+	id, _ := m.identityAndValues(r)
+	return id
+}
+
+// identityAndValues is the record's identity and the raw values of its
+// identity fields (fingerprint.Input.Values).
+func (m identityKeys) identityAndValues(r pipeline.Record) (redact.RecordIdentity, []string) {
 	var id redact.RecordIdentity
+	var values []string
 	for _, f := range r.Fields {
 		if v, ok := f.Value.(string); ok {
 			if key, ok := m.field(f.Key); ok {
 				id.Add(key, v)
+				values = append(values, v)
 			}
 		}
 	}
-	return id
+	return id, values
 }
 
 func (m identityKeys) field(key string) (string, bool) {

@@ -28,7 +28,7 @@ const IncidentWindow = time.Hour
 // (longer ones are not identifiers the-loop writes).
 const (
 	IncidentMaxFailures = 4096
-	incidentPerValue    = 8
+	incidentPerValue    = 32
 	incidentMaxValueLen = 256
 )
 
@@ -39,12 +39,23 @@ const (
 var IncidentKeys = []string{"delivery_id", "tmux_target", "work_item"}
 
 // incidentAgree are fields a give-up and its failure never disagree on,
-// though sharing them ties nothing: the component that retried (source)
-// writes both, about one agent (harness), on one branch of the work item
-// (two incidents on one work item are often on two branches: a fix branch
-// and main). A disagreement means another incident; a field missing from
-// either says nothing.
-var incidentAgree = []string{"source", "harness", "branch"}
+// though sharing them ties nothing: one agent (harness), one branch of the
+// work item (two incidents on one work item are often on two branches: a
+// fix branch and main). A disagreement means another incident; a field
+// missing from either says nothing. The source is not one of them: the
+// poller reports give-ups for dispatches whose failures the webhook logged.
+var incidentAgree = []string{"harness", "branch"}
+
+// incidentPrefer are fields a give-up prefers its failure to share, though
+// a difference is no veto: the component that logged it (source). Each
+// component's latest failure on a key is its own live end; one component's
+// newer failure does not supersede another's incident on the same work
+// item, and the give-up's own component's incident comes first.
+var incidentPrefer = []string{"source"}
+
+// incidentFields are the fields the index holds per failure after the
+// correlation keys: incidentAgree's, then incidentPrefer's.
+var incidentFields = append(append([]string(nil), incidentAgree...), incidentPrefer...)
 
 // IncidentKeysWith is IncidentKeys followed by any other key the healing
 // check correlates on (TriageConfig.CorrelationKeys), least specific: the
@@ -130,19 +141,33 @@ func (x *IncidentIndex) Len() int { return int(x.next - x.first) }
 // valuesOf returns f's correlation values and agreement fields, and
 // whether it has any correlation value.
 func (x *IncidentIndex) valuesOf(f pipeline.Fields) ([]string, bool) {
-	vals := make([]string, len(x.keys)+len(incidentAgree))
+	vals := make([]string, len(x.keys)+len(incidentFields))
 	any := false
 	for i, k := range x.keys {
 		if v, ok := logread.CorrelationValue(f.Get(k)); ok && len(v) <= incidentMaxValueLen {
 			vals[i], any = valueDigest(v), true
 		}
 	}
-	for i, k := range incidentAgree {
-		if v, ok := logread.CorrelationValue(f.Get(k)); ok && len(v) <= incidentMaxValueLen {
+	for i, k := range incidentFields {
+		if v, ok := logread.CorrelationValue(fieldNamed(f, k)); ok && len(v) <= incidentMaxValueLen {
 			vals[len(x.keys)+i] = valueDigest(v)
 		}
 	}
 	return vals, any
+}
+
+// fieldNamed is the value of the field key, or, absent, of a field another
+// logger names its own way ("git_branch" for branch: identityField).
+func fieldNamed(f pipeline.Fields, key string) any {
+	if v, ok := f.Lookup(key); ok {
+		return v
+	}
+	for _, fl := range f {
+		if name, ok := identityField(fl.Key); ok && name == key {
+			return fl.Value
+		}
+	}
+	return nil
 }
 
 // valueDigest is how the index holds a correlation value: compared only
@@ -166,21 +191,35 @@ func (x *IncidentIndex) SaveTo(st *store.State) {
 		out = append(out, store.IncidentFailure{At: f.at, Values: slices.Clone(f.values), Ended: f.ended,
 			Fingerprint: f.id.fingerprint, Template: f.id.template, Aliases: f.id.aliases})
 	}
-	st.Incidents, st.IncidentKeys = out, append(slices.Clone(x.keys), incidentAgree...)
+	st.Incidents, st.IncidentKeys = out, append(slices.Clone(x.keys), incidentFields...)
 }
 
 // LoadFrom fills an empty index with what a previous run saved, when it
 // was saved by the same keys (a changed correlation config starts afresh).
 // A watcher's index, already filled, keeps its own.
 func (x *IncidentIndex) LoadFrom(st *store.State) {
-	if x.Len() > 0 || !slices.Equal(st.IncidentKeys, append(slices.Clone(x.keys), incidentAgree...)) {
+	saved := slices.DeleteFunc(slices.Clone(st.IncidentKeys), func(k string) bool { return slices.Contains(incidentFields, k) })
+	if x.Len() > 0 || !slices.Equal(saved, x.keys) {
 		return
+	}
+	// Fields are matched by name: a state saved by a release that held
+	// other agreement fields, or in another order, still loads.
+	want := append(slices.Clone(x.keys), incidentFields...)
+	pos := make([]int, len(want))
+	for i, k := range want {
+		pos[i] = slices.Index(st.IncidentKeys, k)
 	}
 	for _, f := range st.Incidents {
 		if len(f.Values) != len(st.IncidentKeys) || f.At.IsZero() || f.Fingerprint == "" {
 			continue
 		}
-		x.add(f.At, slices.Clone(f.Values), f.Fingerprint, f.Template, f.Aliases)
+		vals := make([]string, len(want))
+		for i, p := range pos {
+			if p >= 0 {
+				vals[i] = f.Values[p]
+			}
+		}
+		x.add(f.At, vals, f.Fingerprint, f.Template, f.Aliases)
 		x.ring[(x.next-1)%uint64(x.max)].ended = f.Ended
 	}
 }
@@ -275,11 +314,11 @@ func (x *IncidentIndex) Link(c pipeline.Candidate) (fingerprint, template string
 	}
 	id := cands[best].id
 	// The incident has ended: its failures on the value that tied them
-	// (the same defect, sharing the chosen failure's most specific key)
-	// are not another give-up's first choice.
+	// (the same defect, sharing the chosen failure's most specific key, not
+	// on another branch) are not another give-up's to end.
 	top := sharedTop(vals, len(x.keys), cands[best])
 	for _, f := range cands {
-		if f.id == id && top < len(x.keys) && f.values[top] == vals[top] {
+		if f.id == id && top < len(x.keys) && f.values[top] == vals[top] && !disagrees(vals[:len(x.keys)+len(incidentAgree)], f) {
 			x.ring[f.seq%uint64(x.max)].ended = true
 		}
 	}
@@ -299,41 +338,68 @@ func sharedTop(vals []string, nKeys int, f incidentFailure) int {
 
 // chooseIncident picks the failure a give-up ends, among candidates sharing
 // at least one correlation value with it (values: nKeys correlation keys,
-// most specific first, then incidentAgree's). A failure qualifies when it is
-// not after the give-up, at most IncidentWindow before it, and disagrees on
-// no field both carry (two deliveries of one work item are two incidents).
-// The best belongs to an incident no give-up has ended yet, then shares the
-// most keys, then the most specific one, then is the latest (then the last
-// noted).
+// most specific first, then incidentAgree's, then incidentPrefer's). A
+// failure qualifies when it is not after the give-up, at most
+// IncidentWindow before it, and disagrees on no correlation or agreement
+// field both carry (two deliveries of one work item are two incidents).
+// The give-up's most specific key that some qualifying failure shares
+// decides. On it, each component's latest failure (then the last noted) is
+// its incident's live end — an older one of that component was superseded
+// by it; a live end a give-up already ended is out. Of those left, the
+// give-up's own component's comes first, then the latest. An ended or
+// superseded incident is never joined: with none left, the give-up keeps
+// its own identity.
 func chooseIncident(vals []string, nKeys int, at time.Time, cands []incidentFailure) (int, bool) {
-	best, bestShared, bestTop := -1, 0, 0
-	for i, f := range cands {
-		if f.at.After(at) || at.Sub(f.at) > IncidentWindow {
+	src := nKeys + len(incidentAgree) // incidentPrefer's source
+	later := func(f, g incidentFailure) bool { return f.at.After(g.at) || f.at.Equal(g.at) && f.seq > g.seq }
+	for k := 0; k < nKeys; k++ {
+		if vals[k] == "" {
 			continue
 		}
-		shared, top, conflict := 0, len(vals), false
-		for k, v := range vals {
+		var live []int // per component, its latest failure
+		for i, f := range cands {
+			if f.values[k] != vals[k] || f.at.After(at) || at.Sub(f.at) > IncidentWindow || disagrees(vals[:src], f) {
+				continue
+			}
+			j := slices.IndexFunc(live, func(l int) bool { return cands[l].values[src] == f.values[src] })
 			switch {
-			case v == "" || f.values[k] == "":
-			case v != f.values[k]:
-				conflict = true
-			case k >= nKeys: // agreement only
-			default:
-				shared++
-				top = min(top, k)
+			case j < 0:
+				live = append(live, i)
+			case later(f, cands[live[j]]):
+				live[j] = i
 			}
 		}
-		if conflict || shared == 0 {
+		if len(live) == 0 {
 			continue
 		}
-		better := best < 0 || !f.ended && cands[best].ended
-		if !better && f.ended == cands[best].ended {
-			better = shared > bestShared || shared == bestShared && (top < bestTop ||
-				top == bestTop && (f.at.After(cands[best].at) || f.at.Equal(cands[best].at) && f.seq > cands[best].seq))
+		best := -1
+		for _, i := range live {
+			f := cands[i]
+			if f.ended {
+				continue
+			}
+			own := vals[src] != "" && f.values[src] == vals[src]
+			if best < 0 {
+				best = i
+				continue
+			}
+			bestOwn := vals[src] != "" && cands[best].values[src] == vals[src]
+			if own && !bestOwn || own == bestOwn && later(f, cands[best]) {
+				best = i
+			}
 		}
-		if better {
-			best, bestShared, bestTop = i, shared, top
+		return best, best >= 0
+	}
+	return -1, false
+}
+
+// disagrees: f and the give-up carry a different value for one of the
+// fields of vals.
+func disagrees(vals []string, f incidentFailure) bool {
+	for k, v := range vals {
+		if v != "" && f.values[k] != "" && v != f.values[k] {
+			return true
 		}
 	}
-	return best, best >= 0
+	return false
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/the-loop/the-loop-diagnose/fingerprint"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
+	"github.com/the-loop/the-loop-diagnose/store"
 )
 
 var incidentT0 = time.Date(2026, 3, 9, 14, 0, 0, 0, time.UTC)
@@ -147,8 +148,9 @@ func TestDeliveryIDBeatsWorkItem(t *testing.T) {
 	}
 }
 
-// Two deliveries are two incidents, and a disagreeing source or harness is
-// another component's or agent's: no link.
+// Two deliveries are two incidents, and a disagreeing harness is another
+// agent's: no link. A disagreeing source is no veto: the poller reports
+// give-ups for dispatches whose failures the webhook logged.
 func TestDisagreeingValuesDoNotLink(t *testing.T) {
 	alone := fingerprintAll(t, nil, givingUp(1, 0, "work_item", wiHarbor, "delivery_id", delivB))[1].Fingerprint
 	got := fingerprintAll(t, newIndex(),
@@ -161,10 +163,16 @@ func TestDisagreeingValuesDoNotLink(t *testing.T) {
 	got = fingerprintAll(t, newIndex(),
 		failing(1, 0, "agent.failed", errRender, "work_item", wiHarbor, "harness", "codex"),
 		givingUp(2, time.Minute, "work_item", wiHarbor, "harness", "cursor"),
-		givingUp(3, time.Minute, "work_item", wiHarbor, "source", "poll"),
 	)
-	if got[2].Fingerprint == got[1].Fingerprint || got[3].Fingerprint == got[1].Fingerprint {
-		t.Fatal("a give-up of another harness or source linked")
+	if got[2].Fingerprint == got[1].Fingerprint {
+		t.Fatal("a give-up of another harness linked")
+	}
+	got = fingerprintAll(t, newIndex(),
+		failing(1, 0, "agent.failed", errRender, "work_item", wiHarbor, "source", "webhook"),
+		givingUp(2, time.Minute, "work_item", wiHarbor, "source", "poll"),
+	)
+	if got[2].Fingerprint != got[1].Fingerprint {
+		t.Fatal("the poller's give-up for the webhook's failure did not link")
 	}
 }
 
@@ -256,23 +264,43 @@ func TestAGiveUpEndsTheIncidentOfItsBranch(t *testing.T) {
 	}
 }
 
-// An incident ends once: of two give-ups on one work item and branch, the
-// first ends the latest incident and the second the one before it, rather
-// than both taking the latest defect.
+// An incident ends once, and a newer failure on the same key supersedes an
+// older one: a second give-up on the key finds the incident it could end
+// already ended, and keeps its own identity rather than joining an ended
+// or superseded incident.
 func TestAnIncidentEndsOnce(t *testing.T) {
+	alone := fingerprintAll(t, nil, givingUp(1, 0, "work_item", wiHarbor))[1].Fingerprint
 	got := fingerprintAll(t, newIndex(),
 		failing(1, 0, "queue.claim.failed", errLease, "work_item", wiHarbor),
 		failing(2, 20*time.Second, "queue.claim.failed", errLease, "work_item", wiHarbor, "attempts", 2),
 		failing(3, time.Minute, "plan.failed", errRender, "work_item", wiHarbor),
 		givingUp(4, 2*time.Minute, "work_item", wiHarbor),
 		givingUp(5, 3*time.Minute, "work_item", wiHarbor),
-		// A third give-up has no incident left: it still links (to the
-		// latest), rather than becoming a defect of its own.
-		givingUp(6, 4*time.Minute, "work_item", wiHarbor),
 	)
-	lease, render := got[1].Fingerprint, got[3].Fingerprint
-	if got[4].Fingerprint != render || got[5].Fingerprint != lease || got[6].Fingerprint != render {
-		t.Fatalf("give-ups %q %q %q, want %q %q %q", got[4].Fingerprint, got[5].Fingerprint, got[6].Fingerprint, render, lease, render)
+	if got[4].Fingerprint != got[3].Fingerprint || got[5].Fingerprint != alone {
+		t.Fatalf("give-ups %q %q, want %q and their own %q", got[4].Fingerprint, got[5].Fingerprint, got[3].Fingerprint, alone)
+	}
+}
+
+// A bare give-up reported by another component, seconds after one
+// defect's last failure on a tmux session, joins that defect: not the
+// earlier defect whose incident on the same session had already ended
+// with its own give-up, though that one shares more of its fields.
+func TestAGiveUpJoinsTheLatestFailureOnItsKeyNotAnEndedIncident(t *testing.T) {
+	const pane = "relay-ingest-31:2.1"
+	idx := NewIncidentIndex(IncidentKeysWith([]string{"session_key"}), 0)
+	got := fingerprintAll(t, idx,
+		failing(1, 0, "sandbox.mount.failed", errLease, "tmux_target", pane, "session_key", "s-77", "source", "queue"),
+		incRec(2, 6*time.Minute, "event", "sandbox.gave_up", "level", "warning", "will_retry", false, "tmux_target", pane, "source", "queue"),
+		failing(3, 48*time.Minute, "plan.failed", errRender, "tmux_target", pane, "source", "webhook"),
+		incRec(4, 48*time.Minute+28*time.Second, "event", "poll.reap_failed", "level", "warning", "will_retry", false,
+			"tmux_target", pane, "session_key", "s-77", "source", "poll"),
+	)
+	if got[2].Fingerprint != got[1].Fingerprint {
+		t.Fatalf("the first give-up did not end its incident: %q", got[2].Fingerprint)
+	}
+	if got[4].Fingerprint != got[3].Fingerprint {
+		t.Fatalf("the poller's give-up joined %q, want the latest failure's %q (%q)", got[4].Template, got[3].Template, got[3].Fingerprint)
 	}
 }
 
@@ -344,5 +372,51 @@ func TestIdentityFieldsAsOtherLoggersNameThem(t *testing.T) {
 	)
 	if got[1].Fingerprint != got[2].Fingerprint {
 		t.Errorf("one defect, two fingerprints:\n %q\n %q", got[1].Template, got[2].Template)
+	}
+}
+
+// One component's newer failure does not supersede another component's
+// incident on the same work item: the poller's give-up, tied by the work
+// item alone, ends the poller's incident, though the webhook's failure on
+// that work item is later.
+func TestAGiveUpPrefersItsOwnComponentsIncident(t *testing.T) {
+	got := fingerprintAll(t, newIndex(),
+		failing(1, 0, "poll.report_failed", errLease, "work_item", wiHarbor, "source", "poll"),
+		failing(2, time.Minute, "plan.failed", errRender, "work_item", wiHarbor, "source", "webhook", "delivery_id", delivA),
+		givingUp(3, 2*time.Minute, "work_item", wiHarbor, "source", "poll"),
+	)
+	if got[3].Fingerprint != got[1].Fingerprint {
+		t.Fatalf("the poller's give-up joined %q, want its own component's %q", got[3].Template, got[1].Template)
+	}
+}
+
+// An index a cron run of the previous release saved (its fields
+// source, harness, branch after the keys) loads by name: the upgrade's
+// first run still links a give-up to the failure the last run read.
+func TestAnIndexSavedByThePreviousReleaseLoads(t *testing.T) {
+	idx := newIndex()
+	first := fingerprintAll(t, idx, failing(1, 0, "queue.claim.failed", errLease, "work_item", wiHarbor, "branch", "main"))
+	var st store.State
+	idx.SaveTo(&st)
+	// Rewrite it in the previous layout: keys, then source, harness, branch.
+	n := len(idx.keys)
+	old := append(append([]string(nil), idx.keys...), "source", "harness", "branch")
+	for i, f := range st.Incidents {
+		v := append([]string(nil), f.Values[:n]...)
+		v = append(v, f.Values[n+2], f.Values[n], f.Values[n+1]) // source, harness, branch
+		st.Incidents[i].Values = v
+	}
+	st.IncidentKeys = old
+	next := newIndex()
+	next.LoadFrom(&st)
+	got := fingerprintAll(t, next, givingUp(2, 3*time.Minute, "work_item", wiHarbor, "branch", "main"))
+	if got[2].Fingerprint != first[1].Fingerprint {
+		t.Fatalf("the give-up did not link across the upgrade: %q, want %q", got[2].Fingerprint, first[1].Fingerprint)
+	}
+	wrong := newIndex()
+	st.IncidentKeys = append([]string{"session_key"}, old...) // another correlation config
+	wrong.LoadFrom(&st)
+	if wrong.Len() != 0 {
+		t.Fatal("an index saved under other keys loaded")
 	}
 }

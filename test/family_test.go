@@ -128,35 +128,50 @@ func TestADefectsVariantsStayOneIssueAcrossTenScans(t *testing.T) {
 // deferred waits under the new name and is filed once, and nothing is
 // filed twice.
 func TestAStateWrittenByTheV2ReleaseFilesNothingAgain(t *testing.T) {
+	stateWrittenByAnOlderRelease(t, "v2:", "store.failed", "open /srv/loop/state/queue.db: database is locked",
+		"tmux.failed", "tmux send-keys failed: no server running on /tmp/tmux-1000/default")
+}
+
+// The same from the v3 release, for texts whose v4 template differs from
+// v3's (a quoted name no code has, a login at a host).
+func TestAStateWrittenByTheV3ReleaseFilesNothingAgain(t *testing.T) {
+	stateWrittenByAnOlderRelease(t, "v3:", "git.worktree.failed", "git worktree remove '~scratch-area': fatal: not a working tree",
+		"queue.claim.failed", "claim rejected: lease owned by deploy@build-07.(none) is newer")
+}
+
+// stateWrittenByAnOlderRelease writes a state in which the release of
+// prefix ("v2:") filed one defect and deferred another, then runs twice:
+// exactly the deferred one is filed, once.
+func stateWrittenByAnOlderRelease(t *testing.T, prefix, filedEvent, filedText, deferredEvent, deferredText string) {
+	t.Helper()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{harness: "builtin", maxPerDay: 100})
-	filedText := "open /srv/loop/state/queue.db: database is locked"
-	deferredText := "tmux send-keys failed: no server running on /tmp/tmux-1000/default"
-	v2 := func(event, text string) string {
-		for _, a := range fingerprint.Compute(fingerprint.Input{Event: event, Error: text}).Aliases {
-			if strings.HasPrefix(a, "v2:") {
+	old := func(event, text string) string {
+		r := fingerprint.Compute(fingerprint.Input{Event: event, Error: text})
+		for _, a := range r.Aliases {
+			if strings.HasPrefix(a, prefix) {
 				return a
 			}
 		}
-		t.Fatalf("no v2 alias for %q", text)
+		t.Fatalf("no %s alias for %q (%s %v): the versions agree, the test proves nothing", prefix, text, r.Fingerprint, r.Aliases)
 		return ""
 	}
 	state := fmt.Sprintf(`{"reported":{%q:{"url":"https://github.com/acme/loop/issues/7","number":7}},"abandoned":{},"attempts":{},"posted":[],
-"deferred":{%q:{"since":"2026-11-27T10:00:00Z","event":"tmux.failed","template":"tmux send-keys failed","count":2,"dossier":"earlier records"}}}`,
-		v2("store.failed", filedText), v2("tmux.failed", deferredText))
+"deferred":{%q:{"since":"2026-11-27T10:00:00Z","event":%q,"template":"earlier template","count":2,"dossier":"earlier records"}}}`,
+		old(filedEvent, filedText), old(deferredEvent, deferredText), deferredEvent)
 	if err := os.WriteFile(d.state, []byte(state), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d.appendLog(failure(t0, "store.failed", filedText), failure(t0.Add(time.Second), "tmux.failed", deferredText))
+	d.appendLog(failure(t0, filedEvent, filedText), failure(t0.Add(time.Second), deferredEvent, deferredText))
 	d.mustRun("run")
 	if n := gh.CountCreates(); n != 1 {
 		t.Fatalf("%d issues created, want 1 (the deferred defect; the filed one is known)", n)
 	}
-	if got := gh.Issues()[0]; !strings.Contains(got.Title+got.Body, "tmux") {
-		t.Fatalf("filed %q, want the deferred tmux defect", got.Title)
+	if got := gh.Issues()[0]; !strings.Contains(got.Body, deferredText[:12]) {
+		t.Fatalf("filed %q, want the deferred defect", got.Title)
 	}
 	if deferred := d.stateMap("deferred"); len(deferred) != 0 {
-		t.Errorf("the v2 deferral is still pending after its defect was filed: %v", slices.Sorted(maps.Keys(deferred)))
+		t.Errorf("the %s deferral is still pending after its defect was filed: %v", prefix, slices.Sorted(maps.Keys(deferred)))
 	}
 	d.mustRun("run")
 	if n := gh.CountCreates(); n != 1 {

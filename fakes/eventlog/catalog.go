@@ -40,6 +40,10 @@ type Defect struct {
 
 	tmpl    string // with {placeholders}, for the renderer
 	success string // the event that reports the same step succeeding
+	// harnesses, vias and events, when set (GenerateDeployment's
+	// deploySpecs), are the values an incident of the defect draws its
+	// harness, via and event from, instead of Harness, Via and Event.
+	harnesses, vias, events []string
 }
 
 // spec is a hand-written defect before options pick and rank it.

@@ -44,7 +44,7 @@ type DeploymentOptions struct {
 	Lines       int
 	Seed        int64
 	FailureRate float64       // fraction of lines that are incident lines (0.03)
-	Defects     int           // distinct defects with error text (30)
+	Defects     int           // distinct defects with error text (30), besides deploySpecs' 11
 	Repos       int           // repositories in the pool (80)
 	Users       int           // people and service accounts (30)
 	OrphanRate  float64       // fraction of incidents that are a lone give-up (0.08)
@@ -108,6 +108,9 @@ type identity struct {
 	version              string
 	delivery             [2]uint64
 	hasDelivery, hasTmux bool
+	// Per incident: its harness and via (a defect of deploySpecs draws
+	// them), and the values its deploySpecs placeholders render.
+	harness, via, slug, scratch, login string
 }
 
 type person struct{ user, home, sep, email, host string }
@@ -163,7 +166,22 @@ func newDeployGen(o DeploymentOptions) *deployGen {
 			g.defects = append(g.defects, d)
 		}
 	}
-	for i := len(g.defects); i < o.Defects; i++ { // more than the catalogue: synthetic ones
+	// deploySpecs' classes take every other rank from the second on, so
+	// each is drawn often enough to vary.
+	var mixed []Defect
+	for i, ds := range deploySpecs {
+		d := newDefect(KindBug, ds.s)
+		d.harnesses, d.vias, d.events = ds.harnesses, ds.vias, ds.events
+		if i < len(g.defects) {
+			mixed = append(mixed, g.defects[i])
+		}
+		mixed = append(mixed, d)
+	}
+	if n := len(deploySpecs); n < len(g.defects) {
+		mixed = append(mixed, g.defects[n:]...)
+	}
+	g.defects = mixed
+	for i := len(g.defects); i < o.Defects+len(deploySpecs); i++ { // more than the catalogue: synthetic ones
 		s := synthSpec(KindBug, i)
 		if s.tmpl == "" {
 			s = synthSpec(KindBug, i+1)
@@ -340,14 +358,29 @@ func (g *deployGen) identityFor(at *time.Time) (identity, bool) {
 		*at = o.t.Add(time.Duration(g.r.float()*float64(o.end.Sub(o.t))) + time.Second)
 		id := o.id
 		g.newDelivery(&id)
-		id.branch = g.branch(id.issue)
+		// Two incidents open on one work item at once are two runs, on two
+		// branches: the same branch too would leave nothing in the log to
+		// tell their give-ups apart.
+		for id.branch == o.id.branch {
+			id.branch = g.branch(id.issue)
+		}
 		return id, true
+	}
+	if g.r.chance(0.15) && len(g.recent) > 0 {
+		// Another defect on a recent incident's work item, after that
+		// incident ended: its give-up must join this one.
+		o := g.recent[g.r.intn(len(g.recent))]
+		*at = o.end.Add(time.Duration(g.r.between(10, 40*60)) * time.Second)
+		id := o.id
+		g.newDelivery(&id)
+		return id, false
 	}
 	return g.newIdentity(), false
 }
 
 // incident writes one incident's lines from at and returns how many.
 func (g *deployGen) incident(at time.Time, d *Defect, id *identity, interleaved bool) int {
+	d = g.variant(d, id)
 	correlated := d.Source != "cli" && d.Source != "scheduler"
 	id.hasDelivery = correlated && d.Source != "poll"
 	// An agent's session, or a failure that names one, carries its target.
@@ -373,7 +406,16 @@ func (g *deployGen) incident(at time.Time, d *Defect, id *identity, interleaved 
 	end := t
 	if ending < 7 {
 		end = t.Add(time.Duration(g.r.between(3_000, 20*60_000)) * time.Millisecond)
-		g.giveUp(end, id, giveUpEvents[d.Source], d.Source, d.Harness, d.ID)
+		if id.hasTmux && g.r.chance(0.3) {
+			// The poller reports the give-up of a dispatch whose failures
+			// another component logged: its own source and event, the
+			// session and work item, no delivery, no harness.
+			poll := *id
+			poll.hasDelivery = false
+			g.giveUp(end, &poll, "poll.session_gave_up", "poll", "", d.ID)
+		} else {
+			g.giveUp(end, id, giveUpEvents[d.Source], d.Source, d.Harness, d.ID)
+		}
 		g.stats.GiveUps++
 		n++
 	}
@@ -387,6 +429,31 @@ func (g *deployGen) incident(at time.Time, d *Defect, id *identity, interleaved 
 		}
 	}
 	return n
+}
+
+// variant is the defect as one incident shows it: a deploySpecs defect
+// draws its harness, via and event, and the incident draws the values its
+// placeholders render.
+func (g *deployGen) variant(d *Defect, id *identity) *Defect {
+	id.slug = g.r.pick(slugWords) + "-" + g.r.pick(slugWords)
+	id.scratch = g.r.pick(scratchNames)
+	id.login = g.r.pick([]string{id.user, "root", "dev", "git"}) + "@" + g.r.pick(append([]string{strings.ToLower(id.host)}, loginHosts...))
+	if len(d.harnesses)+len(d.vias)+len(d.events) == 0 {
+		id.harness, id.via = d.Harness, d.Via
+		return d
+	}
+	v := *d
+	if len(d.harnesses) > 0 {
+		v.Harness = g.r.pick(d.harnesses)
+	}
+	if len(d.vias) > 0 {
+		v.Via = g.r.pick(d.vias)
+	}
+	if len(d.events) > 0 {
+		v.Event = g.r.pick(d.events)
+	}
+	id.harness, id.via = v.Harness, v.Via
+	return &v
 }
 
 func (g *deployGen) begin(t time.Time, event, level string) *jsonLine {
@@ -418,16 +485,27 @@ func (g *deployGen) giveUp(t time.Time, id *identity, event, source, harness, tr
 	l.int("attempts", 3)
 	l.bool("will_retry", false)
 	l.str("reason", "max attempts reached")
-	g.identityFields(l, id, true, id.hasDelivery, id.hasTmux && g.r.chance(0.5))
+	// Half the give-ups name the session; one without a delivery always
+	// does (else only the work item would tie it).
+	g.identityFields(l, id, true, id.hasDelivery, id.hasTmux && (!id.hasDelivery || g.r.chance(0.5)))
 	l.end()
 	g.emit(t, truth)
 }
 
 func (g *deployGen) identityFields(l *jsonLine, id *identity, workItem, delivery, tmux bool) {
+	// A third of the lines come from another logger of the deployment,
+	// which names the identity fields its own way.
+	other := g.r.chance(0.3)
+	key := func(k string) string {
+		if other {
+			return otherLoggerKeys[k]
+		}
+		return k
+	}
 	if workItem {
 		l.str("work_item", "github:"+id.owner+"/"+id.repo+"#"+strconv.Itoa(id.issue))
-		l.str("branch", id.branch)
-		l.str("actor", id.actor)
+		l.str(key("branch"), id.branch)
+		l.str(key("actor"), id.actor)
 	}
 	if delivery {
 		l.start("delivery_id")
@@ -437,8 +515,8 @@ func (g *deployGen) identityFields(l *jsonLine, id *identity, workItem, delivery
 	if tmux {
 		l.str("tmux_target", id.tmux)
 	}
-	l.str("cwd", id.home+id.sep+g.r.pick([]string{"work", "src", "code", "projects"})+id.sep+id.repo)
-	l.str("host", id.host)
+	l.str(key("cwd"), id.home+id.sep+g.r.pick([]string{"work", "src", "code", "projects"})+id.sep+id.repo)
+	l.str(key("host"), id.host)
 	l.str("version", id.version)
 }
 
@@ -485,3 +563,46 @@ func (g *deployGen) write(w io.Writer, truth func(int, string)) (DeploymentStats
 	sort.Strings(g.stats.DefectsUsed)
 	return g.stats, bw.Flush()
 }
+
+// deploySpecs are defects only deployment-shaped logs carry, each varying
+// one class of data the way a deployment does: the record's own values
+// glued into larger tokens, an enumerated field echoed in the text, one
+// text under several events, quoted values that are no code names, logins
+// at hosts. Two generic texts under two events stay two defects.
+var deploySpecs = []struct {
+	s                       spec
+	harnesses, vias, events []string
+}{
+	{s: spec{"session-file-truncated", "session.restore.failed", "error", "queue", "issues", "claude", "queue", 0,
+		"restore session {owner}__{reponame}__{issue}.json: unexpected end of JSON input"}},
+	{s: spec{"issue-branch-exists", "git.switch.failed", "error", "webhook", "issues", "codex", "queue", 128,
+		"git switch -c issue-{issue}-{slug}: exit status 128: fatal: a branch named 'issue-{issue}-{slug}' already exists"}},
+	{s: spec{"transcript-quota", "agent.transcript.failed", "error", "queue", "issue_comment", "cursor", "queue", 0,
+		"save transcript {tmuxsess}.{n}.log: disk quota exceeded"}},
+	{s: spec{"stale-work-lock", "queue.lock.failed", "error", "queue", "issues", "", "queue", 0,
+		"lock {owner}.{reponame}.{issue}.lock is stale (held by pid {pid})"}},
+	{s: spec{"harness-exec-format", "agent.spawn.failed", "error", "queue", "issues", "claude", "queue", 126,
+		"spawn {harness}: exec format error (is the {harness} binary built for this CPU?)"},
+		harnesses: []string{"claude", "cursor", "codex", "gemini"}},
+	{s: spec{"drain-refused", "dispatch.refused", "error", "webhook", "issues", "", "queue", 0,
+		"refusing {via} dispatch while the drain flag is set (set by {actor})"},
+		vias: []string{"queue", "direct", "cron"}},
+	{s: spec{"gh-binary-missing", "poll.report_failed", "error", "poll", "issues", "", "queue", 0,
+		"exec: \"gh\": executable file not found in $PATH (needed to report the run's status)"},
+		events: []string{"poll.report_failed", "control.notify_failed", "session.notify_failed"}},
+	{s: spec{"heartbeat-canceled", "worker.heartbeat.failed", "error", "queue", "issues", "", "queue", 0, "context canceled"}},
+	{s: spec{"ack-canceled", "queue.ack.failed", "error", "queue", "issues", "", "queue", 0, "context canceled"}},
+	{s: spec{"worktree-remove-odd-name", "git.worktree.failed", "error", "webhook", "pull_request", "claude", "queue", 128,
+		"git worktree remove '{scratch}': exit status 128: fatal: '{scratch}' is not a working tree"}},
+	{s: spec{"ssh-publickey-denied", "git.fetch.failed", "error", "webhook", "issues", "cursor", "queue", 128,
+		"git fetch origin: exit status 128: {login}: Permission denied (publickey).\nfatal: Could not read from remote repository."}},
+}
+
+// Per-record values of deploySpecs' placeholders.
+var (
+	scratchNames = []string{"~scratch", "~wip", "-rf", "-xdf", "topic/cache-warmup", "wip/retry-loop", "old copy", "tmp\tcopy"}
+	loginHosts   = []string{"ci", "build-07.(none)", "runner-3", "bastion", "(none)"}
+	// otherLoggerKeys name identity fields as another logger of the same
+	// deployment does: the-loop's branch, actor, cwd and host.
+	otherLoggerKeys = map[string]string{"branch": "git_branch", "actor": "userLogin", "cwd": "workdir", "host": "hostname"}
+)

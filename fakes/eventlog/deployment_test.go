@@ -147,11 +147,18 @@ func TestDeploymentIncidentsEndInBareGiveUps(t *testing.T) {
 		ts, _ := time.Parse(time.RFC3339Nano, p.fields["ts"].(string))
 		wi, _ := p.fields["work_item"].(string)
 		key := wi + " " + p.fields["source"].(string)
+		tmux, _ := p.fields["tmux_target"].(string)
 		if d, ok := p.fields["delivery_id"].(string); ok {
 			key = d
+		} else if tmux != "" {
+			key = tmux // the poller's give-up names the session
 		}
 		if _, hasErr := p.fields["error"]; hasErr {
-			byDelivery[key] = append(byDelivery[key], fail{ts, id, p.fields["will_retry"].(bool)})
+			f := fail{ts, id, p.fields["will_retry"].(bool)}
+			byDelivery[key] = append(byDelivery[key], f)
+			if tmux != "" && key != tmux {
+				byDelivery[tmux] = append(byDelivery[tmux], f)
+			}
 			continue
 		}
 		bare++

@@ -121,6 +121,13 @@ var placeholderDocs = map[string]string{
 	"actor":      "the GitHub account acting on the work item",
 	"workitem":   "the work item, owner/name#number",
 	"model":      "model name (quoted value)",
+	"owner":      "the work item's repository owner",
+	"slug":       "an issue-title slug, the same within one record",
+	"tmuxsess":   "the incident's tmux session (its target without the pane)",
+	"harness":    "the record's own harness",
+	"via":        "the record's own via",
+	"scratch":    "a quoted name no code has: ~x, -rf, a/b-c, a value with a space or tab",
+	"login":      "a login at a host, user@host",
 	"token":      "fake GitHub token " + "ghp_… (secret)",
 	"password":   "fake database password (secret)",
 	"pyframes":   "varying outer Python traceback frames",
@@ -160,6 +167,20 @@ func (x *renderer) expand(b []byte, name string) []byte {
 		case "workitem":
 			b = append(b, d.owner+"/"+d.repo+"#"...)
 			return strconv.AppendInt(b, int64(d.issue), 10)
+		case "owner":
+			return append(b, d.owner...)
+		case "slug":
+			return append(b, d.slug...)
+		case "tmuxsess":
+			return append(b, d.tmux[:strings.IndexByte(d.tmux+":", ':')]...)
+		case "harness":
+			return append(b, d.harness...)
+		case "via":
+			return append(b, d.via...)
+		case "scratch":
+			return append(b, d.scratch...)
+		case "login":
+			return append(b, d.login...)
 		}
 	}
 	switch name {
@@ -254,6 +275,21 @@ func (x *renderer) expand(b []byte, name string) []byte {
 		return strconv.AppendInt(b, int64(sc.issue), 10)
 	case "model":
 		return append(b, r.pick(models)...)
+	case "owner":
+		return append(b, repos[sc.repo][:strings.IndexByte(repos[sc.repo], '/')]...)
+	case "slug":
+		return append(b, branchSlugs[sc.issue%len(branchSlugs)]...)
+	case "tmuxsess":
+		b = append(b, "loop-"+repoNames[sc.repo]+"-"...)
+		return strconv.AppendInt(b, int64(sc.issue), 10)
+	case "harness":
+		return append(b, "claude"...)
+	case "via":
+		return append(b, "queue"...)
+	case "scratch":
+		return append(b, scratchNames[sc.issue%len(scratchNames)]...)
+	case "login":
+		return append(b, users[sc.user]+"@"+loginHosts[sc.user%len(loginHosts)]...)
 	case "token":
 		return append(b, fakeGitHubToken...)
 	case "password":

@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/json"
 	"errors"
+	"github.com/the-loop/the-loop-diagnose/fingerprint"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -258,16 +259,18 @@ func TestResumeDetectsAppendTruncationAndReplacement(t *testing.T) {
 }
 
 func TestHoldsOlderVersionsTellsOlderFingerprintsFromOurs(t *testing.T) {
+	cur := fingerprint.Version
 	st := NewState()
-	st.Reported.Set("v3:0123456789abcdef", Reported{})
-	st.Reported.Set("v3p:0123456789abcdef", Reported{})
-	st.Attempts["v3:fedcba9876543210"] = 1
+	st.Reported.Set(cur+":0123456789abcdef", Reported{})
+	st.Reported.Set(cur+"p:0123456789abcdef", Reported{})
+	st.Attempts[cur+":fedcba9876543210"] = 1
 	if st.HoldsOlderVersions() {
 		t.Fatal("only current fingerprints, yet HoldsOlderVersions")
 	}
 	for _, older := range []func(){
 		func() { st.Abandoned["0123456789abcdef"] = Abandoned{} },     // the-loop's
-		func() { st.Reported.Set("v2:0123456789abcdef", Reported{}) }, // the previous release's
+		func() { st.Reported.Set("v3:0123456789abcdef", Reported{}) }, // the previous release's
+		func() { st.Reported.Set("v2:0123456789abcdef", Reported{}) },
 		func() { st.Deferred["v2:0123456789abcdef"] = Deferred{} },
 	} {
 		st = NewState()

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/the-loop/the-loop-diagnose/fingerprint"
 )
 
 // The state's the-loop keys are written in the-loop's shapes
@@ -14,9 +16,9 @@ import (
 func TestStateKeepsTheLoopShapes(t *testing.T) {
 	at := time.Date(2026, 11, 28, 9, 0, 1, 987654321, time.UTC)
 	st := NewState()
-	st.Reported.Set("v3:a", Reported{URL: "https://github.com/o/r/issues/1", Number: 1, At: at, Event: "git.failed"})
-	st.Reported.Set("0123456789abcdef", Reported{URL: "https://github.com/o/r/issues/1", At: at, Event: "git.failed", AliasOf: "v3:a"})
-	st.Abandoned["v3:b"] = Abandoned{Reason: "agent failed 3 times", At: at, Event: "worker.crashed", Stage: "agent"}
+	st.Reported.Set(fingerprint.Version+":a", Reported{URL: "https://github.com/o/r/issues/1", Number: 1, At: at, Event: "git.failed"})
+	st.Reported.Set("0123456789abcdef", Reported{URL: "https://github.com/o/r/issues/1", At: at, Event: "git.failed", AliasOf: fingerprint.Version + ":a"})
+	st.Abandoned[fingerprint.Version+":b"] = Abandoned{Reason: "agent failed 3 times", At: at, Event: "worker.crashed", Stage: "agent"}
 	st.Posted = []time.Time{at}
 	b, err := json.Marshal(st)
 	if err != nil {
@@ -32,7 +34,7 @@ func TestStateKeepsTheLoopShapes(t *testing.T) {
 	if r := raw.Reported["0123456789abcdef"]; r["url"] != "https://github.com/o/r/issues/1" || r["ts"] != ts || r["event"] != "git.failed" {
 		t.Errorf("reported entry %v", r)
 	}
-	if a := raw.Abandoned["v3:b"]; a["reason"] != "agent failed 3 times" || a["ts"] != ts || a["event"] != "worker.crashed" {
+	if a := raw.Abandoned[fingerprint.Version+":b"]; a["reason"] != "agent failed 3 times" || a["ts"] != ts || a["event"] != "worker.crashed" {
 		t.Errorf("abandoned entry %v", a)
 	}
 	if len(raw.Posted) != 1 || raw.Posted[0] != ts {
@@ -41,7 +43,7 @@ func TestStateKeepsTheLoopShapes(t *testing.T) {
 	if strings.Contains(string(b), `"at"`) {
 		t.Errorf("an older key is written: %s", b)
 	}
-	if got := Fingerprints(st.Reported.All()); len(got) != 1 || got[0] != "v3:a" {
+	if got := Fingerprints(st.Reported.All()); len(got) != 1 || got[0] != fingerprint.Version+":a" {
 		t.Errorf("Fingerprints lists the-loop's copies: %v", got)
 	}
 	if st.HoldsOlderVersions() {

@@ -31,7 +31,7 @@ func TestAgentRunShowsOnATerminal(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	text := string(out)
-	lines := regexp.MustCompile(`\rdiagnosing (v3:[0-9a-f]+) with command… (\d+)s`).FindAllStringSubmatch(text, -1)
+	lines := regexp.MustCompile(`\rdiagnosing (v[0-9]+:[0-9a-f]+) with command… (\d+)s`).FindAllStringSubmatch(text, -1)
 	t.Logf("terminal output: %q", text)
 	if len(lines) < 2 || lines[0][2] != "0" || atoi(lines[len(lines)-1][2]) < 2 {
 		t.Fatalf("want the status line drawn from 0s to 2s, got %v:\n%q", lines, text)

@@ -34,10 +34,13 @@ func TestALogLineCannotActThroughTheIssue(t *testing.T) {
 		b, _ := json.Marshal(m)
 		return string(b)
 	}
+	// Three defects: one specific text is one defect under any event, so
+	// each record's text opens with words of its own.
 	d.appendLog(
-		rec("dispatch.failed", nil),
-		rec("poll.failed` @octocat <img src=x> `", nil),
-		rec("agent.crashed", map[string]any{"harness": "claude` ![p](https://attacker.example/q.png) `", "gh_event": "@octocat"}),
+		rec("dispatch.failed", map[string]any{"error": "dispatch queue refused the job: " + attackerText}),
+		rec("poll.failed` @octocat <img src=x> `", map[string]any{"error": "poller lost its cursor: " + attackerText}),
+		rec("agent.crashed", map[string]any{"harness": "claude` ![p](https://attacker.example/q.png) `", "gh_event": "@octocat",
+			"error": "agent crashed in its sandbox: " + attackerText}),
 	)
 	if res := d.run("run"); res.code != 0 {
 		t.Fatalf("run: exit %d\n%s", res.code, res.stderr)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/the-loop/the-loop-diagnose/fingerprint"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
@@ -55,7 +56,7 @@ func TestTwoStatePathsInOneDirectoryAreIndependent(t *testing.T) {
 	for _, d := range []*deployment{a, b} {
 		var own []string // the-loop's aliases aside
 		for fp := range d.stateMap("reported") {
-			if strings.HasPrefix(fp, "v3:") {
+			if strings.HasPrefix(fp, fingerprint.Version+":") {
 				own = append(own, fp)
 			}
 		}

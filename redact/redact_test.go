@@ -3,6 +3,7 @@ package redact
 import (
 	"fmt"
 	"math/rand"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -76,7 +77,10 @@ func mustMask(t *testing.T, text, secret, label string) {
 	if strings.Contains(out, secret) {
 		t.Errorf("secret %q survived:\n in: %s\nout: %s", secret, text, out)
 	}
-	if label != "" && !strings.Contains(out, "<redacted:"+label) {
+	// label may name alternatives, "gitleaks-rule|own-label": where a
+	// gitleaks pattern's boundary does not hold, this package's prefix
+	// rule masks the token under its own name.
+	if label != "" && !slices.ContainsFunc(strings.Split(label, "|"), func(l string) bool { return strings.Contains(out, "<redacted:"+l) }) {
 		t.Errorf("want placeholder <redacted:%s...> in\nout: %s", label, out)
 	}
 	if again := testRedactor.Scrub(out); again != out {
@@ -89,22 +93,22 @@ func TestProviderTokens(t *testing.T) {
 	cases := []struct{ name, secret, label string }{
 		{"aws access key id", "AKIA" + g.rnd(upperNum, 16), "aws-access-key-id"},
 		{"aws session key id", "ASIA" + g.rnd(upperNum, 16), "aws-access-key-id"},
-		{"google api key", "AIza" + g.rnd(urlSafe, 35), "google-api-key"},
-		{"github classic", "ghp_" + g.rnd(alnum, 36), "github-token"},
-		{"github oauth", "gho_" + g.rnd(alnum, 36), "github-token"},
-		{"github app", "ghs_" + g.rnd(alnum, 36), "github-token"},
-		{"github fine-grained", "github_pat_" + g.rnd(alnum, 22) + "_" + g.rnd(alnum, 59), "github-token"},
-		{"gitlab", "glpat-" + g.rnd(urlSafe, 20), "gitlab-token"},
-		{"slack bot", "xoxb-" + g.rnd("0123456789", 12) + "-" + g.rnd("0123456789", 13) + "-" + g.rnd(alnum, 24), "slack-token"},
-		{"stripe live", "sk_live_" + g.rnd(alnum, 24), "stripe-key"},
-		{"stripe restricted", "rk_live_" + g.rnd(alnum, 24), "stripe-key"},
+		{"google api key", "AIza" + g.rnd(urlSafe, 35), "gcp-api-key|google-api-key"},
+		{"github classic", "ghp_" + g.rnd(alnum, 36), "github-pat"},
+		{"github oauth", "gho_" + g.rnd(alnum, 36), "github-oauth"},
+		{"github app", "ghs_" + g.rnd(alnum, 36), "github-app-token"},
+		{"github fine-grained", "github_pat_" + g.rnd(alnum, 22) + "_" + g.rnd(alnum, 59), "github-fine-grained-pat"},
+		{"gitlab", "glpat-" + g.rnd(urlSafe, 20), "gitlab-pat"},
+		{"slack bot", "xoxb-" + g.rnd("0123456789", 12) + "-" + g.rnd("0123456789", 13) + "-" + g.rnd(alnum, 24), "slack-bot-token"},
+		{"stripe live", "sk_live_" + g.rnd(alnum, 24), "stripe-access-token|stripe-key"},
+		{"stripe restricted", "rk_live_" + g.rnd(alnum, 24), "stripe-access-token|stripe-key"},
 		{"openai legacy", "sk-" + g.rnd(alnum, 48), "api-key"},
 		{"openai project", "sk-proj-" + g.rnd(urlSafe, 80), "openai-key"},
 		{"anthropic", "sk-ant-api03-" + g.rnd(urlSafe, 93) + "AA", "anthropic-key"},
-		{"npm", "npm_" + g.rnd(alnum, 36), "npm-token"},
+		{"npm", "npm_" + g.rnd(alnum, 36), "npm-access-token|npm-token"},
 		{"pypi", "pypi-AgEIcHlwaS5vcmc" + g.rnd(urlSafe, 60), "pypi-token"},
-		{"digitalocean", "dop_v1_" + g.rnd(hexLower, 64), "digitalocean-token"},
-		{"shopify", "shpat_" + g.rnd(hexLower, 32), "shopify-token"},
+		{"digitalocean", "dop_v1_" + g.rnd(hexLower, 64), "digitalocean-pat|digitalocean-token"},
+		{"shopify", "shpat_" + g.rnd(hexLower, 32), "shopify-access-token"},
 		{"twilio api key", "SK" + g.rnd(hexLower, 32), "twilio-key"},
 		{"huggingface", "hf_" + g.rnd(alnum, 34), "huggingface-token"},
 		{"sendgrid", "SG." + g.rnd(urlSafe, 22) + "." + g.rnd(urlSafe, 43), "sendgrid-key"},
@@ -115,7 +119,6 @@ func TestProviderTokens(t *testing.T) {
 		{"azure client secret", g.rnd(alnum, 3) + "8Q~" + g.rnd(urlSafe, 31), "azure-client-secret"},
 		{"mailchimp", g.rnd(hexLower, 32) + "-us12", "mailchimp-key"},
 		{"jwt", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIx" + g.rnd(urlSafe, 20) + "." + g.rnd(urlSafe, 43), "jwt"},
-		{"random base62 blob", g.rnd(alnum, 40), "token"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -336,8 +336,20 @@ func keyValue(sc *scan, ks, ke int) {
 		p++
 	}
 	spaced := p > sp
+	// A typed declaration: "var apiToken string = x", "apiToken: String = x".
+	if t := typedDeclaration(s, p); t > p {
+		p = t
+	}
 	sep := byte(' ')
+	dash := false
 	switch {
+	case assignmentOperator(s, p) > 0:
+		// Make's ?= ::= :::=, PHP's .=, +=, R's <-.
+		sep = '='
+		p += assignmentOperator(s, p)
+	case spaced && p+1 < len(s) && s[p] == '-' && s[p+1] == ' ':
+		sep, dash = '=', true // "key - 'value'": taken only when quoted
+		p++
 	case p < len(s) && s[p] == '=' && !(p+2 < len(s) && s[p+1] == '=' && s[p+2] <= ' '):
 		// "password == x" compares; "password==x" is a value starting with =.
 		sep = '='
@@ -381,6 +393,9 @@ func keyValue(sc *scan, ks, ke int) {
 		return
 	}
 	vs, ve, quoted := readValue(s, p)
+	if dash && !quoted {
+		return
+	}
 	if tight && !quoted {
 		vs, ve = p, dumpValueEnd(s, p)
 	} else if !quoted && (sep == ' ' && flag > 0 || sep != ' ' && atLineStart(s, ks)) {
@@ -905,6 +920,25 @@ func xmlElementValue(sc *scan, p int, class keyClass, label string) {
 	for e < len(s) && s[e] != '<' && s[e] != '\n' {
 		e++
 	}
+	if strings.TrimSpace(s[p:e]) == "" && e < len(s) && s[e] == '\n' {
+		// <apiToken>\n    value\n</apiToken>: the value on its own line,
+		// taken when the element closes right after it.
+		q := e + 1
+		for q < len(s) && (s[q] == ' ' || s[q] == '\t' || s[q] == '\r') {
+			q++
+		}
+		le := q
+		for le < len(s) && s[le] != '<' && s[le] != '\n' {
+			le++
+		}
+		c := le
+		for c < len(s) && (s[c] == ' ' || s[c] == '\t' || s[c] == '\r' || s[c] == '\n') {
+			c++
+		}
+		if le > q && strings.HasPrefix(s[c:], "</") && !strings.ContainsAny(strings.TrimSpace(s[q:le]), " \t") {
+			p, e = q, le
+		}
+	}
 	vs, ve := p, e
 	for vs < ve && s[vs] == ' ' {
 		vs++
@@ -1236,4 +1270,42 @@ func allPortChars(v string) bool {
 		}
 	}
 	return true
+}
+
+// assignmentOperator returns the length of an assignment operator other
+// than = and : at i (?=, ::=, :::=, .=, +=, <-), or 0.
+func assignmentOperator(s string, i int) int {
+	for _, op := range [...]string{":::=", "::=", "?=", ".=", "+=", "<-"} {
+		if strings.HasPrefix(s[i:], op) && (len(s) == i+len(op) || s[i+len(op)] != '=') {
+			return len(op)
+		}
+	}
+	return 0
+}
+
+// declTypes are type names a declaration puts between a name and its =.
+var declTypes = []string{"string", "String", "str", "&str", "[]byte", "char*", "const char*", "SecureString"}
+
+// typedDeclaration returns where the = of "name TYPE = v" or
+// "name: TYPE = v" is, or i when s[i:] is not such a declaration.
+func typedDeclaration(s string, i int) int {
+	j := i
+	if j < len(s) && s[j] == ':' {
+		j++
+	}
+	for j < len(s) && s[j] == ' ' {
+		j++
+	}
+	for _, t := range declTypes {
+		if strings.HasPrefix(s[j:], t) {
+			k := j + len(t)
+			for k < len(s) && s[k] == ' ' {
+				k++
+			}
+			if k < len(s) && s[k] == '=' && k > j+len(t) {
+				return k
+			}
+		}
+	}
+	return i
 }

@@ -318,8 +318,10 @@ func allowGitleaks(sc *scan, own []span) {
 	slices.SortFunc(own, func(a, b span) int { return a.start - b.start })
 	c := gitleaks()
 	s := sc.s
+	var excused []window
 	for _, f := range sc.glFound {
-		if covered(own, f.ss, f.se) {
+		cov := covered(own, f.ss, f.se)
+		if cov && f.rule.RuleID != "generic-api-key" && len(f.rule.Allowlists) == 0 {
 			continue
 		}
 		// An allow-list that reads "the line" reads it near the match: a
@@ -327,11 +329,42 @@ func allowGitleaks(sc *scan, own []span) {
 		lw := lineWindow(s, f.ms, f.me)
 		line := s[max(lw.start, f.ms-allowLineReach):min(lw.end, f.me+allowLineReach)]
 		secret, match := s[f.ss:f.se], s[f.ms:f.me]
-		if allowed(c.global, secret, match, line) || allowed(f.rule.Allowlists, secret, match, line) {
+		if allowed(c.global, secret, match, line, true) || allowed(f.rule.Allowlists, secret, match, line, true) {
+			// Excused by a pattern naming a placeholder or an example,
+			// not by generic-api-key's stop words, which excuse any value
+			// holding a common word.
+			if f.rule.RuleID != "generic-api-key" || allowed(c.global, secret, match, line, false) {
+				excused = append(excused, window{start: f.ss, end: f.se})
+			}
 			continue
 		}
-		sc.add(f.ss, f.se, f.rule.RuleID)
+		if !cov {
+			sc.add(f.ss, f.se, f.rule.RuleID)
+		}
 	}
+	if len(excused) == 0 {
+		return
+	}
+	// A value gitleaks' allow-lists excuse (a documented example, a
+	// placeholder, a variable reference) is kept even where this
+	// package's key context would mask it: the community's list of what
+	// is not a secret is longer than ours.
+	kept := sc.spans[:0]
+	for _, sp := range sc.spans {
+		drop := false
+		if !notRecurring[sp.label] {
+			for _, e := range excused {
+				if e.start <= sp.start && sp.end <= e.end {
+					drop = true
+					break
+				}
+			}
+		}
+		if !drop {
+			kept = append(kept, sp)
+		}
+	}
+	sc.spans = kept
 }
 
 // covered reports whether a span of own (sorted by start) holds [start,end).
@@ -347,7 +380,7 @@ func covered(own []span, start, end int) bool {
 
 // allowed is detect's allow-list check for text with no path or commit: an
 // AND list that also names paths or commits never matches here.
-func allowed(lists []*config.Allowlist, secret, match, line string) bool {
+func allowed(lists []*config.Allowlist, secret, match, line string, stopWords bool) bool {
 	for _, a := range lists {
 		target := secret
 		switch a.RegexTarget {
@@ -357,7 +390,10 @@ func allowed(lists []*config.Allowlist, secret, match, line string) bool {
 			target = line
 		}
 		regex := a.RegexAllowed(target)
-		stop, _ := a.ContainsStopWord(secret)
+		stop := false
+		if stopWords {
+			stop, _ = a.ContainsStopWord(secret)
+		}
 		if a.MatchCondition == config.AllowlistMatchAnd {
 			if len(a.Commits) > 0 || len(a.Paths) > 0 {
 				continue

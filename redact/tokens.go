@@ -254,7 +254,9 @@ func matchPrefix(run string) (string, bool) {
 			continue
 		}
 		rest := run[len(r.prefix):]
-		if r.rest == nil {
+		if r.rest == nil || selectorName(rest) {
+			// hf_requiredCharacteristicTypes: a selector or a name made of
+			// words, not a random token.
 			return "", false
 		}
 		if len(rest) < r.minRest || !r.rest(rest) {
@@ -479,4 +481,20 @@ func trimBlock(s string, i, j int) (int, int) {
 		}
 	}
 	return i, j
+}
+
+// selectorName: letters only, in camel case with at least two humps
+// (requiredCharacteristicTypes): a method or field name.
+func selectorName(v string) bool {
+	caps := 0
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+			return false
+		}
+		if 'A' <= c && c <= 'Z' {
+			caps++
+		}
+	}
+	return caps >= 2 && camelWords(v)
 }

@@ -1,0 +1,102 @@
+package redact
+
+import (
+	"strings"
+	"testing"
+)
+
+// Issue 32: every detector reads the original text; a mask one detector
+// writes cannot hide a secret from another.
+func TestTwoPhaseURLCredentials(t *testing.T) {
+	g := newGen()
+	for _, c := range []struct{ name, text, secret string }{
+		{"internal host then prose colon", "dial redis://svc_cache:%s@kv.internal:6380: WRONGPASS invalid", ""},
+		{"private address host", "connect postgres://billing:%s@10.20.30.40:5432/ledger failed", ""},
+		{"seed list", "mongodb://ops:%s@db-a.replset:27017,db-b.replset:27017/app?replicaSet=r1", ""},
+		{"bare name then period", "retrying amqp://worker:%s@rabbit.", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			secret := g.rnd(alnum, 14)
+			mustMask(t, strings.Replace(c.text, "%s", secret, 1), secret, "")
+		})
+	}
+}
+
+// A value found secret once is masked where it recurs, in any context.
+func TestSecretMaskedWhereItRecurs(t *testing.T) {
+	g := newGen()
+	secret := g.rnd(alnum, 18)
+	text := "api_token = '" + secret + "'\nretry with " + secret + " failed; last value " + secret
+	out := testRedactor.Scrub(text)
+	if strings.Contains(out, secret) {
+		t.Fatalf("recurring secret survived:\n%s", out)
+	}
+	if n := strings.Count(out, "<redacted:"); n != 3 {
+		t.Errorf("want 3 masks, got %d:\n%s", n, out)
+	}
+}
+
+// Issue 32 point 3: a secret-ish key followed by any assignment syntax.
+func TestKeyContextAnySyntax(t *testing.T) {
+	g := newGen()
+	for _, form := range []string{
+		"DEPLOY_TOKEN ?= %s",
+		"SIGNING_SECRET ::= %s",
+		"REGISTRY_PASSWORD :::= %s",
+		"$webhookToken .= \"%s\";",
+		"auth_token <- \"%s\"",
+		"client_secret - '%s'",
+		"var apiToken string = \"%s\"",
+		"val serviceToken: String = \"%s\"",
+		"<deployToken>\n    %s\n</deployToken>",
+		"<smtpPassword>%s</smtpPassword>",
+		`<server password="%s"/>`,
+		"db_password => '%s',",
+	} {
+		secret := g.rnd(alnum, 6) + "9" + g.rnd(alnum, 13)
+		mustMask(t, strings.Replace(form, "%s", secret, 1), secret, "")
+	}
+	// A dash after a secret word in prose is no assignment.
+	for _, keep := range []string{"password - reset link sent to the user", "see token - usage docs"} {
+		if out := testRedactor.Scrub(keep); out != keep {
+			t.Errorf("prose changed:\n in: %s\nout: %s", keep, out)
+		}
+	}
+}
+
+// Issue 32 point 5: a long mixed-case run alone is no evidence.
+func TestNoMaskWithoutEvidence(t *testing.T) {
+	g := newGen()
+	for _, keep := range []string{
+		"see https://docs.example.org/document/d/" + g.rnd(alnum, 44) + "/edit for the runbook",
+		"-[HKHealthStore hf_requiredCharacteristicTypesForDisplayMetadata:] raised",
+		"request failed using " + g.rnd(alnum, 40) + " as the document id",
+		"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI" + g.rnd(alnum, 43) + " deploy@ci",
+	} {
+		if out := testRedactor.Scrub(keep); out != keep {
+			t.Errorf("text without a secret changed:\n in: %s\nout: %s", keep, out)
+		}
+	}
+}
+
+// gitleaks' catalogue masks provider credentials by its rules and keeps
+// what its allow-lists excuse (placeholders, documented examples).
+func TestGitleaksCatalogue(t *testing.T) {
+	g := newGen()
+	for _, c := range []struct{ text, secret, label string }{
+		{"deploying with %s now", "glpat-" + g.rnd(alnum, 20), "gitlab-pat"},
+		{"ran the job as %s today", "ghp_" + g.rnd(alnum, 36), "github-pat"},
+		{"pasted %s in the chat", "xoxb-" + g.rnd("0123456789", 11) + "-" + g.rnd("0123456789", 12) + "-" + g.rnd(alnum, 24), "slack-bot-token"},
+	} {
+		mustMask(t, strings.Replace(c.text, "%s", c.secret, 1), c.secret, c.label)
+	}
+	for _, keep := range []string{
+		"aws_access_key_id = AKIAIOSFODNN7EXAMPLE",
+		"ran the job as ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx today",
+		"curl --user \"$DEPLOY_USER:$DEPLOY_PASSWORD\" https://example.org",
+	} {
+		if out := testRedactor.Scrub(keep); out != keep {
+			t.Errorf("placeholder changed:\n in: %s\nout: %s", keep, out)
+		}
+	}
+}

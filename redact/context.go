@@ -415,6 +415,9 @@ func keyValue(sc *scan, ks, ke int) {
 		}
 	}
 	v := s[vs:ve]
+	if quoted && vs > 0 && s[vs-1] == '`' && strings.Contains(v, " ") {
+		return // `vault read …`: a command that prints the secret
+	}
 	if trivialValue(v) || strings.HasPrefix(v, "-----BEGIN") || (len(v) < 4 && countClasses(v).other == len(v)) {
 		return // a PEM block is masked by findPrivateKeys, keeping its armour
 	}
@@ -946,8 +949,8 @@ func xmlElementValue(sc *scan, p int, class keyClass, label string) {
 	for ve > vs && s[ve-1] == ' ' {
 		ve--
 	}
-	if vs >= ve || isPlaceholderAt(s, vs) || trivialValue(s[vs:ve]) {
-		return
+	if vs >= ve || isPlaceholderAt(s, vs) || trivialValue(s[vs:ve]) || countClasses(s[vs:ve]).other == ve-vs {
+		return // "<your-password>": a placeholder's closing quote is no value
 	}
 	if class == keyStrong || looseValue(s[vs:ve], true, class, label) {
 		sc.add(vs, ve, label)
@@ -1047,7 +1050,37 @@ func trivialValue(v string) bool {
 	if strings.Trim(v, "*xX.") == "" {
 		return true // already masked by the program: ****, xxxx
 	}
-	return false
+	return placeholderValue(v)
+}
+
+// placeholderValue reports a value written to be replaced: a filler run
+// (pnu_XXXXXXXX…, glc_1111…, "aaaa…"), a keyboard sequence
+// (sk_abcdefghijklmnopqrstuvwxyz123) or a command substitution
+// (`vault read …`). Random text holds none of them: six equal characters
+// in a row come up once in 10^8 random base62 strings.
+func placeholderValue(v string) bool {
+	if v[0] == '`' || strings.HasPrefix(v, "$(") {
+		return true
+	}
+	// Filler: runs of six or more of one character making half the value
+	// (a Twitter bearer token starts with twenty A's and is random after).
+	run, filler := 1, 0
+	for i := 1; i <= len(v); i++ {
+		if i < len(v) && v[i] == v[i-1] && strings.IndexByte("xX*#01aA9._-", v[i]) >= 0 {
+			run++
+			continue
+		}
+		if run >= 6 {
+			filler += run
+		}
+		run = 1
+	}
+	if 2*filler >= len(v) {
+		return true
+	}
+	lower := strings.ToLower(v)
+	return strings.Contains(lower, "abcdefgh") || strings.Contains(lower, "your_") ||
+		strings.Contains(lower, "_here") || strings.Contains(lower, "your-")
 }
 
 // atLineStart reports whether only indentation or a list/quote marker

@@ -445,6 +445,9 @@ func (sc *scan) gitleaksSaw(start, end int) bool {
 // word, so request_id=… after "invalid_auth" or token_count=… stay. A
 // weak key (cache_key, key_id) holding a UUID holds an identifier.
 func genericKeyNamesSecret(prefix, secret string) bool {
+	if trivialValue(secret) {
+		return false // the placeholders this package keeps after any key
+	}
 	e := len(prefix)
 	for e > 0 && !keyChar(prefix[e-1]) {
 		e--
@@ -466,6 +469,14 @@ func genericKeyNamesSecret(prefix, secret string) bool {
 	class, _ := classifyKey(key)
 	switch class {
 	case keyNone:
+		// some_api_token_123, todo_secret_do_not_commit: a strong secret
+		// word inside the name, and a value shaped like a credential.
+		var buf [8]string
+		for _, w := range splitWords(key, buf[:0]) {
+			if _, strong := strongWords[w]; strong && w != "pwd" && credentialShaped(secret) && !uuidShaped(secret) && !hexRest(secret) {
+				return true
+			}
+		}
 		return false
 	case keyWeak:
 		return !uuidShaped(secret)

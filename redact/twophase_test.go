@@ -100,3 +100,25 @@ func TestGitleaksCatalogue(t *testing.T) {
 		}
 	}
 }
+
+// A value written to be replaced is kept after any key; a random value
+// after a name holding a secret word is masked whatever the name ends in.
+func TestPlaceholdersAndSecretWordsInNames(t *testing.T) {
+	g := newGen()
+	for _, keep := range []string{
+		`DEPLOY_API_KEY = "dk_XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX"`,
+		`service_token: "tok_abcdefghijklmnop1234"`,
+		"STORAGE_SECRET=`vault read -field=value kv/storage`",
+		`registry_password: "<your-registry-password>"`,
+	} {
+		if out := testRedactor.Scrub(keep); out != keep {
+			t.Errorf("placeholder changed:\n in: %s\nout: %s", keep, out)
+		}
+	}
+	bearer := strings.Repeat("A", 20) + g.rnd(alnum, 60)
+	mustMask(t, "<twitterToken>\n  "+bearer+"\n</twitterToken>", bearer, "")
+	for _, name := range []string{"legacy_secret_do_not_share", "build_api_token_2", "myTokenValue"} {
+		secret := g.rnd(alnum, 12) + "7" + g.rnd(alnum, 17)
+		mustMask(t, name+" = "+secret, secret, "")
+	}
+}

@@ -283,7 +283,7 @@ func TestKeep(t *testing.T) {
 		"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGz6mR1d9QqP0nK2x7v3Lw8tY5bJ4cF1hE6sA0uM9oTz ci",
 		`"api_key": "${API_KEY}", "password": "****", token=<your-token>`,
 		"mkdir -p build/out && docker run -p 8080:80 app",
-		"PWD=/srv/app and the SSH_AUTH_SOCK=/tmp/ssh-abc/agent.1",
+		"PWD=/srv/app and the OLDPWD=/srv",
 		"/Users/Shared/cache and /home/ alone",
 	}
 	for _, text := range keep {
@@ -305,10 +305,13 @@ func TestSensitiveEnvName(t *testing.T) {
 	for name, want := range map[string]bool{
 		"GITHUB_TOKEN": true, "AWS_SECRET_ACCESS_KEY": true, "DB_PASSWORD": true, "NPM_AUTH": true,
 		"GOOGLE_APPLICATION_CREDENTIALS": true, "APIKEY": true, "OPENAI_API_KEY": true,
-		"TOKEN_TTL_SECONDS": false, "AUTH_MODE": false, "PWD": false, "OLDPWD": false,
-		"KEYBOARD": false, "MONKEY_PATCH": false, "SSH_AUTH_SOCK": false, "PATH": false, "HOME": false,
+		// the-loop's stems mask whatever else the name says (issue 36).
+		"TOKEN_TTL_SECONDS": true, "AUTH_MODE": true, "AUTH_USER": true, "GIT_AUTHOR_NAME": true,
+		"KEYBOARD": true, "MONKEY_PATCH": true, "SSH_AUTH_SOCK": true, "REDIS_HOST_KEY": true,
+		"TOKENIZERS_PARALLELISM": true, "GIT_AUTHOR_EMAIL": true, "KEY_FILE": true, "KEY_PREFIX": true,
+		"PWD": false, "OLDPWD": false, "PATH": false, "HOME": false, "MYSQL_PWD_FILE": false,
 		"GITLAB_PAT": true, "DEPLOY_PASS": true, "DBPASS": true, "MYSQL_PWD": true, "VAULT_CREDENTIAL": true,
-		"GOPATH": false, "CLASSPATH": false, "TOKENIZERS_PARALLELISM": false, "GIT_AUTHOR_EMAIL": false, "KEY_FILE": false, "KEY_PREFIX": false,
+		"GOPATH": false, "CLASSPATH": false, "COMPASS_URL": false, "PASS_PREFIX": false,
 	} {
 		if got := secretEnvName(name); got != want {
 			t.Errorf("secretEnvName(%q) = %v, want %v", name, got, want)

@@ -122,3 +122,35 @@ func TestPlaceholdersAndSecretWordsInNames(t *testing.T) {
 		mustMask(t, name+" = "+secret, secret, "")
 	}
 }
+
+// Issue 36 point 1: the-loop masks the value (six characters and up) of
+// every variable whose name holds TOKEN, SECRET, KEY, PASSWORD, CREDENTIAL
+// or AUTH, whatever else the name says; so does this package.
+func TestEnvValuesByNameAsTheLoop(t *testing.T) {
+	r := New(Options{Env: []string{
+		"AUTH_USER=jdoe42",
+		`GIT_AUTHOR_NAME=Jane Doe`,
+		"SIGNING_KEY_FILE=/etc/keys/signing.pem",
+		"TOKEN_TTL=86400s",
+		"REDIS_HOST_KEY=cache-7.internal",
+		"AUTH_MODE=oidc", // four characters: the-loop keeps it too
+		"FEATURE_TOKEN_GATE=disabled",
+	}})
+	for _, c := range []struct{ in, secret string }{
+		{"login as jdoe42 failed", "jdoe42"},
+		{"commit by Jane Doe on main", "Jane Doe"},
+		{"open /etc/keys/signing.pem: permission denied", "/etc/keys/signing.pem"},
+		{"ttl 86400s exceeded", "86400s"},
+		{"dial cache-7.internal: refused", "cache-7.internal"},
+	} {
+		out := r.Scrub(c.in)
+		if strings.Contains(out, c.secret) || !strings.Contains(out, "<redacted:env:") {
+			t.Errorf("env value %q not masked:\n in: %s\nout: %s", c.secret, c.in, out)
+		}
+	}
+	for _, keep := range []string{"auth mode oidc", "the gate is disabled"} {
+		if out := r.Scrub(keep); out != keep {
+			t.Errorf("changed:\n in: %s\nout: %s", keep, out)
+		}
+	}
+}

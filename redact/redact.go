@@ -23,6 +23,7 @@ package redact
 import (
 	"os"
 	"os/user"
+	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -40,6 +41,10 @@ type Options struct {
 	User string   // this account's name: masked where it stands as an account (see findIdentity)
 	Home string   // home directory to mask
 	Host string   // this machine's name (short name too, the part before the first dot): masked where it stands as a machine
+	// StateRoots are the-loop's state.root directories (absolute): the
+	// segment after a work directory under one names a repository and is
+	// masked. Roots named the-loop or .the-loop are known without it.
+	StateRoots []string
 }
 
 // Redactor masks secrets in text. It is immutable after New and safe for
@@ -47,7 +52,8 @@ type Options struct {
 type Redactor struct {
 	envSecrets   []envSecret // longest first, so a longer value wins an overlap
 	user         string
-	userDistinct bool // the user name cannot be a word: masked wherever it stands alone
+	userDistinct bool     // the user name cannot be a word: masked wherever it stands alone
+	stateRoots   []string // lower-cased, no trailing slash
 	home         string
 	hosts        []string // lower-cased full and short host name
 	hostDistinct []bool   // per host name: cannot be a word
@@ -73,6 +79,11 @@ func New(o Options) *Redactor {
 	sort.Slice(r.envSecrets, func(i, j int) bool {
 		return len(r.envSecrets[i].value) > len(r.envSecrets[j].value)
 	})
+	for _, root := range o.StateRoots {
+		if root = strings.ToLower(strings.TrimRight(strings.TrimSpace(root), "/")); len(root) > 1 && root[0] == '/' {
+			r.stateRoots = append(r.stateRoots, root)
+		}
+	}
 	if u := strings.TrimSpace(o.User); len(u) >= 2 && !strings.ContainsAny(u, " \t\n") {
 		r.user = u
 		r.userDistinct = distinctiveName(u) && !systemAccounts[u]
@@ -101,10 +112,16 @@ var systemAccounts = map[string]bool{
 }
 
 // FromEnvironment builds a Redactor for this process: os.Environ(), $USER
-// (else the current user), $HOME (else os.UserHomeDir) and the host name
-// from both $HOSTNAME and os.Hostname().
-func FromEnvironment() *Redactor {
+// (else the current user), $HOME (else os.UserHomeDir), the host name
+// from both $HOSTNAME and os.Hostname(), and the-loop's state roots
+// (config's state.root; relative ones are made absolute).
+func FromEnvironment(stateRoots ...string) *Redactor {
 	o := Options{Env: os.Environ(), User: os.Getenv("USER"), Home: os.Getenv("HOME")}
+	for _, root := range stateRoots {
+		if abs, err := filepath.Abs(root); err == nil && strings.TrimSpace(root) != "" {
+			o.StateRoots = append(o.StateRoots, abs)
+		}
+	}
 	if o.User == "" {
 		if u, err := user.Current(); err == nil {
 			o.User = u.Username
@@ -142,9 +159,10 @@ type scan struct {
 	lines lineMemo // answers "does this line name a tool?" once per line
 	// skipTo: the key-value scan resumes here; a header value masked to
 	// the end of its line has been read, keys inside it included.
-	skipTo  int
-	glSeen  []window    // where gitleaks' patterns matched, allowed or not
-	glFound []glFinding // gitleaks' matches, before their allow-lists
+	skipTo     int
+	stateRoots []string    // Redactor.stateRoots
+	glSeen     []window    // where gitleaks' patterns matched, allowed or not
+	glFound    []glFinding // gitleaks' matches, before their allow-lists
 }
 
 func (sc *scan) add(start, end int, label string) {
@@ -165,7 +183,7 @@ func (r *Redactor) scrub(s string, id RecordIdentity) string {
 	// Phase one: every detector reads the original text and reports spans;
 	// none sees another's masks, so a host masked by one cannot hide the
 	// password beside it from another.
-	sc := &scan{s: s, lower: asciiLower(s)}
+	sc := &scan{s: s, lower: asciiLower(s), stateRoots: r.stateRoots}
 	// gitleaks first: tokens.go defers to it where its rule read a run.
 	findGitleaks(sc)
 	findPrivateKeys(sc)
@@ -208,7 +226,7 @@ func (r *Redactor) scrub(s string, id RecordIdentity) string {
 // other places (a user's name is a word elsewhere), and the detectors that
 // find them already look at every occurrence.
 var notRecurring = map[string]bool{
-	"path": true, "home": true, "host": true, "ip": true, "email": true, "user": true, "identity": true,
+	"path": true, "repo": true, "home": true, "host": true, "ip": true, "email": true, "user": true, "identity": true,
 	"iban": true, "phone": true, "card": true, "ssn": true,
 }
 

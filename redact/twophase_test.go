@@ -154,3 +154,31 @@ func TestEnvValuesByNameAsTheLoop(t *testing.T) {
 		}
 	}
 }
+
+// Issue 32 point 4: people and machines the sentence names.
+func TestPeopleAndPrivateHosts(t *testing.T) {
+	for _, c := range []struct{ in, gone string }{
+		{"FATAL: permission denied for mvanderberg", "mvanderberg"},
+		{"commit 3f2a author: rkapoor fixed the retry", "rkapoor"},
+		{"ssh: o.nakamura@jump-2: Permission denied (publickey)", "o.nakamura"},
+		{"git push failed: dsouza@buildbox: connection reset", "dsouza"},
+		{"lookup db-replica.prod.northwind-trading.com: no such host", "db-replica"},
+		{"dial tcp ws-pkumar12.office.contoso-labs.net:443: i/o timeout", "ws-pkumar12"},
+		{"call me on +49 30 901820 or +1 (415) 555-0142 tomorrow", "901820"},
+	} {
+		out := testRedactor.Scrub(c.in)
+		if strings.Contains(out, c.gone) || !strings.Contains(out, "<redacted:") {
+			t.Errorf("want %q masked:\n in: %s\nout: %s", c.gone, c.in, out)
+		}
+	}
+	for _, keep := range []string{
+		"ERROR: permission denied for table invoices",
+		"git@github.com: Permission denied (publickey)",
+		"at com.acme.internal.billing.Invoice.total(Invoice.java:42)",
+		"fetching api.github.com and registry.npmjs.org",
+	} {
+		if out := testRedactor.Scrub(keep); out != keep {
+			t.Errorf("changed:\n in: %s\nout: %s", keep, out)
+		}
+	}
+}

@@ -781,7 +781,36 @@ func looseValue(v string, quoted bool, class keyClass, label string) bool {
 	if looseKey(class, label) {
 		return credentialShaped(v) || looksSecret(v) || (quoted && class == keyStrong && len(v) >= 4 && !trivialValue(v) && !strings.Contains(v, " "))
 	}
-	return looksSecret(v)
+	return looksSecret(v) && !wordsAndVersion(v)
+}
+
+// wordsAndVersion reports a name built of words and a few digits
+// (SalesResults-1.2, OrderEvents_v2): what a weak key (bucket_key,
+// cache_key) holds when it names a thing. Random text does not split into
+// camel-case words.
+func wordsAndVersion(v string) bool {
+	digits, letters := 0, 0
+	for i := 0; i < len(v); {
+		c := v[i]
+		switch {
+		case isDigit(c):
+			digits++
+			i++
+		case 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z':
+			j := i
+			for j < len(v) && ('a' <= v[j] && v[j] <= 'z' || 'A' <= v[j] && v[j] <= 'Z') {
+				j++
+			}
+			if j-i > 1 && !camelWords(v[i:j]+"xx") || j-i == 1 && c != 'v' {
+				return false // +"xx": a last word of two letters (CreatedAt)
+			}
+			letters += j - i
+			i = j
+		default:
+			i++
+		}
+	}
+	return letters >= 6 && digits <= 4
 }
 
 // skipOpeners steps over the container openers of a structure dump before

@@ -466,7 +466,7 @@ func genericKeyNamesSecret(prefix, secret string) bool {
 	if len(words) >= 2 && goTypes[key] {
 		key = words[len(words)-2]
 	}
-	class, _ := classifyKey(key)
+	class, label := classifyKey(key)
 	switch class {
 	case keyNone:
 		// some_api_token_123, todo_secret_do_not_commit: a strong secret
@@ -479,7 +479,7 @@ func genericKeyNamesSecret(prefix, secret string) bool {
 		}
 		return false
 	case keyWeak:
-		return !uuidShaped(secret)
+		return !uuidShaped(secret) && looseValue(secret, true, class, label)
 	}
 	return true
 }

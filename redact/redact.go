@@ -195,6 +195,7 @@ func (r *Redactor) scrub(s string, id RecordIdentity) string {
 	findBasicCredentials(sc)
 	findPairedSecrets(sc)
 	findCLIPasswords(sc)
+	findPromptPasswords(sc)
 	findURLSecrets(sc)
 	findWebhooks(sc)
 	findEmails(sc)

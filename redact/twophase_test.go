@@ -182,3 +182,17 @@ func TestPeopleAndPrivateHosts(t *testing.T) {
 		}
 	}
 }
+
+// A password typed at an echoed prompt; a weak key naming a thing.
+func TestPromptAnswersAndNamedKeys(t *testing.T) {
+	mustMask(t, "Password for 'https://mlopez@git.example.org': Qu1ckBr0wn", "Qu1ckBr0wn", "password")
+	mustMask(t, "[sudo] password for builder: h0rse-Staple", "h0rse-Staple", "password")
+	if out := testRedactor.Scrub("password for user app: authentication failed"); !strings.HasSuffix(out, ": authentication failed") {
+		t.Errorf("prose after a prompt-like phrase masked: %s", out)
+	}
+	for _, keep := range []string{`"bucket_key": "QuarterlyReports-2.4"`, "sort_key=CreatedAt_v2"} {
+		if out := testRedactor.Scrub(keep); out != keep {
+			t.Errorf("changed:\n in: %s\nout: %s", keep, out)
+		}
+	}
+}

@@ -33,6 +33,7 @@ type glRule struct {
 	// keyword in Go's regexp (its counted repetitions make a large program).
 	value      *regexp.Regexp
 	valueGroup int // the secret's group in value
+	minValue   int // the shortest value run its pattern takes
 }
 
 // semiGenericName is what gitleaks' semi-generic rules put between the
@@ -92,6 +93,10 @@ func gitleaks() *glCatalogue {
 				head := regexp.MustCompile(src[:k+len(semiGenericName)])
 				gr.value = regexp.MustCompile("(?i)^" + src[k+len(semiGenericName):])
 				gr.valueGroup = r.SecretGroup - head.NumSubexp()
+				gr.minValue = 6 // every catalogue value pattern takes six or more
+				if r.RuleID == "generic-api-key" {
+					gr.minValue = 10 // ([\w.=-]{10,150}|[a-z0-9][a-z0-9+/]{11,}={0,3})
+				}
 				if r.SecretGroup == 0 {
 					gr.valueGroup = 0 // the first non-empty group, as detect does
 				}
@@ -156,7 +161,7 @@ func findGitleaks(sc *scan) {
 			w := keywordWindow(s, pos, int(end)+1)
 			if c.rules[ri].value != nil {
 				op := assignmentAfter(s, int(end)+1)
-				if op < 0 {
+				if op < 0 || valueRun(s, op) < c.rules[ri].minValue {
 					continue
 				}
 				ks := pos
@@ -164,8 +169,9 @@ func findGitleaks(sc *scan) {
 					ks--
 				}
 				// start: the name; end: the line's end, which the value's
-				// pattern may need ($).
-				w = window{start: ks, end: lineWindow(s, op, op).end, op: op}
+				// pattern may need ($), or valueReach past the operator: the
+				// regex engine clears state in proportion to its input.
+				w = window{start: ks, end: min(lineWindow(s, op, op).end, op+valueReach), op: op}
 			}
 			ws := perRule[ri]
 			if n := len(ws); n > 0 && ws[n-1].start <= w.start && w.end <= ws[n-1].end && ws[n-1].op == w.op {
@@ -188,6 +194,28 @@ func findGitleaks(sc *scan) {
 			c.run(sc, &c.rules[ri], w)
 		}
 	}
+}
+
+// valueReach is how far past a semi-generic rule's operator its value can
+// end: the operator, five quotes or spaces, 150 characters, the end.
+const valueReach = 200
+
+// valueRun is the length of the value after the operator at op: past
+// the operator and up to five quotes or spaces, the characters a value
+// pattern takes.
+func valueRun(s string, op int) int {
+	j := op
+	for j < len(s) && j-op < 4 && strings.IndexByte("=>:|?,", s[j]) >= 0 {
+		j++
+	}
+	for k := 0; k < 5 && j < len(s) && strings.IndexByte("`'\" \t\n\r=", s[j]) >= 0; k++ {
+		j++
+	}
+	v := j
+	for j < len(s) && j-v < 16 && s[j] > ' ' && strings.IndexByte("`'\";,<>", s[j]) < 0 {
+		j++
+	}
+	return j - v
 }
 
 // assignmentAfter checks a semi-generic rule's name part after the
@@ -320,27 +348,28 @@ func allowGitleaks(sc *scan, own []span) {
 	s := sc.s
 	var excused []window
 	for _, f := range sc.glFound {
-		cov := covered(own, f.ss, f.se)
-		if cov && f.rule.RuleID != "generic-api-key" && len(f.rule.Allowlists) == 0 {
-			continue
-		}
+		generic := f.rule.RuleID == "generic-api-key"
 		// An allow-list that reads "the line" reads it near the match: a
 		// log line may be megabytes.
 		lw := lineWindow(s, f.ms, f.me)
 		line := s[max(lw.start, f.ms-allowLineReach):min(lw.end, f.me+allowLineReach)]
 		secret, match := s[f.ss:f.se], s[f.ms:f.me]
-		if allowed(c.global, secret, match, line, true) || allowed(f.rule.Allowlists, secret, match, line, true) {
-			// Excused by a pattern naming a placeholder or an example,
-			// not by generic-api-key's stop words, which excuse any value
-			// holding a common word.
-			if f.rule.RuleID != "generic-api-key" || allowed(c.global, secret, match, line, false) {
+		if covered(own, f.ss, f.se) {
+			// Masked already: only an excuse matters, by a pattern naming
+			// a placeholder or an example — not by generic-api-key's stop
+			// words, which excuse any value holding a common word.
+			if allowed(c.global, secret, match, line, false) || !generic && allowed(f.rule.Allowlists, secret, match, line, true) {
 				excused = append(excused, window{start: f.ss, end: f.se})
 			}
 			continue
 		}
-		if !cov {
-			sc.add(f.ss, f.se, f.rule.RuleID)
+		if allowed(c.global, secret, match, line, true) || allowed(f.rule.Allowlists, secret, match, line, true) {
+			if !generic || allowed(c.global, secret, match, line, false) {
+				excused = append(excused, window{start: f.ss, end: f.se})
+			}
+			continue
 		}
+		sc.add(f.ss, f.se, f.rule.RuleID)
 	}
 	if len(excused) == 0 {
 		return

@@ -12,8 +12,23 @@ import "strings"
 // account.
 var personCues = []string{"denied for ", "author: ", "author=", "authored by ", "committed by ", "committer: "}
 
+// personAnchors: a text holding none of them has no cue, checked in
+// three passes instead of one per cue.
+var personAnchors = []string{"denied for ", "author", "committe"}
+
 func findPeople(sc *scan) {
 	s, lower := sc.s, sc.lower
+	anchored := false
+	for _, a := range personAnchors {
+		if strings.Contains(lower, a) {
+			anchored = true
+			break
+		}
+	}
+	if !anchored {
+		findSSHUsers(sc)
+		return
+	}
 	for _, cue := range personCues {
 		for off := 0; ; {
 			i := strings.Index(lower[off:], cue)
@@ -107,6 +122,9 @@ var privateLabels = map[string]bool{
 // initech.net: the organisation is public, its machines are not).
 func findPrivatelyNamedHosts(sc *scan) {
 	s, lower := sc.s, sc.lower
+	if !hasPrivateLabel(lower) {
+		return // most texts: one pass over the dots, no token read
+	}
 	for i := 0; i < len(s); {
 		if !isAlnum(s[i]) || (i > 0 && (isAlnum(s[i-1]) || s[i-1] == '.' || s[i-1] == '-' || s[i-1] == '_' || s[i-1] == '@')) {
 			i++
@@ -119,6 +137,9 @@ func findPrivatelyNamedHosts(sc *scan) {
 		name := strings.TrimRight(lower[i:e], ".-")
 		start := i
 		i = e
+		if strings.Count(name, ".") < 3 {
+			continue // most tokens: no allocation for them
+		}
 		labels := strings.Split(name, ".")
 		if len(labels) < 4 || e < len(s) && (s[e] == '_' || s[e] == '(' || s[e] == '/' && start > 0 && s[start-1] == '/') || reverseDNS[labels[0]] {
 			continue // com.acme.internal.Foo.bar(…): a package, not a host
@@ -157,4 +178,23 @@ func keyComment(s string, i int) bool {
 		j--
 	}
 	return we < i && we-j >= 40 && strings.HasPrefix(s[j:we], "AAAA")
+}
+
+// hasPrivateLabel reports whether some ".label." in lower is private.
+func hasPrivateLabel(lower string) bool {
+	for off := 0; ; {
+		i := strings.IndexByte(lower[off:], '.')
+		if i < 0 {
+			return false
+		}
+		ls := off + i + 1
+		le := ls
+		for le < len(lower) && le-ls <= 10 && (isAlnum(lower[le]) || lower[le] == '-') {
+			le++
+		}
+		if le < len(lower) && lower[le] == '.' && privateLabels[lower[ls:le]] {
+			return true
+		}
+		off = ls
+	}
 }

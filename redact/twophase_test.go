@@ -3,6 +3,7 @@ package redact
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // Issue 32: every detector reads the original text; a mask one detector
@@ -194,5 +195,20 @@ func TestPromptAnswersAndNamedKeys(t *testing.T) {
 		if out := testRedactor.Scrub(keep); out != keep {
 			t.Errorf("changed:\n in: %s\nout: %s", keep, out)
 		}
+	}
+}
+
+// The gitleaks catalogue is compiled once per process, on first use. Its
+// cost is reported (go test -v -run TestGitleaksLoadCost), not asserted:
+// speed targets live in benchmarks.
+func TestGitleaksLoadCost(t *testing.T) {
+	if glCat != nil {
+		t.Skip("catalogue already compiled by an earlier test in this process")
+	}
+	start := time.Now()
+	c := gitleaks()
+	t.Logf("gitleaks default rules: %d rules compiled in %v", len(c.rules), time.Since(start))
+	if len(c.rules) < 150 {
+		t.Errorf("only %d gitleaks rules loaded", len(c.rules))
 	}
 }

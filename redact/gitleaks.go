@@ -151,8 +151,22 @@ func findGitleaks(sc *scan) {
 	c := gitleaks()
 	s := sc.s
 	perRule := map[int][]window{}
+	// A keyword inside a placeholder (<redacted:token>) is this package's
+	// word, not the text's: reading it would make a second scrub find
+	// what the first did not.
+	var masks [][2]int
+	if strings.Contains(s, placeholderPrefix) {
+		masks = placeholderRanges(s)
+	}
+	mi := 0
 	c.trie.Walk([]byte(sc.lower), func(end, n, pattern int64) bool {
 		pos := int(end - n + 1)
+		for mi < len(masks) && masks[mi][1] <= pos {
+			mi++
+		}
+		if mi < len(masks) && masks[mi][0] <= pos {
+			return true
+		}
 		for _, ri := range c.byKey[c.words[pattern]] {
 			if c.rules[ri].wholeText {
 				perRule[ri] = []window{{start: 0, end: len(s)}}

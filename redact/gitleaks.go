@@ -64,6 +64,11 @@ var (
 // short by the log line's limit.
 var gitleaksSkip = map[string]bool{"private-key": true}
 
+// pathFree are rules gitleaks runs only on files of one kind whose text
+// reaches logs as it is: a Kubernetes Secret's YAML printed by kubectl
+// or a failed apply.
+var pathFree = map[string]bool{"kubernetes-secret-yaml": true}
+
 // gitleaks compiles the default rule set once, on first use: a process that
 // never scrubs (a scan with nothing new) pays nothing for it.
 func gitleaks() *glCatalogue {
@@ -83,7 +88,7 @@ func gitleaks() *glCatalogue {
 		}
 		c := &glCatalogue{byKey: map[string][]int{}, global: cfg.Allowlists}
 		for _, r := range cfg.GetOrderedRules() {
-			if r.Regex == nil || r.Path != nil || gitleaksSkip[r.RuleID] {
+			if r.Regex == nil || r.Path != nil && !pathFree[r.RuleID] || gitleaksSkip[r.RuleID] {
 				continue
 			}
 			src := r.Regex.String()

@@ -98,7 +98,7 @@ func findSSHUsers(sc *scan) {
 		if strings.Contains(host, ".") && !strings.HasSuffix(host, ".internal") && !strings.HasSuffix(host, ".local") && !strings.HasSuffix(host, ".lan") {
 			continue // an e-mail address or a public host
 		}
-		if !sc.lineHas(at, []string{"ssh", "git", "scp", "rsync", "sftp"}) {
+		if at-us < 2 || !lineHasWord(lower, at, sshWords) {
 			continue
 		}
 		if keyComment(s, us) {
@@ -197,4 +197,33 @@ func hasPrivateLabel(lower string) bool {
 		}
 		off = ls
 	}
+}
+
+var sshWords = []string{"ssh", "git", "scp", "rsync", "sftp"}
+
+// lineHasWord reports whether the line holding i has one of words as a
+// whole word (git, not github or <redacted:github-token>).
+func lineHasWord(lower string, i int, words []string) bool {
+	ls := strings.LastIndexByte(lower[:i], '\n') + 1
+	le := strings.IndexByte(lower[i:], '\n')
+	if le < 0 {
+		le = len(lower)
+	} else {
+		le += i
+	}
+	line := lower[ls:le]
+	for _, w := range words {
+		for off := 0; ; {
+			k := strings.Index(line[off:], w)
+			if k < 0 {
+				break
+			}
+			st, en := off+k, off+k+len(w)
+			off = en
+			if (st == 0 || !isAlnum(line[st-1])) && (en == len(line) || !isAlnum(line[en])) {
+				return true
+			}
+		}
+	}
+	return false
 }

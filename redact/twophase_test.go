@@ -212,3 +212,10 @@ func TestGitleaksLoadCost(t *testing.T) {
 		t.Errorf("only %d gitleaks rules loaded", len(c.rules))
 	}
 }
+
+// A Kubernetes Secret printed into a log: its data values are secrets.
+func TestKubernetesSecretData(t *testing.T) {
+	g := newGen()
+	v := g.rnd(alnum, 24) + "=="
+	mustMask(t, "error applying:\napiVersion: v1\nkind: Secret\nmetadata:\n  name: billing-db\ndata:\n  dsn: "+v+"\n", v, "")
+}

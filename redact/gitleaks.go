@@ -34,6 +34,9 @@ type glRule struct {
 	value      *regexp.Regexp
 	valueGroup int // the secret's group in value
 	minValue   int // the shortest value run its pattern takes
+	// wordStart: the pattern opens with \b and one of its keywords
+	// (\b(ey…): a keyword inside a word (key, they) cannot start a match.
+	wordStart bool
 }
 
 // semiGenericName is what gitleaks' semi-generic rules put between the
@@ -93,7 +96,7 @@ func gitleaks() *glCatalogue {
 			}
 			src := r.Regex.String()
 			i := len(c.rules)
-			gr := glRule{Rule: r, wholeText: strings.Contains(src, `\n`) || strings.Contains(src, "(?s") || strings.Contains(src, `[\s\S]`)}
+			gr := glRule{Rule: r, wordStart: keywordOpens(src, r.Keywords), wholeText: strings.Contains(src, `\n`) || strings.Contains(src, "(?s") || strings.Contains(src, `[\s\S]`)}
 			if k := strings.Index(src, semiGenericName+semiGenericOperator); k >= 0 && strings.HasPrefix(src, "(?i)") {
 				head := regexp.MustCompile(src[:k+len(semiGenericName)])
 				gr.value = regexp.MustCompile("(?i)^" + src[k+len(semiGenericName):])
@@ -173,6 +176,9 @@ func findGitleaks(sc *scan) {
 			return true
 		}
 		for _, ri := range c.byKey[c.words[pattern]] {
+			if c.rules[ri].wordStart && pos > 0 && (isAlnum(s[pos-1]) || s[pos-1] == '_') {
+				continue
+			}
 			if c.rules[ri].wholeText {
 				perRule[ri] = []window{{start: 0, end: len(s)}}
 				continue
@@ -548,6 +554,22 @@ func uuidShaped(v string) bool {
 			if !isHex(v[i]) {
 				return false
 			}
+		}
+	}
+	return true
+}
+
+// keywordOpens reports whether the pattern src starts, after \b and an
+// opening group, with a literal one of keywords begins (all keywords).
+func keywordOpens(src string, keywords []string) bool {
+	rest, ok := strings.CutPrefix(src, `\b`)
+	if !ok || len(keywords) == 0 {
+		return false
+	}
+	rest = strings.TrimPrefix(strings.TrimPrefix(rest, "(?:"), "(")
+	for _, k := range keywords {
+		if !strings.HasPrefix(rest, k) {
+			return false
 		}
 	}
 	return true

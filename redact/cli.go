@@ -104,7 +104,7 @@ func userPasswordValue(sc *scan, p int, pf *passwordFlag) {
 	if c <= 0 || c == len(v)-1 || allPortChars(v) || isPlaceholderAt(s, vs+c+1) || strings.Contains(v, "://") {
 		return
 	}
-	if trivialValue(strings.Trim(v[c+1:], `"'`)) {
+	if trivialValue(strings.Trim(v[c+1:], `"'`)) || strings.HasPrefix(strings.Trim(v, `"'`), "<") {
 		return // "$USER:$PASSWORD", "{{ .user }}:{{ .password }}": a script's variables
 	}
 	sc.add(vs+c+1, ve, "password")

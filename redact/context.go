@@ -1069,12 +1069,21 @@ func separatorAt(s string, i int) bool {
 }
 
 func trivialValue(v string) bool {
-	if len(v) <= 10 && trivialValues[strings.ToLower(v)] {
-		return true
+	if len(v) <= 1 || len(v) <= 10 && trivialValues[strings.ToLower(v)] {
+		return true // a one-character value is a flag (PuttyPassword=0)
+	}
+	for _, ref := range [...]string{"var.", "local.", "data.", "module.", "process.env.", "os.environ"} {
+		if strings.HasPrefix(v, ref) && strings.Trim(strings.ToLower(v[len(ref):]), "abcdefghijklmnopqrstuvwxyz0123456789_.[]'\"") == "" {
+			return true // Terraform's var.db_password, Node's process.env.X: a reference
+		}
 	}
 	switch v[0] {
 	case '$', '%', '{', '<':
 		return true // ${VAR}, $VAR, %s, {{ .Secret }}, <your-token>
+	case '[':
+		if strings.HasSuffix(v, "]") && strings.Trim(v[1:len(v)-1], "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_- ") == "" {
+			return true // [PASSWORD], [Redacted]: a word in brackets stands for the value
+		}
 	}
 	if strings.Trim(v, "*xX.") == "" {
 		return true // already masked by the program: ****, xxxx

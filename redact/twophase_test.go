@@ -111,6 +111,10 @@ func TestPlaceholdersAndSecretWordsInNames(t *testing.T) {
 		`service_token: "tok_abcdefghijklmnop1234"`,
 		"STORAGE_SECRET=`vault read -field=value kv/storage`",
 		`registry_password: "<your-registry-password>"`,
+		"admin_password = var.admin_password",
+		"curl --user deploy:[PASSWORD] https://example.org",
+		"curl -u <user:password> https://example.org",
+		"VncPassword=1",
 	} {
 		if out := testRedactor.Scrub(keep); out != keep {
 			t.Errorf("placeholder changed:\n in: %s\nout: %s", keep, out)

@@ -76,6 +76,9 @@ func classifyKey(name string) (keyClass, string) {
 		return keyNone, ""
 	}
 	last := words[len(words)-1]
+	if len(words) >= 2 && sharedKeyWords[words[len(words)-2]] || len(words) == 1 && publicGlued(last) {
+		return keyNone, "" // public_key, publishableKey, foreignKey: meant to be seen
+	}
 	switch last {
 	case "authorization":
 		return keyAuthz, "token"
@@ -1379,4 +1382,18 @@ func typedDeclaration(s string, i int) int {
 		}
 	}
 	return i
+}
+
+// sharedKeyWords before key or token name a value meant to be shared or a
+// database column's role, not a credential.
+var sharedKeyWords = map[string]bool{"public": true, "publishable": true, "foreign": true, "schema": true}
+
+// publicGlued: publickey, publictoken, foreignkey written as one word.
+func publicGlued(w string) bool {
+	for p := range sharedKeyWords {
+		if rest, ok := strings.CutPrefix(w, p); ok && (rest == "key" || rest == "token") {
+			return true
+		}
+	}
+	return false
 }

@@ -115,6 +115,8 @@ func TestPlaceholdersAndSecretWordsInNames(t *testing.T) {
 		"curl --user deploy:[PASSWORD] https://example.org",
 		"curl -u <user:password> https://example.org",
 		"VncPassword=1",
+		`publishable_key = "pk9Xq2LmZ7pRt4WvB8nYsK3d"`,
+		"foreignKey=ordCqc1.PSEF5WveAEDlMWpU",
 	} {
 		if out := testRedactor.Scrub(keep); out != keep {
 			t.Errorf("placeholder changed:\n in: %s\nout: %s", keep, out)

@@ -1121,7 +1121,7 @@ func placeholderValue(v string) bool {
 	}
 	lower := strings.ToLower(v)
 	return strings.Contains(lower, "abcdefgh") || strings.Contains(lower, "your_") ||
-		strings.Contains(lower, "_here") || strings.Contains(lower, "your-")
+		strings.Contains(lower, "_here") || strings.Contains(lower, "your-") || strings.HasSuffix(lower, "here")
 }
 
 // atLineStart reports whether only indentation or a list/quote marker

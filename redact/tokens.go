@@ -254,7 +254,8 @@ func matchPrefix(run string) (string, bool) {
 			continue
 		}
 		rest := run[len(r.prefix):]
-		if r.rest == nil || selectorName(rest) {
+		if r.rest == nil || selectorName(rest) || len(rest) >= 6 && placeholderValue(rest) || strings.Contains(rest, "1234567890") {
+			// ntn_1234567890…, glptt-xxxx…: a documentation example;
 			// hf_requiredCharacteristicTypes: a selector or a name made of
 			// words, not a random token.
 			return "", false

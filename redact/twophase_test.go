@@ -225,3 +225,20 @@ func TestKubernetesSecretData(t *testing.T) {
 	v := g.rnd(alnum, 24) + "=="
 	mustMask(t, "error applying:\napiVersion: v1\nkind: Secret\nmetadata:\n  name: billing-db\ndata:\n  dsn: "+v+"\n", v, "")
 }
+
+// A provider prefix followed by filler or a counting run is a
+// documentation example; followed by random text it is a credential.
+func TestProviderPrefixExamples(t *testing.T) {
+	for _, keep := range []string{
+		"set GITLAB_TRIGGER=glptt-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx in CI",
+		"example: ntn_123456789012345678901234567890123456789012345678901234567890",
+		"xoxe.xoxp-1-PutYourRefreshTokenHere",
+	} {
+		if out := testRedactor.Scrub(keep); out != keep {
+			t.Errorf("example changed:\n in: %s\nout: %s", keep, out)
+		}
+	}
+	g := newGen()
+	tok := "ntn_" + g.rnd(alnum, 46)
+	mustMask(t, "notion said "+tok+" is invalid", tok, "")
+}

@@ -104,6 +104,9 @@ func userPasswordValue(sc *scan, p int, pf *passwordFlag) {
 	if c <= 0 || c == len(v)-1 || allPortChars(v) || isPlaceholderAt(s, vs+c+1) || strings.Contains(v, "://") {
 		return
 	}
+	if trivialValue(strings.Trim(v[c+1:], `"'`)) || strings.HasPrefix(strings.Trim(v, `"'`), "<") {
+		return // "$USER:$PASSWORD", "{{ .user }}:{{ .password }}": a script's variables
+	}
 	sc.add(vs+c+1, ve, "password")
 }
 
@@ -156,4 +159,41 @@ func findPositionalCredentials(sc *scan) {
 			}
 		}
 	}
+}
+
+// findPromptPasswords masks what follows a password prompt echoed into a
+// log with its answer: git's "Password for 'https://u@host': X", sudo's
+// "[sudo] password for u: X". The prompt ends at "': " or ": ".
+func findPromptPasswords(sc *scan) {
+	s, lower := sc.s, sc.lower
+	for off := 0; ; {
+		i := strings.Index(lower[off:], "password for ")
+		if i < 0 {
+			return
+		}
+		p := off + i + len("password for ")
+		off = p
+		le := strings.IndexByte(s[p:], '\n')
+		if le < 0 {
+			le = len(s) - p
+		}
+		c := strings.Index(s[p:p+min(le, 200)], ": ")
+		if c < 0 {
+			continue
+		}
+		vs := p + c + 2
+		ve := vs
+		for ve < len(s) && s[ve] > ' ' {
+			ve++
+		}
+		if v := s[vs:ve]; ve > vs && !isPlaceholderAt(s, vs) && !trivialValue(v) && !proseWord(v) {
+			sc.add(vs, ve, "password")
+		}
+	}
+}
+
+// proseWord: a lower-case word a sentence continues with after a colon
+// ("password for x: authentication failed"), not an answer to a prompt.
+func proseWord(v string) bool {
+	return strings.Trim(v, "abcdefghijklmnopqrstuvwxyz") == "" && len(v) > 3 && !(len(v) >= 6 && strings.IndexAny(v, "aeiou") < 0)
 }

@@ -76,6 +76,9 @@ func classifyKey(name string) (keyClass, string) {
 		return keyNone, ""
 	}
 	last := words[len(words)-1]
+	if len(words) >= 2 && sharedKeyWords[words[len(words)-2]] || len(words) == 1 && publicGlued(last) {
+		return keyNone, "" // public_key, publishableKey, foreignKey: meant to be seen
+	}
 	switch last {
 	case "authorization":
 		return keyAuthz, "token"
@@ -336,8 +339,20 @@ func keyValue(sc *scan, ks, ke int) {
 		p++
 	}
 	spaced := p > sp
+	// A typed declaration: "var apiToken string = x", "apiToken: String = x".
+	if t := typedDeclaration(s, p); t > p {
+		p = t
+	}
 	sep := byte(' ')
+	dash := false
 	switch {
+	case assignmentOperator(s, p) > 0:
+		// Make's ?= ::= :::=, PHP's .=, +=, R's <-.
+		sep = '='
+		p += assignmentOperator(s, p)
+	case spaced && p+1 < len(s) && s[p] == '-' && s[p+1] == ' ':
+		sep, dash = '=', true // "key - 'value'": taken only when quoted
+		p++
 	case p < len(s) && s[p] == '=' && !(p+2 < len(s) && s[p+1] == '=' && s[p+2] <= ' '):
 		// "password == x" compares; "password==x" is a value starting with =.
 		sep = '='
@@ -381,6 +396,9 @@ func keyValue(sc *scan, ks, ke int) {
 		return
 	}
 	vs, ve, quoted := readValue(s, p)
+	if dash && !quoted {
+		return
+	}
 	if tight && !quoted {
 		vs, ve = p, dumpValueEnd(s, p)
 	} else if !quoted && (sep == ' ' && flag > 0 || sep != ' ' && atLineStart(s, ks)) {
@@ -400,6 +418,9 @@ func keyValue(sc *scan, ks, ke int) {
 		}
 	}
 	v := s[vs:ve]
+	if quoted && vs > 0 && s[vs-1] == '`' && strings.Contains(v, " ") {
+		return // `vault read …`: a command that prints the secret
+	}
 	if trivialValue(v) || strings.HasPrefix(v, "-----BEGIN") || (len(v) < 4 && countClasses(v).other == len(v)) {
 		return // a PEM block is masked by findPrivateKeys, keeping its armour
 	}
@@ -763,7 +784,36 @@ func looseValue(v string, quoted bool, class keyClass, label string) bool {
 	if looseKey(class, label) {
 		return credentialShaped(v) || looksSecret(v) || (quoted && class == keyStrong && len(v) >= 4 && !trivialValue(v) && !strings.Contains(v, " "))
 	}
-	return looksSecret(v)
+	return looksSecret(v) && !wordsAndVersion(v)
+}
+
+// wordsAndVersion reports a name built of words and a few digits
+// (SalesResults-1.2, OrderEvents_v2): what a weak key (bucket_key,
+// cache_key) holds when it names a thing. Random text does not split into
+// camel-case words.
+func wordsAndVersion(v string) bool {
+	digits, letters := 0, 0
+	for i := 0; i < len(v); {
+		c := v[i]
+		switch {
+		case isDigit(c):
+			digits++
+			i++
+		case 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z':
+			j := i
+			for j < len(v) && ('a' <= v[j] && v[j] <= 'z' || 'A' <= v[j] && v[j] <= 'Z') {
+				j++
+			}
+			if j-i > 1 && !camelWords(v[i:j]+"xx") || j-i == 1 && c != 'v' {
+				return false // +"xx": a last word of two letters (CreatedAt)
+			}
+			letters += j - i
+			i = j
+		default:
+			i++
+		}
+	}
+	return letters >= 6 && digits <= 4
 }
 
 // skipOpeners steps over the container openers of a structure dump before
@@ -905,6 +955,25 @@ func xmlElementValue(sc *scan, p int, class keyClass, label string) {
 	for e < len(s) && s[e] != '<' && s[e] != '\n' {
 		e++
 	}
+	if strings.TrimSpace(s[p:e]) == "" && e < len(s) && s[e] == '\n' {
+		// <apiToken>\n    value\n</apiToken>: the value on its own line,
+		// taken when the element closes right after it.
+		q := e + 1
+		for q < len(s) && (s[q] == ' ' || s[q] == '\t' || s[q] == '\r') {
+			q++
+		}
+		le := q
+		for le < len(s) && s[le] != '<' && s[le] != '\n' {
+			le++
+		}
+		c := le
+		for c < len(s) && (s[c] == ' ' || s[c] == '\t' || s[c] == '\r' || s[c] == '\n') {
+			c++
+		}
+		if le > q && strings.HasPrefix(s[c:], "</") && !strings.ContainsAny(strings.TrimSpace(s[q:le]), " \t") {
+			p, e = q, le
+		}
+	}
 	vs, ve := p, e
 	for vs < ve && s[vs] == ' ' {
 		vs++
@@ -912,8 +981,8 @@ func xmlElementValue(sc *scan, p int, class keyClass, label string) {
 	for ve > vs && s[ve-1] == ' ' {
 		ve--
 	}
-	if vs >= ve || isPlaceholderAt(s, vs) || trivialValue(s[vs:ve]) {
-		return
+	if vs >= ve || isPlaceholderAt(s, vs) || trivialValue(s[vs:ve]) || countClasses(s[vs:ve]).other == ve-vs {
+		return // "<your-password>": a placeholder's closing quote is no value
 	}
 	if class == keyStrong || looseValue(s[vs:ve], true, class, label) {
 		sc.add(vs, ve, label)
@@ -1003,17 +1072,56 @@ func separatorAt(s string, i int) bool {
 }
 
 func trivialValue(v string) bool {
-	if len(v) <= 10 && trivialValues[strings.ToLower(v)] {
-		return true
+	if len(v) <= 1 || len(v) <= 10 && trivialValues[strings.ToLower(v)] {
+		return true // a one-character value is a flag (PuttyPassword=0)
+	}
+	for _, ref := range [...]string{"var.", "local.", "data.", "module.", "process.env.", "os.environ"} {
+		if strings.HasPrefix(v, ref) && strings.Trim(strings.ToLower(v[len(ref):]), "abcdefghijklmnopqrstuvwxyz0123456789_.[]'\"") == "" {
+			return true // Terraform's var.db_password, Node's process.env.X: a reference
+		}
 	}
 	switch v[0] {
 	case '$', '%', '{', '<':
 		return true // ${VAR}, $VAR, %s, {{ .Secret }}, <your-token>
+	case '[':
+		if strings.HasSuffix(v, "]") && strings.Trim(v[1:len(v)-1], "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_- ") == "" {
+			return true // [PASSWORD], [Redacted]: a word in brackets stands for the value
+		}
 	}
 	if strings.Trim(v, "*xX.") == "" {
 		return true // already masked by the program: ****, xxxx
 	}
-	return false
+	return placeholderValue(v)
+}
+
+// placeholderValue reports a value written to be replaced: a filler run
+// (pnu_XXXXXXXX…, glc_1111…, "aaaa…"), a keyboard sequence
+// (sk_abcdefghijklmnopqrstuvwxyz123) or a command substitution
+// (`vault read …`). Random text holds none of them: six equal characters
+// in a row come up once in 10^8 random base62 strings.
+func placeholderValue(v string) bool {
+	if v[0] == '`' || strings.HasPrefix(v, "$(") {
+		return true
+	}
+	// Filler: runs of six or more of one character making half the value
+	// (a Twitter bearer token starts with twenty A's and is random after).
+	run, filler := 1, 0
+	for i := 1; i <= len(v); i++ {
+		if i < len(v) && v[i] == v[i-1] && strings.IndexByte("xX*#01aA9._-", v[i]) >= 0 {
+			run++
+			continue
+		}
+		if run >= 6 {
+			filler += run
+		}
+		run = 1
+	}
+	if 2*filler >= len(v) {
+		return true
+	}
+	lower := strings.ToLower(v)
+	return strings.Contains(lower, "abcdefgh") || strings.Contains(lower, "your_") ||
+		strings.Contains(lower, "_here") || strings.Contains(lower, "your-") || strings.HasSuffix(lower, "here")
 }
 
 // atLineStart reports whether only indentation or a list/quote marker
@@ -1236,4 +1344,56 @@ func allPortChars(v string) bool {
 		}
 	}
 	return true
+}
+
+// assignmentOperator returns the length of an assignment operator other
+// than = and : at i (?=, ::=, :::=, .=, +=, <-), or 0.
+func assignmentOperator(s string, i int) int {
+	for _, op := range [...]string{":::=", "::=", "?=", ".=", "+=", "<-"} {
+		if strings.HasPrefix(s[i:], op) && (len(s) == i+len(op) || s[i+len(op)] != '=') {
+			return len(op)
+		}
+	}
+	return 0
+}
+
+// declTypes are type names a declaration puts between a name and its =.
+var declTypes = []string{"string", "String", "str", "&str", "[]byte", "char*", "const char*", "SecureString"}
+
+// typedDeclaration returns where the = of "name TYPE = v" or
+// "name: TYPE = v" is, or i when s[i:] is not such a declaration.
+func typedDeclaration(s string, i int) int {
+	j := i
+	if j < len(s) && s[j] == ':' {
+		j++
+	}
+	for j < len(s) && s[j] == ' ' {
+		j++
+	}
+	for _, t := range declTypes {
+		if strings.HasPrefix(s[j:], t) {
+			k := j + len(t)
+			for k < len(s) && s[k] == ' ' {
+				k++
+			}
+			if k < len(s) && s[k] == '=' && k > j+len(t) {
+				return k
+			}
+		}
+	}
+	return i
+}
+
+// sharedKeyWords before key or token name a value meant to be shared or a
+// database column's role, not a credential.
+var sharedKeyWords = map[string]bool{"public": true, "publishable": true, "foreign": true, "schema": true}
+
+// publicGlued: publickey, publictoken, foreignkey written as one word.
+func publicGlued(w string) bool {
+	for p := range sharedKeyWords {
+		if rest, ok := strings.CutPrefix(w, p); ok && (rest == "key" || rest == "token") {
+			return true
+		}
+	}
+	return false
 }

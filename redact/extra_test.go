@@ -276,6 +276,7 @@ func benchText() string {
 
 func BenchmarkScrub(b *testing.B) {
 	text := benchText()
+	gitleaks() // compiled once per process (timed in TestGitleaksLoadCost), not per text
 	b.SetBytes(int64(len(text)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -295,6 +296,7 @@ func BenchmarkScrubShapes(b *testing.B) {
 		fmt.Fprintf(&prose, "The worker for queue %d timed out after %ds while the upstream was slow; retrying with backoff since the error looked transient. ", i, i%90)
 		fmt.Fprintf(&dense, "mysql -u app -p%s -h db%d redis-cli -a %s curl -u u:%s https://x%d.example.com/?token=%s ", g.rnd(alnum, 10), i, g.rnd(alnum, 12), g.rnd(alnum, 8), i, g.rnd(alnum, 20))
 	}
+	gitleaks()
 	for _, c := range []struct{ name, text string }{
 		{"traces", trace.String()}, {"json-log", jsonLog.String()}, {"prose", prose.String()}, {"dense-secrets", dense.String()},
 	} {

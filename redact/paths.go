@@ -64,9 +64,12 @@ func pathSegChar(c byte) bool {
 }
 
 // pathStartOK: a path starts at the beginning of a word, not inside a
-// URL, a fraction (2/5) or a placeholder.
+// URL, a fraction (2/5) or a placeholder; file:///… is a path.
 func pathStartOK(s string, i int) bool {
 	if i == 0 {
+		return true
+	}
+	if i >= 7 && strings.EqualFold(s[i-7:i], "file://") {
 		return true
 	}
 	switch s[i-1] {
@@ -92,10 +95,12 @@ func findPaths(sc *scan) {
 		case '/':
 			if pathStartOK(s, p) && p+1 < len(s) && pathSegChar(s[p+1]) {
 				off = unixPath(sc, p)
+			} else if p+1 < len(s) && pathSegChar(s[p+1]) {
+				off = max(off, relativeStatePath(sc, p))
 			}
 		case '~':
 			if pathStartOK(s, p) && p+1 < len(s) && s[p+1] == '/' {
-				off = maskPath(sc, p+1, 0)
+				off = homeRelative(sc, p+1)
 			}
 		case '\\':
 			if p >= 2 && s[p-1] == ':' && isAlnum(s[p-2]) && !(p >= 3 && isAlnum(s[p-3])) && pathStartOK(s, p-2) {
@@ -140,7 +145,21 @@ func unixPath(sc *scan, p int) int {
 	if len(segs) == 0 {
 		return p + 1
 	}
+	if k := workTreeRepo(lower, segs, sc.stateRoots); k > 0 {
+		sc.add(segs[k].start, segs[k].end, "repo")
+		return end
+	}
 	root := lower[segs[0].start:segs[0].end]
+	if k := credentialStore(lower, segs); k >= 0 {
+		from := 0
+		if root == "home" || root == "users" {
+			from = 2 // the user is findHomePaths'
+		}
+		if k >= from && from < len(segs) {
+			sc.add(segs[from].start, end, "path")
+		}
+		return end
+	}
 	switch {
 	case root == "home" || root == "users":
 		if len(segs) > 1 && notUserDirs[s[segs[1].start:segs[1].end]] {
@@ -211,6 +230,107 @@ func maskFrom(sc *scan, segs []seg, from, end int) int {
 	}
 	if upto > from {
 		sc.add(segs[from].start, segs[upto-1].end, "path")
+	}
+	return end
+}
+
+// homeRelative handles ~/…, a person's files: a credential store under it
+// (~/.ssh/id_rsa, ~/.aws/credentials) is masked whole, other paths from
+// the home to the source tree.
+func homeRelative(sc *scan, p int) int {
+	var buf [16]seg
+	segs, end := segments(sc.s, p, buf[:0])
+	if len(segs) == 0 {
+		return p + 1
+	}
+	if credentialStore(sc.lower, segs) >= 0 {
+		sc.add(segs[0].start, end, "path")
+		return end
+	}
+	return maskFrom(sc, segs, 0, end)
+}
+
+// credentialDirs and credentialFiles name where keys and passwords are
+// kept; the-loop masks such paths (/etc/passwd, ~/.ssh/id_rsa): they say
+// what an attacker would read.
+var credentialDirs = map[string]bool{
+	".ssh": true, ".aws": true, ".gnupg": true, ".kube": true, ".docker": true, ".azure": true, ".gcloud": true,
+	"private": true,
+}
+
+var credentialFiles = map[string]bool{
+	"passwd": true, "shadow": true, "gshadow": true, "sudoers": true, "master.passwd": true, ".netrc": true,
+	".pgpass": true, ".git-credentials": true, ".npmrc": true, ".pypirc": true, "credentials": true,
+	"credentials.json": true, ".htpasswd": true, "authorized_keys": true, "known_hosts": true,
+}
+
+// credentialStore returns the index of the segment that makes segs a path
+// into a credential store, or -1.
+func credentialStore(lower string, segs []seg) int {
+	for k, sg := range segs {
+		name := lower[sg.start:sg.end]
+		last := k == len(segs)-1
+		switch {
+		case credentialDirs[name] && !last && name != "private":
+			return k
+		case name == "private" && k > 0 && lower[segs[k-1].start:segs[k-1].end] == "ssl":
+			return k // /etc/ssl/private
+		case last && credentialFiles[name]:
+			return k
+		case last && (strings.HasPrefix(name, "id_rsa") || strings.HasPrefix(name, "id_ed25519") || strings.HasPrefix(name, "id_ecdsa") || strings.HasPrefix(name, "id_dsa")):
+			return k
+		case last && (strings.HasSuffix(name, ".pem") || strings.HasSuffix(name, ".key") || strings.HasSuffix(name, ".p12") || strings.HasSuffix(name, ".pfx") || strings.HasSuffix(name, ".jks") || strings.HasSuffix(name, ".keystore")):
+			return k
+		}
+	}
+	return -1
+}
+
+// stateDirNames are the-loop's state root as its deployments name it
+// (state.root's default .the-loop, /var/lib/the-loop); workDirNames the
+// directories under it that hold one checkout per repository. The
+// segment after a work directory is the repository: a private one's name
+// is masked and the repository-relative tail stays.
+var stateDirNames = map[string]bool{"the-loop": true, ".the-loop": true}
+
+var workDirNames = map[string]bool{
+	"work": true, "worktrees": true, "workspaces": true, "workspace": true, "repos": true, "clones": true, "checkouts": true,
+}
+
+// workTreeRepo returns the index of the segment naming a repository
+// under the-loop's state root (by name, or one of roots), or 0.
+func workTreeRepo(lower string, segs []seg, roots []string) int {
+	for k := 0; k+2 < len(segs); k++ {
+		if !workDirNames[lower[segs[k+1].start:segs[k+1].end]] {
+			continue
+		}
+		if stateDirNames[lower[segs[k].start:segs[k].end]] {
+			return k + 2
+		}
+		for _, r := range roots {
+			if strings.HasSuffix(lower[:segs[k].end], r) && (len(r) == segs[k].end || lower[segs[k].end-len(r)-1] == '/' || lower[segs[k].end-len(r)] == '/') {
+				return k + 2
+			}
+		}
+	}
+	return 0
+}
+
+// relativeStatePath handles a path relative to where the-loop runs
+// (.the-loop/worktrees/repo-7/x.py, state.root's default): the word
+// before the separator at p is the state directory.
+func relativeStatePath(sc *scan, p int) int {
+	ws := p
+	for ws > 0 && pathSegChar(sc.s[ws-1]) {
+		ws--
+	}
+	if !stateDirNames[sc.lower[ws:p]] || !pathStartOK(sc.s, ws) {
+		return p + 1
+	}
+	buf := [16]seg{{ws, p}}
+	segs, end := segments(sc.s, p, buf[:1])
+	if k := workTreeRepo(sc.lower, segs, nil); k > 0 {
+		sc.add(segs[k].start, segs[k].end, "repo")
 	}
 	return end
 }

@@ -81,7 +81,7 @@ func TestSystemAndRelativePathsStay(t *testing.T) {
 	r := New(Options{})
 	for _, text := range []string{
 		"/usr/lib/python3.12/json/decoder.py:355", "/usr/local/go/src/runtime/panic.go:770", "/etc/ssl/certs/ca-certificates.crt",
-		"> /dev/null 2>&1", "/proc/self/status", "/tmp", "/var/log/syslog", "/opt/homebrew/bin/git", "~/.ssh/id_rsa",
+		"> /dev/null 2>&1", "/proc/self/status", "/tmp", "/var/log/syslog", "/opt/homebrew/bin/git", "/etc/ssh/sshd_config",
 		"src/app/handlers/auth.py:238", "internal/queue/runner.go:404", "site-packages/requests/adapters.py",
 		"node_modules/x/index.js", "GET /api/v1/users/42 returned 500", "https://github.com/acme/widget/blob/main/src/x.go",
 		"attempt 2/5", "i/o timeout", `C:\Windows\System32\drivers\etc\hosts`, `C:\Program Files\Git\bin\git.exe`,
@@ -90,6 +90,34 @@ func TestSystemAndRelativePathsStay(t *testing.T) {
 	} {
 		if out := r.Scrub(text); out != text {
 			t.Errorf("path changed:\n in: %s\nout: %s", text, out)
+		}
+	}
+}
+
+// Issue 36 point 6: paths the-loop masks. Credential stores are masked
+// whole; under the-loop's state root the repository's directory is masked
+// and its repository-relative tail kept; file:// URLs are paths.
+func TestPathsTheLoopMasks(t *testing.T) {
+	r := New(Options{StateRoots: []string{"/srv/loop-state/"}})
+	for _, c := range []struct{ in, gone, kept string }{
+		{"cat: /etc/shadow: Permission denied", "shadow", "cat: "},
+		{"reading /etc/passwd for uid 1001", "passwd", "for uid 1001"},
+		{"Load key \"~/.ssh/id_ed25519_deploy\": bad permissions", "id_ed25519_deploy", "Load key"},
+		{"using ~/.aws/credentials profile ops", "credentials", "profile ops"},
+		{`File "/var/lib/the-loop/work/northwind-payroll/app/tasks.py", line 88`, "northwind-payroll", "/app/tasks.py"},
+		{"stat .the-loop/worktrees/contoso-hr-17/README.md: no such file", "contoso-hr-17", "/README.md"},
+		{"git -C /srv/loop-state/repos/fabrikam-ledger status", "fabrikam-ledger", "/srv/loop-state/repos/"},
+		{"open file:///home/mkowalski/drafts/q3-layoffs/plan.md", "q3-layoffs", "plan.md"},
+		{"see ~/clients/tailspin/notes.txt", "tailspin", "notes.txt"},
+	} {
+		out := r.Scrub(c.in)
+		if strings.Contains(out, c.gone) || !strings.Contains(out, c.kept) || !strings.Contains(out, "<redacted:") {
+			t.Errorf("want %q masked and %q kept:\n in: %s\nout: %s", c.gone, c.kept, c.in, out)
+		}
+	}
+	for _, keep := range []string{"/var/lib/the-loop/logs/events.jsonl", "/etc/hosts", "/etc/ssh/sshd_config"} {
+		if out := r.Scrub(keep); out != keep {
+			t.Errorf("changed:\n in: %s\nout: %s", keep, out)
 		}
 	}
 }

@@ -247,7 +247,13 @@ func validPhone(text string, n *number) bool {
 	}
 	for _, region := range regions {
 		num, err := phonenumbers.Parse(text, region)
-		if err == nil && phonenumbers.IsValidNumber(num) {
+		if err != nil {
+			continue
+		}
+		// Written with +country it is meant as a phone number: a plan's
+		// length for that country is enough (a new or unlisted range is
+		// someone's number too). Other shapes must be allocated numbers.
+		if phonenumbers.IsValidNumber(num) || n.plus && phonenumbers.IsPossibleNumber(num) {
 			return true
 		}
 	}

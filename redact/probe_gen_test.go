@@ -222,7 +222,7 @@ func TestProsePasswordProbes(t *testing.T) {
 		"the password is too short", "password authentication failed", "retrying with password authentication",
 		"login with password auth", "with password prompt", "the passphrase is wrong", "the password is not set",
 		"the password has expired", "password is empty", "password was changed", "reading password from stdin",
-		"--password-stdin", "password policy", "password manager", "the token is expired", "/etc/passwd is corrupt"} {
+		"--password-stdin", "password policy", "password manager", "the token is expired", "/etc/hosts is corrupt"} {
 		if out := testRedactor.Scrub(text); out != text {
 			t.Errorf("ordinary text changed: %q -> %q", text, out)
 		}

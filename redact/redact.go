@@ -23,6 +23,7 @@ package redact
 import (
 	"os"
 	"os/user"
+	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -40,6 +41,10 @@ type Options struct {
 	User string   // this account's name: masked where it stands as an account (see findIdentity)
 	Home string   // home directory to mask
 	Host string   // this machine's name (short name too, the part before the first dot): masked where it stands as a machine
+	// StateRoots are the-loop's state.root directories (absolute): the
+	// segment after a work directory under one names a repository and is
+	// masked. Roots named the-loop or .the-loop are known without it.
+	StateRoots []string
 }
 
 // Redactor masks secrets in text. It is immutable after New and safe for
@@ -47,7 +52,8 @@ type Options struct {
 type Redactor struct {
 	envSecrets   []envSecret // longest first, so a longer value wins an overlap
 	user         string
-	userDistinct bool // the user name cannot be a word: masked wherever it stands alone
+	userDistinct bool     // the user name cannot be a word: masked wherever it stands alone
+	stateRoots   []string // lower-cased, no trailing slash
 	home         string
 	hosts        []string // lower-cased full and short host name
 	hostDistinct []bool   // per host name: cannot be a word
@@ -73,6 +79,11 @@ func New(o Options) *Redactor {
 	sort.Slice(r.envSecrets, func(i, j int) bool {
 		return len(r.envSecrets[i].value) > len(r.envSecrets[j].value)
 	})
+	for _, root := range o.StateRoots {
+		if root = strings.ToLower(strings.TrimRight(strings.TrimSpace(root), "/")); len(root) > 1 && root[0] == '/' {
+			r.stateRoots = append(r.stateRoots, root)
+		}
+	}
 	if u := strings.TrimSpace(o.User); len(u) >= 2 && !strings.ContainsAny(u, " \t\n") {
 		r.user = u
 		r.userDistinct = distinctiveName(u) && !systemAccounts[u]
@@ -101,10 +112,16 @@ var systemAccounts = map[string]bool{
 }
 
 // FromEnvironment builds a Redactor for this process: os.Environ(), $USER
-// (else the current user), $HOME (else os.UserHomeDir) and the host name
-// from both $HOSTNAME and os.Hostname().
-func FromEnvironment() *Redactor {
+// (else the current user), $HOME (else os.UserHomeDir), the host name
+// from both $HOSTNAME and os.Hostname(), and the-loop's state roots
+// (config's state.root; relative ones are made absolute).
+func FromEnvironment(stateRoots ...string) *Redactor {
 	o := Options{Env: os.Environ(), User: os.Getenv("USER"), Home: os.Getenv("HOME")}
+	for _, root := range stateRoots {
+		if abs, err := filepath.Abs(root); err == nil && strings.TrimSpace(root) != "" {
+			o.StateRoots = append(o.StateRoots, abs)
+		}
+	}
 	if o.User == "" {
 		if u, err := user.Current(); err == nil {
 			o.User = u.Username
@@ -142,7 +159,10 @@ type scan struct {
 	lines lineMemo // answers "does this line name a tool?" once per line
 	// skipTo: the key-value scan resumes here; a header value masked to
 	// the end of its line has been read, keys inside it included.
-	skipTo int
+	skipTo     int
+	stateRoots []string    // Redactor.stateRoots
+	glSeen     []window    // where gitleaks' patterns matched, allowed or not
+	glFound    []glFinding // gitleaks' matches, before their allow-lists
 }
 
 func (sc *scan) add(start, end int, label string) {
@@ -160,7 +180,12 @@ func (r *Redactor) scrub(s string, id RecordIdentity) string {
 	if s == "" {
 		return s
 	}
-	sc := &scan{s: s, lower: asciiLower(s)}
+	// Phase one: every detector reads the original text and reports spans;
+	// none sees another's masks, so a host masked by one cannot hide the
+	// password beside it from another.
+	sc := &scan{s: s, lower: asciiLower(s), stateRoots: r.stateRoots}
+	// gitleaks first: tokens.go defers to it where its rule read a run.
+	findGitleaks(sc)
 	findPrivateKeys(sc)
 	findTokens(sc)
 	findTelegramTokens(sc)
@@ -170,6 +195,7 @@ func (r *Redactor) scrub(s string, id RecordIdentity) string {
 	findBasicCredentials(sc)
 	findPairedSecrets(sc)
 	findCLIPasswords(sc)
+	findPromptPasswords(sc)
 	findURLSecrets(sc)
 	findWebhooks(sc)
 	findEmails(sc)
@@ -177,23 +203,78 @@ func (r *Redactor) scrub(s string, id RecordIdentity) string {
 	findNumbers(sc)
 	findIBANs(sc)
 	findInternalHosts(sc)
+	findPrivatelyNamedHosts(sc)
 	findLoginUsers(sc)
+	findPeople(sc)
 	findHomePaths(sc)
 	findPaths(sc)
 	r.findIdentity(sc)
 	r.findEnvSecrets(sc)
 	id.find(sc.s, sc.lower, func(start, end int) { sc.add(start, end, "identity") })
+	// After the package's own spans: on a tie in width their label
+	// (password, token) wins over a gitleaks rule's, as apply keeps the
+	// first of equal spans.
+	allowGitleaks(sc, sc.spans)
 	if len(sc.spans) == 0 {
 		return s
 	}
+	// Phase two: a secret found once is masked wherever it recurs, then the
+	// text is masked in one pass.
+	maskRecurrences(sc)
 	return apply(s, sc.spans)
+}
+
+// notRecurring are kinds whose value is masked only where a detector saw
+// it: a host, an address or a path component also stands for itself in
+// other places (a user's name is a word elsewhere), and the detectors that
+// find them already look at every occurrence.
+var notRecurring = map[string]bool{
+	"path": true, "repo": true, "home": true, "host": true, "ip": true, "email": true, "user": true, "identity": true,
+	"iban": true, "phone": true, "card": true, "ssn": true,
+}
+
+// minRecurring is the shortest secret searched for elsewhere in the text:
+// shorter values (a 4-digit PIN) are words and numbers in other places.
+const minRecurring = 6
+
+// maskRecurrences adds a span for every other whole-token occurrence of a
+// value some detector called a credential.
+func maskRecurrences(sc *scan) {
+	s := sc.s
+	var seen map[string]bool
+	n := len(sc.spans)
+	for k := 0; k < n; k++ {
+		sp := sc.spans[k]
+		if sp.end-sp.start < minRecurring || notRecurring[sp.label] {
+			continue
+		}
+		v := s[sp.start:sp.end]
+		if seen[v] {
+			continue
+		}
+		if seen == nil {
+			seen = map[string]bool{}
+		}
+		seen[v] = true
+		for off := 0; ; {
+			i := strings.Index(s[off:], v)
+			if i < 0 {
+				break
+			}
+			start := off + i
+			off = start + len(v)
+			if start != sp.start && alnumBoundary(s, start, off) {
+				sc.add(start, off, sp.label)
+			}
+		}
+	}
 }
 
 // apply merges overlapping spans and writes placeholders. Spans that touch
 // an existing placeholder are dropped: the placeholder already stands for
 // what was there, and masking around it again would break idempotence.
 func apply(s string, spans []span) string {
-	sort.Slice(spans, func(i, j int) bool {
+	sort.SliceStable(spans, func(i, j int) bool {
 		if spans[i].start != spans[j].start {
 			return spans[i].start < spans[j].start
 		}
@@ -204,9 +285,15 @@ func apply(s string, spans []span) string {
 	b.Grow(len(s) + 32*len(spans))
 	pos := 0
 	for i := 0; i < len(spans); {
+		// Overlapping spans become one mask named after the widest: a
+		// credential inside a URL and the URL's credentials are one secret.
 		cur := spans[i]
+		widest := cur.end - cur.start
 		i++
 		for i < len(spans) && spans[i].start <= cur.end {
+			if w := spans[i].end - spans[i].start; w > widest {
+				widest, cur.label = w, spans[i].label
+			}
 			if spans[i].end > cur.end {
 				cur.end = spans[i].end
 			}

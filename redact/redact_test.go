@@ -3,6 +3,7 @@ package redact
 import (
 	"fmt"
 	"math/rand"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -76,7 +77,10 @@ func mustMask(t *testing.T, text, secret, label string) {
 	if strings.Contains(out, secret) {
 		t.Errorf("secret %q survived:\n in: %s\nout: %s", secret, text, out)
 	}
-	if label != "" && !strings.Contains(out, "<redacted:"+label) {
+	// label may name alternatives, "gitleaks-rule|own-label": where a
+	// gitleaks pattern's boundary does not hold, this package's prefix
+	// rule masks the token under its own name.
+	if label != "" && !slices.ContainsFunc(strings.Split(label, "|"), func(l string) bool { return strings.Contains(out, "<redacted:"+l) }) {
 		t.Errorf("want placeholder <redacted:%s...> in\nout: %s", label, out)
 	}
 	if again := testRedactor.Scrub(out); again != out {
@@ -89,22 +93,22 @@ func TestProviderTokens(t *testing.T) {
 	cases := []struct{ name, secret, label string }{
 		{"aws access key id", "AKIA" + g.rnd(upperNum, 16), "aws-access-key-id"},
 		{"aws session key id", "ASIA" + g.rnd(upperNum, 16), "aws-access-key-id"},
-		{"google api key", "AIza" + g.rnd(urlSafe, 35), "google-api-key"},
-		{"github classic", "ghp_" + g.rnd(alnum, 36), "github-token"},
-		{"github oauth", "gho_" + g.rnd(alnum, 36), "github-token"},
-		{"github app", "ghs_" + g.rnd(alnum, 36), "github-token"},
-		{"github fine-grained", "github_pat_" + g.rnd(alnum, 22) + "_" + g.rnd(alnum, 59), "github-token"},
-		{"gitlab", "glpat-" + g.rnd(urlSafe, 20), "gitlab-token"},
-		{"slack bot", "xoxb-" + g.rnd("0123456789", 12) + "-" + g.rnd("0123456789", 13) + "-" + g.rnd(alnum, 24), "slack-token"},
-		{"stripe live", "sk_live_" + g.rnd(alnum, 24), "stripe-key"},
-		{"stripe restricted", "rk_live_" + g.rnd(alnum, 24), "stripe-key"},
+		{"google api key", "AIza" + g.rnd(urlSafe, 35), "gcp-api-key|google-api-key"},
+		{"github classic", "ghp_" + g.rnd(alnum, 36), "github-pat"},
+		{"github oauth", "gho_" + g.rnd(alnum, 36), "github-oauth"},
+		{"github app", "ghs_" + g.rnd(alnum, 36), "github-app-token"},
+		{"github fine-grained", "github_pat_" + g.rnd(alnum, 22) + "_" + g.rnd(alnum, 59), "github-fine-grained-pat"},
+		{"gitlab", "glpat-" + g.rnd(urlSafe, 20), "gitlab-pat"},
+		{"slack bot", "xoxb-" + g.rnd("0123456789", 12) + "-" + g.rnd("0123456789", 13) + "-" + g.rnd(alnum, 24), "slack-bot-token"},
+		{"stripe live", "sk_live_" + g.rnd(alnum, 24), "stripe-access-token|stripe-key"},
+		{"stripe restricted", "rk_live_" + g.rnd(alnum, 24), "stripe-access-token|stripe-key"},
 		{"openai legacy", "sk-" + g.rnd(alnum, 48), "api-key"},
 		{"openai project", "sk-proj-" + g.rnd(urlSafe, 80), "openai-key"},
 		{"anthropic", "sk-ant-api03-" + g.rnd(urlSafe, 93) + "AA", "anthropic-key"},
-		{"npm", "npm_" + g.rnd(alnum, 36), "npm-token"},
+		{"npm", "npm_" + g.rnd(alnum, 36), "npm-access-token|npm-token"},
 		{"pypi", "pypi-AgEIcHlwaS5vcmc" + g.rnd(urlSafe, 60), "pypi-token"},
-		{"digitalocean", "dop_v1_" + g.rnd(hexLower, 64), "digitalocean-token"},
-		{"shopify", "shpat_" + g.rnd(hexLower, 32), "shopify-token"},
+		{"digitalocean", "dop_v1_" + g.rnd(hexLower, 64), "digitalocean-pat|digitalocean-token"},
+		{"shopify", "shpat_" + g.rnd(hexLower, 32), "shopify-access-token"},
 		{"twilio api key", "SK" + g.rnd(hexLower, 32), "twilio-key"},
 		{"huggingface", "hf_" + g.rnd(alnum, 34), "huggingface-token"},
 		{"sendgrid", "SG." + g.rnd(urlSafe, 22) + "." + g.rnd(urlSafe, 43), "sendgrid-key"},
@@ -115,7 +119,6 @@ func TestProviderTokens(t *testing.T) {
 		{"azure client secret", g.rnd(alnum, 3) + "8Q~" + g.rnd(urlSafe, 31), "azure-client-secret"},
 		{"mailchimp", g.rnd(hexLower, 32) + "-us12", "mailchimp-key"},
 		{"jwt", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIx" + g.rnd(urlSafe, 20) + "." + g.rnd(urlSafe, 43), "jwt"},
-		{"random base62 blob", g.rnd(alnum, 40), "token"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -280,7 +283,7 @@ func TestKeep(t *testing.T) {
 		"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGz6mR1d9QqP0nK2x7v3Lw8tY5bJ4cF1hE6sA0uM9oTz ci",
 		`"api_key": "${API_KEY}", "password": "****", token=<your-token>`,
 		"mkdir -p build/out && docker run -p 8080:80 app",
-		"PWD=/srv/app and the SSH_AUTH_SOCK=/tmp/ssh-abc/agent.1",
+		"PWD=/srv/app and the OLDPWD=/srv",
 		"/Users/Shared/cache and /home/ alone",
 	}
 	for _, text := range keep {
@@ -302,10 +305,13 @@ func TestSensitiveEnvName(t *testing.T) {
 	for name, want := range map[string]bool{
 		"GITHUB_TOKEN": true, "AWS_SECRET_ACCESS_KEY": true, "DB_PASSWORD": true, "NPM_AUTH": true,
 		"GOOGLE_APPLICATION_CREDENTIALS": true, "APIKEY": true, "OPENAI_API_KEY": true,
-		"TOKEN_TTL_SECONDS": false, "AUTH_MODE": false, "PWD": false, "OLDPWD": false,
-		"KEYBOARD": false, "MONKEY_PATCH": false, "SSH_AUTH_SOCK": false, "PATH": false, "HOME": false,
+		// the-loop's stems mask whatever else the name says (issue 36).
+		"TOKEN_TTL_SECONDS": true, "AUTH_MODE": true, "AUTH_USER": true, "GIT_AUTHOR_NAME": true,
+		"KEYBOARD": true, "MONKEY_PATCH": true, "SSH_AUTH_SOCK": true, "REDIS_HOST_KEY": true,
+		"TOKENIZERS_PARALLELISM": true, "GIT_AUTHOR_EMAIL": true, "KEY_FILE": true, "KEY_PREFIX": true,
+		"PWD": false, "OLDPWD": false, "PATH": false, "HOME": false, "MYSQL_PWD_FILE": false,
 		"GITLAB_PAT": true, "DEPLOY_PASS": true, "DBPASS": true, "MYSQL_PWD": true, "VAULT_CREDENTIAL": true,
-		"GOPATH": false, "CLASSPATH": false, "TOKENIZERS_PARALLELISM": false, "GIT_AUTHOR_EMAIL": false, "KEY_FILE": false, "KEY_PREFIX": false,
+		"GOPATH": false, "CLASSPATH": false, "COMPASS_URL": false, "PASS_PREFIX": false,
 	} {
 		if got := secretEnvName(name); got != want {
 			t.Errorf("secretEnvName(%q) = %v, want %v", name, got, want)

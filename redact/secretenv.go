@@ -3,24 +3,29 @@ package redact
 import "strings"
 
 // Environment values by name, as the-loop does: the value of a variable
-// whose name holds TOKEN, SECRET, KEY, PASSWORD, CREDENTIAL, PASS or PAT
-// (any case, anywhere in the name) is masked wherever it appears, from six
-// characters up and whatever its shape — a lower-case word or a number is
-// as much a password as a random string. The name match is a substring
-// match, less the English words that merely contain one (PATH, PATCH,
-// KEYBOARD, COMPASS, ...), and less names whose last word says the value
-// describes the secret rather than being it (TOKEN_TTL_SECONDS, KEY_FILE).
+// whose name holds TOKEN, SECRET, KEY, PASSWORD, CREDENTIAL or AUTH (any
+// case, anywhere in the name, whatever else the name says: AUTH_USER,
+// GIT_AUTHOR_NAME, KEY_FILE, TOKEN_TTL) is masked wherever it appears,
+// from six characters up and whatever its shape — a lower-case word, a
+// name or a path is as much the-loop's to hide as a random string. This
+// package masks more, never less: PASS, PASSWD, PAT, PWD and PSW count
+// too, less the English words that merely contain them (PATH, COMPASS)
+// and names whose last word describes the value (MYSQL_PWD_FILE).
 
-var envSecretStems = []string{"token", "secret", "key", "password", "passwd", "credential", "pass", "pat", "auth", "pwd", "psw"}
+// theLoopStems are the-loop's: a name holding one is masked, no exception.
+var theLoopStems = []string{"token", "secret", "key", "password", "credential", "auth"}
 
-// envAccidents are words that hold a stem without naming a secret.
+// extraStems are this package's additions, refined by envAccidents and
+// envDescriptors.
+var extraStems = []string{"passwd", "pass", "pat", "pwd", "psw"}
+
+// envAccidents are words that hold an extra stem without naming a secret.
 var envAccidents = []string{"path", "patch", "pattern", "dispatch", "compat", "spatial", "patient", "patron",
-	"keyboard", "keymap", "keyspace", "monkey", "turkey", "hockey", "donkey", "jockey", "whiskey", "hotkey",
-	"compass", "bypass", "passive", "passenger", "passthrough", "surpass", "trespass", "tokenizer", "author"}
+	"compass", "bypass", "passive", "passenger", "passthrough", "surpass", "trespass"}
 
 // envDescriptors are last words that describe a secret's handling, not
-// the secret (KEY_PREFIX, TOKEN_LIMIT, PASSWORD_POLICY), beside the
-// attributes harmlessLastWord lists.
+// the secret (PASS_PREFIX, PWD_POLICY), beside the attributes
+// harmlessLastWord lists.
 var envDescriptors = map[string]bool{
 	"prefix": true, "suffix": true, "label": true, "alg": true, "bits": true, "interval": true,
 	"days": true, "hours": true, "limit": true, "max": true, "min": true, "retries": true, "policy": true,
@@ -30,6 +35,12 @@ var envDescriptors = map[string]bool{
 // secretEnvName reports whether a variable's name marks its value as a
 // secret.
 func secretEnvName(name string) bool {
+	lower := strings.ToLower(name)
+	for _, stem := range theLoopStems {
+		if strings.Contains(lower, stem) {
+			return true
+		}
+	}
 	var buf [8]string
 	words := splitWords(name, buf[:0])
 	if len(words) == 0 || (len(words) == 1 && (words[0] == "pwd" || words[0] == "oldpwd")) {
@@ -42,7 +53,7 @@ func secretEnvName(name string) bool {
 		for _, a := range envAccidents {
 			w = strings.ReplaceAll(w, a, " ")
 		}
-		for _, stem := range envSecretStems {
+		for _, stem := range extraStems {
 			if strings.Contains(w, stem) {
 				return true
 			}
@@ -51,13 +62,10 @@ func secretEnvName(name string) bool {
 	return false
 }
 
-// maskableSecretEnvValue rejects only what cannot be told from ordinary
-// text or is not the secret itself: values under six characters, the
-// placeholders programs print (true, none, ****, ${VAR}) and file paths,
-// which say where a secret is kept, not what it is.
+// maskableSecretEnvValue: six characters and up, as the-loop, less the
+// words programs print for an unset or switched value (disabled, required,
+// undefined), which would mask that word in every sentence and hide
+// nothing. A path is masked too: the-loop hides where a key file is kept.
 func maskableSecretEnvValue(v string) bool {
-	if len(v) < 6 || trivialValue(v) {
-		return false
-	}
-	return !(v[0] == '/' || v[0] == '~' || strings.HasPrefix(v, "./") || (len(v) > 2 && v[1] == ':' && v[2] == '\\'))
+	return len(v) >= 6 && !(len(v) <= 10 && trivialValues[strings.ToLower(v)])
 }

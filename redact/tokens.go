@@ -148,8 +148,8 @@ func runChar(c byte) bool {
 }
 
 // findTokens walks the maximal runs of token characters and masks those
-// that carry a provider prefix, JWTs, dotted provider tokens, and long runs
-// that look random enough to be a credential without any context.
+// that carry a provider prefix gitleaks has no rule for (or whose rule did
+// not read the run), JWTs and dotted provider tokens.
 func findTokens(sc *scan) {
 	s := sc.s
 	for i := 0; i < len(s); {
@@ -174,7 +174,12 @@ func findTokens(sc *scan) {
 			sc.add(start, end, "mailchimp-key")
 			continue
 		}
-		if label := prefixLabel(run); label != "" {
+		if label, covered := matchPrefix(run); label != "" {
+			if covered && sc.gitleaksSaw(start, end) {
+				// gitleaks' rule for this prefix read the run and decided
+				// (its allow-list knows placeholders and published examples).
+				continue
+			}
 			if label == "private-key" {
 				sc.add(start, base64BlockEnd(s, start), label)
 				i = base64BlockEnd(s, start)
@@ -183,27 +188,9 @@ func findTokens(sc *scan) {
 			sc.add(start, end, label)
 			continue
 		}
-		// A run glued to '/', '+' or '=' may be one piece of a base64 blob;
-		// judge the whole blob.
-		bs, be := start, end
-		for bs > 0 && (blobChar(s[bs-1]) || s[bs-1] == '/' || s[bs-1] == '+') {
-			bs--
-		}
-		for be < len(s) && (blobChar(s[be]) || s[be] == '/' || s[be] == '+') {
-			be++
-		}
-		for be < len(s) && s[be] == '=' {
-			be++ // base64 padding
-		}
-		if (bs < start || be > end) && (bs > 0 && s[bs-1] == ':' || strings.Contains(s[bs:be], "/")) && !looksRandomRun(s[start:end]) {
-			continue // a path or URL piece, judged elsewhere
-		}
-		if looksRandomRun(s[bs:be]) && !isPlaceholderNear(s, bs) && !afterPublicKeyType(s, bs) {
-			sc.add(bs, be, "token")
-			if be > i {
-				i = be
-			}
-		}
+		// A random-looking run alone is no evidence of a secret (a document
+		// id, a selector, a hash): the words around it decide, in
+		// findKeyValues and gitleaks' rules.
 	}
 }
 
@@ -250,17 +237,28 @@ var rulesByFirstByte = func() (idx [256][]int) {
 }()
 
 func prefixLabel(run string) string {
+	label, _ := matchPrefix(run)
+	return label
+}
+
+// matchPrefix returns the label of the rule run's prefix matches, and
+// whether gitleaks' catalogue has a rule for that prefix too.
+func matchPrefix(run string) (string, bool) {
 	if run == "" {
-		return ""
+		return "", false
 	}
+	covered := gitleaks().coveredPrefix
 	for _, i := range rulesByFirstByte[run[0]] {
 		r := &prefixRules[i]
 		if !strings.HasPrefix(run, r.prefix) {
 			continue
 		}
 		rest := run[len(r.prefix):]
-		if r.rest == nil {
-			return ""
+		if r.rest == nil || selectorName(rest) || len(rest) >= 6 && placeholderValue(rest) || strings.Contains(rest, "1234567890") {
+			// ntn_1234567890…, glptt-xxxx…: a documentation example;
+			// hf_requiredCharacteristicTypes: a selector or a name made of
+			// words, not a random token.
+			return "", false
 		}
 		if len(rest) < r.minRest || !r.rest(rest) {
 			continue
@@ -269,9 +267,9 @@ func prefixLabel(run string) string {
 		if (r.label == "aws-access-key-id" && len(run) != 20) || (r.label == "twilio-key" && len(run) != 34) {
 			continue
 		}
-		return r.label
+		return r.label, covered[i]
 	}
-	return ""
+	return "", false
 }
 
 // dottedToken handles tokens whose parts are joined by dots: JWTs
@@ -484,4 +482,20 @@ func trimBlock(s string, i, j int) (int, int) {
 		}
 	}
 	return i, j
+}
+
+// selectorName: letters only, in camel case with at least two humps
+// (requiredCharacteristicTypes): a method or field name.
+func selectorName(v string) bool {
+	caps := 0
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+			return false
+		}
+		if 'A' <= c && c <= 'Z' {
+			caps++
+		}
+	}
+	return caps >= 2 && camelWords(v)
 }

@@ -111,10 +111,39 @@ func userinfoEnd(s string, as, te int) int {
 func hostFollows(s string, i, te int) int {
 	j := i
 	strong := false
+	// A seed list (mongodb://u:p@a:27017,b:27017) is hosts joined by ','.
+	for {
+		var st int
+		st, j = oneHost(s, j, te)
+		if st == 0 {
+			return 0
+		}
+		strong = strong || st == 2
+		if !(j+1 < te && s[j] == ',' && (isAlnum(s[j+1]) || s[j+1] == '[')) {
+			break
+		}
+		j++
+	}
+	// Then the path, query or fragment, or punctuation closing the token
+	// in prose ("…@db:5432: refused", "(…@db).").
+	if !(j == te || s[j] == '/' || s[j] == '?' || s[j] == '#' || strings.Trim(s[j:te], ".,;:)]}!") == "") {
+		return 0
+	}
+	if strong {
+		return 2
+	}
+	return 1
+}
+
+// oneHost reads one host[:port] at i: 2 for a host with a dot, a port or
+// brackets, 1 for a bare name, 0 for none; and where it ends.
+func oneHost(s string, i, te int) (int, int) {
+	j := i
+	strong := false
 	if j < te && s[j] == '[' { // [::1]
 		k := strings.IndexByte(s[j:te], ']')
 		if k < 0 {
-			return 0
+			return 0, j
 		}
 		j += k + 1
 		strong = true
@@ -126,23 +155,20 @@ func hostFollows(s string, i, te int) int {
 			j++
 		}
 		if j == i {
-			return 0
+			return 0, j
 		}
 	}
 	if j+1 < te && s[j] == ':' && isDigit(s[j+1]) {
 		strong = true
 		j++
-		for j < te && (isDigit(s[j]) || s[j] == ',') {
+		for j < te && isDigit(s[j]) {
 			j++
 		}
 	}
-	if !(j == te || s[j] == '/' || s[j] == '?' || s[j] == '#' || s[j] == ')' || s[j] == ',' || s[j] == ';' || s[j] == '.' && j+1 == te) {
-		return 0
-	}
 	if strong {
-		return 2
+		return 2, j
 	}
-	return 1
+	return 1, j
 }
 
 // oracleTools take user/password[@connect] as an argument.

@@ -74,7 +74,7 @@ func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, 
 	if err != nil {
 		return nil, &ConfigError{File: "config", Key: "selfDiagnosis.fingerprintRules", Err: err}
 	}
-	red := redact.FromEnvironment()
+	red := redact.FromEnvironment(cfg.StateRoot)
 	s := &scanner{cfg: cfg, now: now, io: io, log: log, dryRun: dryRun, fp: fp, red: red,
 		incidents: stages.NewIncidentIndex(stages.IncidentKeysWith(cfg.Triage.CorrelationKeys), stages.IncidentMaxFailures),
 		progress:  newAgentProgress(io.err, cfg.Harness),

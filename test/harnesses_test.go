@@ -24,6 +24,15 @@ func cliOnPath(t *testing.T, name string) string {
 	return "PATH=" + dir + string(os.PathListSeparator) + os.Getenv("PATH")
 }
 
+// confinedRecord is where the fake, run as cli, records its runs: in the
+// CLI's own state directory under HOME (the deployment's directory), the
+// one place outside its run directory the kernel lets a confined CLI write.
+func confinedRecord(d *deployment, cli string) string {
+	record := filepath.Join(d.dir, "."+cli, "runs.jsonl")
+	d.env = append(d.env, "FAKE_AGENT_RECORD="+record)
+	return record
+}
+
 type cliRun struct {
 	Argv       []string `json:"argv"`
 	Cwd        string   `json:"cwd"`
@@ -71,9 +80,9 @@ func TestCodexAndGeminiFileAnIssueReadOnly(t *testing.T) {
 	} {
 		t.Run(tc.cli, func(t *testing.T) {
 			gh := newGitHub(t)
-			record := filepath.Join(t.TempDir(), "runs.jsonl")
 			d := newDeployment(t, gh, deployOpts{harness: tc.cli, agentMode: "valid",
-				env: []string{cliOnPath(t, tc.cli), "FAKE_AGENT_RECORD=" + record}, extra: "  model: m-1\n"})
+				env: []string{cliOnPath(t, tc.cli)}, extra: "  model: m-1\n"})
+			record := confinedRecord(d, tc.cli)
 			d.appendLog(failure(t0, "dispatch.failed", "handler panicked: nil map write"))
 			at := t0.Add(time.Hour)
 			res := d.run("run", "--now", at.Format(time.RFC3339))
@@ -127,9 +136,9 @@ func TestCodexAndGeminiAuthErrorsLeaveTheDefectWaiting(t *testing.T) {
 	} {
 		t.Run(tc.cli, func(t *testing.T) {
 			gh := newGitHub(t)
-			record := filepath.Join(t.TempDir(), "runs.jsonl")
 			d := newDeployment(t, gh, deployOpts{harness: tc.cli, agentMode: "error",
-				env: []string{cliOnPath(t, tc.cli), "FAKE_AGENT_RECORD=" + record}})
+				env: []string{cliOnPath(t, tc.cli)}})
+			record := confinedRecord(d, tc.cli)
 			d.appendLog(killDefects()[:2]...)
 			at := t0.Add(time.Hour)
 			for scan := 1; scan <= 2; scan++ {

@@ -24,6 +24,14 @@ const (
 	AgentHarnessOpenAI  = "openai"
 )
 
+// AgentBinaries are the known CLIs' executables, AgentConfig.Binary's
+// defaults: the one list the agent stage runs and doctor looks for.
+// "command" runs its argv's first element; the others run no binary.
+var AgentBinaries = map[string]string{
+	AgentHarnessClaude: "claude", AgentHarnessCursor: "cursor-agent",
+	AgentHarnessCodex: "codex", AgentHarnessGemini: "gemini",
+}
+
 // AgentDefaultTimeout bounds an agent run when AgentConfig.Timeout is zero:
 // an agent CLI that hangs must never stall a scan forever.
 const AgentDefaultTimeout = 15 * time.Minute

@@ -27,7 +27,7 @@ const (
 // codex 0.171 ignores: it reads openai_base_url from its config, which
 // -c sets (a TOML string: JSON's quoting is TOML's).
 func agentCodexArgv(cfg AgentConfig, prompt, root, workDir, baseURL string) []string {
-	argv := []string{agentOr(cfg.Binary, "codex"), "exec", "--json"}
+	argv := []string{agentOr(cfg.Binary, AgentBinaries[AgentHarnessCodex]), "exec", "--json"}
 	argv = append(argv, agentCodexFlags(workDir)...)
 	if baseURL != "" {
 		q, _ := json.Marshal(baseURL)

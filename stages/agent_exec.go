@@ -145,7 +145,7 @@ func agentRunProcess(ctx context.Context, cfg AgentConfig, d pipeline.Dossier) (
 func agentArgv(cfg AgentConfig, prompt, promptFile, workDir string) ([]string, error) {
 	switch cfg.Harness {
 	case AgentHarnessClaude:
-		argv := []string{agentOr(cfg.Binary, "claude"), "-p", prompt, "--output-format", "json"}
+		argv := []string{agentOr(cfg.Binary, AgentBinaries[AgentHarnessClaude]), "-p", prompt, "--output-format", "json"}
 		argv = append(argv, agentClaudeFlags(workDir, cfg.SourcePath)...)
 		if cfg.Model != "" {
 			argv = append(argv, "--model", cfg.Model)
@@ -156,7 +156,7 @@ func agentArgv(cfg AgentConfig, prompt, promptFile, workDir string) ([]string, e
 		}
 		return argv, nil
 	case AgentHarnessCursor:
-		argv := []string{agentOr(cfg.Binary, "cursor-agent"), "-p", prompt, "--output-format", "json"}
+		argv := []string{agentOr(cfg.Binary, AgentBinaries[AgentHarnessCursor]), "-p", prompt, "--output-format", "json"}
 		if cfg.Model != "" {
 			argv = append(argv, "-m", cfg.Model) // as the-loop passes it
 		}

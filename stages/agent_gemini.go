@@ -16,7 +16,7 @@ import (
 
 // agentGeminiArgv is gemini headless and read-only (agentGeminiFlags).
 func agentGeminiArgv(cfg AgentConfig, prompt string) []string {
-	argv := []string{agentOr(cfg.Binary, "gemini"), "-p", prompt, "--output-format", "json"}
+	argv := []string{agentOr(cfg.Binary, AgentBinaries[AgentHarnessGemini]), "-p", prompt, "--output-format", "json"}
 	argv = append(argv, agentGeminiFlags()...)
 	if cfg.Model != "" {
 		argv = append(argv, "-m", cfg.Model)

@@ -181,18 +181,11 @@ func doctorGitHub(ctx context.Context, cfg Config) []stages.SetupCheck {
 	return stages.CheckGitHubSetup(ctx, client, cfg.Repo, cfg.Label)
 }
 
-// agentBinaries are the harnesses' executables (stages.AgentConfig.Binary's
-// defaults); "command" runs its argv's first element, the others no binary.
-var agentBinaries = map[string]string{
-	stages.AgentHarnessClaude: "claude", stages.AgentHarnessCursor: "cursor-agent",
-	stages.AgentHarnessCodex: "codex", stages.AgentHarnessGemini: "gemini",
-}
-
 // doctorAgent: the harness's binary is found, the agent can be confined,
 // and a one-line probe answers valid JSON within the timeout.
 func doctorAgent(ctx context.Context, cfg Config, log zerolog.Logger, noProbe bool) []stages.SetupCheck {
 	bin := stages.SetupCheck{Name: "agent binary", OK: true}
-	name := agentBinaries[cfg.Harness]
+	name := stages.AgentBinaries[cfg.Harness]
 	if cfg.Harness == stages.AgentHarnessCommand && len(cfg.Command) > 0 {
 		name = cfg.Command[0]
 	}

@@ -185,6 +185,7 @@ func doctorGitHub(ctx context.Context, cfg Config) []stages.SetupCheck {
 // and a one-line probe answers valid JSON within the timeout.
 func doctorAgent(ctx context.Context, cfg Config, log zerolog.Logger, noProbe bool) []stages.SetupCheck {
 	bin := stages.SetupCheck{Name: "agent binary", OK: true}
+	source := resolveAgentSource(cfg) // once: it may ask the-loop's python
 	name := stages.AgentBinaries[cfg.Harness]
 	if cfg.Harness == stages.AgentHarnessCommand && len(cfg.Command) > 0 {
 		name = cfg.Command[0]
@@ -214,11 +215,11 @@ func doctorAgent(ctx context.Context, cfg Config, log zerolog.Logger, noProbe bo
 	case !bin.OK:
 		probe.Skipped, probe.Detail = true, "not run: no agent binary"
 	default:
-		probe = doctorProbe(ctx, cfg, log)
+		probe = doctorProbe(ctx, cfg, source, log)
 	}
 	// The source is advice, not a failure: without one the agent still
 	// diagnoses from the dossier alone, as the-loop does when it has none.
-	src := stages.SetupCheck{Name: "agent source", OK: true, Detail: resolveAgentSource(cfg).String()}
+	src := stages.SetupCheck{Name: "agent source", OK: true, Detail: source.String()}
 	return []stages.SetupCheck{bin, box, src, probe}
 }
 
@@ -245,9 +246,9 @@ func agentConfinement(harness string) (ok bool, detail string) {
 // doctorProbe runs the agent once on a dossier of one line, as a scan
 // would (same harness, flags, environment and timeout), and wants a valid
 // answer back.
-func doctorProbe(ctx context.Context, cfg Config, log zerolog.Logger) stages.SetupCheck {
+func doctorProbe(ctx context.Context, cfg Config, src AgentSource, log zerolog.Logger) stages.SetupCheck {
 	c := stages.SetupCheck{Name: "agent probe"}
-	agent, err := stages.NewAgent(agentConfig(cfg, "", log, redact.FromEnvironment().Scrub))
+	agent, err := stages.NewAgent(agentConfig(cfg, src, log, redact.FromEnvironment(cfg.StateRoot).Scrub))
 	if err != nil {
 		c.Detail, c.Fix = err.Error(), "fix the agent's config keys the message names"
 		return c

@@ -90,12 +90,12 @@ func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, 
 			return nil, &ConfigError{File: "config", Key: "selfDiagnosis.sourcePath", Err: err}
 		}
 	}
-	sourcePath, sourceVersion := "", ""
-	if s.source != nil {
-		sourcePath, sourceVersion = s.source.Root(), src.Version
+	if s.source == nil {
+		src = AgentSource{} // not readable as a source tree: the agent gets none
+	} else {
+		src.Path = s.source.Root()
 	}
-	acfg := agentConfig(cfg, sourcePath, log, red.Scrub)
-	acfg.SourceVersion = sourceVersion
+	acfg := agentConfig(cfg, src, log, red.Scrub)
 	acfg.Admit = func(ctx context.Context, d pipeline.Dossier) (pipeline.Dossier, error) {
 		return s.fleet.Admit(ctx, d) // nil (replay, a dry run): admits everything
 	}
@@ -126,10 +126,10 @@ func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, 
 
 // agentConfig is the agent as the config sets it up, for a scan and for
 // doctor's probe alike.
-func agentConfig(cfg Config, sourcePath string, log zerolog.Logger, scrub func(string) string) stages.AgentConfig {
+func agentConfig(cfg Config, src AgentSource, log zerolog.Logger, scrub func(string) string) stages.AgentConfig {
 	return stages.AgentConfig{
-		SourcePath: sourcePath,
-		Harness:    cfg.Harness, Command: cfg.Command, Model: cfg.Model,
+		SourcePath: src.Path, SourceVersion: src.Version,
+		Harness: cfg.Harness, Command: cfg.Command, Model: cfg.Model,
 		Timeout: cfg.Timeout, Parallel: cfg.AgentParallel, Env: cfg.AgentEnv, Log: log, Scrub: scrub,
 		Endpoint: cfg.Endpoint, APIKeyEnv: cfg.APIKeyEnv,
 		PricePerMillionInput: cfg.PricePerMillionInput, PricePerMillionOutput: cfg.PricePerMillionOutput,

@@ -396,9 +396,10 @@ func (m *Memory) resolve(t *memoryTemplate) (wild []int, last *MemorySlot) {
 
 // isDefault tells whether fp is the default fingerprint of the event and
 // template: an operator's rule decided the others, and the memory leaves
-// them alone.
+// them alone. event is already the identity's (identityEvent), as Learn
+// and Canonical pass it.
 func isDefault(fp, event, template string) bool {
-	return fp == versionedFingerprint(Version, identityEvent(event, template), template)
+	return fp == versionedFingerprint(Version, event, template)
 }
 
 // Learn notes one template of an event, whose fingerprint is fp: each of

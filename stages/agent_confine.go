@@ -33,7 +33,7 @@ var agentStateDirs = map[string][]string{
 // (where it has Landlock): the known CLIs. An operator's command is
 // theirs to restrict: what it needs is theirs to know.
 func AgentConfined(harness string) bool {
-	_, ok := agentStateDirs[harness]
+	_, ok := AgentBinaries[harness]
 	return ok
 }
 
@@ -56,14 +56,7 @@ func agentPolicy(cfg AgentConfig, path, root string, env []string) *sandbox.Poli
 	if !ok {
 		return nil
 	}
-	get := func(name string) string {
-		for i := len(env) - 1; i >= 0; i-- {
-			if k, v, _ := strings.Cut(env[i], "="); k == name {
-				return v
-			}
-		}
-		return ""
-	}
+	get := func(name string) string { v, _ := agentEnvLookup(env, name); return v }
 	p := &sandbox.Policy{ReadWrite: append([]string{root}, sandbox.SystemReadWrite...)}
 	var state []string
 	if home := get("HOME"); filepath.IsAbs(home) {

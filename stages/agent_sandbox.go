@@ -179,16 +179,22 @@ func agentHarnessAdaptEnv(harness string, env []string) []string {
 	if harness != AgentHarnessCodex {
 		return env
 	}
-	var key string
-	for _, kv := range env {
-		if k, v, _ := strings.Cut(kv, "="); k == "CODEX_API_KEY" {
-			return env
-		} else if k == "OPENAI_API_KEY" {
-			key = v
-		}
+	if _, ok := agentEnvLookup(env, "CODEX_API_KEY"); ok {
+		return env
 	}
-	if key != "" {
+	if key, _ := agentEnvLookup(env, "OPENAI_API_KEY"); key != "" {
 		env = append(env, "CODEX_API_KEY="+key)
 	}
 	return env
+}
+
+// agentEnvLookup is name's value in env (KEY=VALUE, the last one wins, as
+// exec's environment does) and whether it is set at all.
+func agentEnvLookup(env []string, name string) (string, bool) {
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, _ := strings.Cut(env[i], "="); k == name {
+			return v, true
+		}
+	}
+	return "", false
 }

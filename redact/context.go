@@ -345,11 +345,12 @@ func keyValue(sc *scan, ks, ke int) {
 	}
 	sep := byte(' ')
 	dash := false
+	op := assignmentOperator(s, p)
 	switch {
-	case assignmentOperator(s, p) > 0:
+	case op > 0:
 		// Make's ?= ::= :::=, PHP's .=, +=, R's <-.
 		sep = '='
-		p += assignmentOperator(s, p)
+		p += op
 	case spaced && p+1 < len(s) && s[p] == '-' && s[p+1] == ' ':
 		sep, dash = '=', true // "key - 'value'": taken only when quoted
 		p++

@@ -175,6 +175,11 @@ func findGitleaks(sc *scan) {
 		if mi < len(masks) && masks[mi][0] <= pos {
 			return true
 		}
+		// The windows depend on the hit, not the rule: worked out once, on
+		// the first rule that needs them.
+		var kw, vw window
+		kwDone, opDone, vwDone := false, false, false
+		op, run := -1, 0
 		for _, ri := range c.byKey[c.words[pattern]] {
 			if c.rules[ri].wordStart && pos > 0 && (isAlnum(s[pos-1]) || s[pos-1] == '_') {
 				continue
@@ -183,20 +188,31 @@ func findGitleaks(sc *scan) {
 				perRule[ri] = []window{{start: 0, end: len(s)}}
 				continue
 			}
-			w := keywordWindow(s, pos, int(end)+1)
+			if !kwDone {
+				kw, kwDone = keywordWindow(s, pos, int(end)+1), true
+			}
+			w := kw
 			if c.rules[ri].value != nil {
-				op := assignmentAfter(s, int(end)+1)
-				if op < 0 || valueRun(s, op) < c.rules[ri].minValue {
+				if !opDone {
+					op, opDone = assignmentAfter(s, int(end)+1), true
+					if op >= 0 {
+						run = valueRun(s, op)
+					}
+				}
+				if op < 0 || run < c.rules[ri].minValue {
 					continue
 				}
-				ks := pos
-				for ks > w.start && pos-ks < 50 && (isAlnum(s[ks-1]) || s[ks-1] == '_' || s[ks-1] == '.' || s[ks-1] == '-') {
-					ks--
+				if !vwDone {
+					ks := pos
+					for ks > kw.start && pos-ks < 50 && keyChar(s[ks-1]) {
+						ks--
+					}
+					// start: the name; end: the line's end, which the value's
+					// pattern may need ($), or valueReach past the operator:
+					// the regex engine clears state in proportion to its input.
+					vw, vwDone = window{start: ks, end: min(lineWindow(s, op, op).end, op+valueReach), op: op}, true
 				}
-				// start: the name; end: the line's end, which the value's
-				// pattern may need ($), or valueReach past the operator: the
-				// regex engine clears state in proportion to its input.
-				w = window{start: ks, end: min(lineWindow(s, op, op).end, op+valueReach), op: op}
+				w = vw
 			}
 			ws := perRule[ri]
 			if n := len(ws); n > 0 && ws[n-1].start <= w.start && w.end <= ws[n-1].end && ws[n-1].op == w.op {

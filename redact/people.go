@@ -45,7 +45,7 @@ func findPeople(sc *scan) {
 				q++
 			}
 			e := q
-			for e < len(s) && (isAlnum(s[e]) || s[e] == '.' || s[e] == '_' || s[e] == '-') {
+			for e < len(s) && keyChar(s[e]) {
 				e++
 			}
 			for e > q && (s[e-1] == '.' || s[e-1] == '-') {
@@ -84,7 +84,7 @@ func findSSHUsers(sc *scan) {
 		at := off + i
 		off = at + 1
 		us := at
-		for us > 0 && (isAlnum(s[us-1]) || s[us-1] == '.' || s[us-1] == '_' || s[us-1] == '-') {
+		for us > 0 && keyChar(s[us-1]) {
 			us--
 		}
 		he := at + 1

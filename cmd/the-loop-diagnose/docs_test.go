@@ -1,0 +1,223 @@
+package main
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// configKeys is every dotted key the decoder accepts, from the lists
+// checkKeys holds the file to (config_keys.go): the one list of keys.
+func configKeys() []string {
+	keys := []string{"routing.control.keywords"}
+	for _, sec := range []struct {
+		prefix string
+		keys   []string
+	}{
+		{"state.", stateKeys},
+		{"eventLog.", eventLogKeys},
+		{"eventLog.mapping.", eventLogMappingKeys},
+		{"selfDiagnosis.", selfDiagnosisKeys},
+	} {
+		for _, k := range sec.keys {
+			keys = append(keys, sec.prefix+k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// TestConfigDocNamesEveryKey keeps docs/config.md, the reference of every
+// key, in step with the decoder: each key it accepts has a row there, and
+// no row names a key it does not accept.
+func TestConfigDocNamesEveryKey(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot, "docs", "config.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]bool{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `([A-Za-z]+(?:\\.[A-Za-z]+)+)` \\|").FindAllStringSubmatch(string(b), -1) {
+		rows[m[1]] = true
+	}
+	keys := configKeys()
+	for _, k := range keys {
+		if !rows[k] {
+			t.Errorf("the decoder reads %s but docs/config.md has no row for it: add one, with its default and meaning", k)
+		}
+	}
+	for k := range rows {
+		if !slices.Contains(keys, k) {
+			t.Errorf("docs/config.md documents %s, which the decoder does not read (config_keys.go)", k)
+		}
+	}
+}
+
+// errorTextKeyAllowed are selfDiagnosis.<key> mentions known to be wrong and
+// being fixed elsewhere. TEMPORARY: stages/agent.go names
+// selfDiagnosis.timeout and selfDiagnosis.parallel (the keys are
+// timeoutSeconds and agentParallel); the agent helper of issue 33 rewrites
+// those texts. Once that branch is merged, empty this list (the lead does).
+var errorTextKeyAllowed = map[string]string{
+	"selfDiagnosis.timeout":  "stages/agent.go",
+	"selfDiagnosis.parallel": "stages/agent.go",
+}
+
+// TestTextsNameRealConfigKeys reads every string literal of the module's
+// non-test Go files: a selfDiagnosis.<key> or eventLog.<key> one names (an error, a log line,
+// a help text) must be a key the config accepts, or the user is sent
+// looking for a setting that does not exist.
+func TestTextsNameRealConfigKeys(t *testing.T) {
+	keys := configKeys()
+	// eventLog's keys too; state.<x> is left out: "state.json" is a file.
+	mention := regexp.MustCompile(`\b(?:selfDiagnosis|eventLog)(?:\.[A-Za-z]+)+`)
+	fset := token.NewFileSet()
+	files := 0
+	err := filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			// Not the module's code: hidden directories (.git, .cache of the
+			// real CLIs), test data.
+			if name := d.Name(); path != repoRoot && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		files++
+		ast.Inspect(f, func(n ast.Node) bool {
+			lit, ok := n.(*ast.BasicLit)
+			if !ok || lit.Kind != token.STRING {
+				return true
+			}
+			s, err := strconv.Unquote(lit.Value)
+			if err != nil {
+				return true
+			}
+			for _, key := range mention.FindAllString(s, -1) {
+				if slices.Contains(keys, key) {
+					continue
+				}
+				pos := fset.Position(lit.Pos())
+				rel, _ := filepath.Rel(repoRoot, pos.Filename)
+				if allowedIn, ok := errorTextKeyAllowed[key]; ok && filepath.ToSlash(rel) == allowedIn {
+					t.Logf("%s:%d names %s, not a config key: allowed until the agent helper's fix merges (errorTextKeyAllowed)", rel, pos.Line, key)
+					continue
+				}
+				t.Errorf("%s:%d names %s, which is not a config key (config_keys.go)", rel, pos.Line, key)
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The walk must have read the module, not an empty directory.
+	if files < 50 {
+		t.Fatalf("read %d Go files under %s: the walk missed the module", files, repoRoot)
+	}
+}
+
+// mdLink is an inline markdown link's target: [text](target).
+var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// TestDocsLinksResolve follows every relative link of README.md, DESIGN.md
+// and docs/**.md: the file must exist, and a #fragment into a markdown file
+// must be one of its headings (GitHub's anchors).
+func TestDocsLinksResolve(t *testing.T) {
+	docs := []string{filepath.Join(repoRoot, "README.md"), filepath.Join(repoRoot, "DESIGN.md")}
+	err := filepath.WalkDir(filepath.Join(repoRoot, "docs"), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".md") {
+			docs = append(docs, path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	links := 0
+	for _, doc := range docs {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(repoRoot, doc)
+		for i, line := range strings.Split(withoutCode(string(b)), "\n") {
+			for _, m := range mdLink.FindAllStringSubmatch(line, -1) {
+				target := m[1]
+				if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+					continue
+				}
+				links++
+				file, frag, _ := strings.Cut(target, "#")
+				path := doc
+				if file != "" {
+					path = filepath.Join(filepath.Dir(doc), file)
+				}
+				if _, err := os.Stat(path); err != nil {
+					t.Errorf("%s:%d links to %s, which does not exist", rel, i+1, target)
+					continue
+				}
+				if frag != "" && strings.HasSuffix(path, ".md") && !slices.Contains(anchors(t, path), frag) {
+					t.Errorf("%s:%d links to %s: no heading there has the anchor #%s", rel, i+1, target, frag)
+				}
+			}
+		}
+	}
+	if links < 20 {
+		t.Fatalf("found %d relative links in %d documents: the docs lost their links, or this test its reading", links, len(docs))
+	}
+}
+
+// codeBlock is a fenced block: links inside are code, not links.
+var codeBlock = regexp.MustCompile("(?ms)^```.*?^```")
+
+// withoutCode blanks fenced code blocks, keeping the line count.
+func withoutCode(s string) string {
+	return codeBlock.ReplaceAllStringFunc(s, func(b string) string {
+		return strings.Repeat("\n", strings.Count(b, "\n"))
+	})
+}
+
+// anchors are the heading anchors GitHub gives a markdown file: the
+// heading lower-cased, spaces to hyphens, punctuation but - and _ dropped.
+func anchors(t *testing.T, path string) []string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(withoutCode(string(b)), "\n") {
+		h := strings.TrimLeft(line, "#")
+		if h == line || !strings.HasPrefix(h, " ") {
+			continue
+		}
+		var a strings.Builder
+		for _, r := range strings.ToLower(strings.TrimSpace(h)) {
+			switch {
+			case r == ' ':
+				a.WriteRune('-')
+			case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 127 && !strings.ContainsRune("—–’“”…·", r):
+				a.WriteRune(r)
+			}
+		}
+		out = append(out, a.String())
+	}
+	return out
+}

@@ -68,13 +68,7 @@ func (w watched) alive() map[int]bool {
 // left polls for up to 5 s for every watched process to be gone and
 // returns those still running.
 func (w watched) left() map[int]bool {
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if len(w.alive()) == 0 {
-			return nil
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	within(5*time.Second, 20*time.Millisecond, func() bool { return len(w.alive()) == 0 })
 	return w.alive()
 }
 

@@ -136,17 +136,9 @@ func scanAll(t *testing.T, deps []*deployment, kill map[int]bool) (results []res
 		if !kill[i] {
 			continue
 		}
-		for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			if runsOf(t, deps[i]) > before[i] {
-				running[i] = true
-				break
-			}
-			select {
-			case <-exited[i]:
-				deadline = time.Now()
-			default:
-			}
-		}
+		running[i] = within(60*time.Second, 20*time.Millisecond, func() bool {
+			return runsOf(t, deps[i]) > before[i] || ended(exited[i])
+		}) && !ended(exited[i])
 	}
 	for i := range deps {
 		if !kill[i] {
@@ -154,7 +146,18 @@ func scanAll(t *testing.T, deps []*deployment, kill map[int]bool) (results []res
 			wait(i)
 		}
 	}
-	time.Sleep(500 * time.Millisecond) // the others are claiming and diagnosing
+	// The others are claiming and diagnosing before the kills: each has
+	// run an agent (so it holds a claim of its own and has met the killed
+	// deployments' claims) or has ended.
+	if len(kill) > 0 {
+		for i := range deps {
+			if !kill[i] && !within(60*time.Second, 20*time.Millisecond, func() bool {
+				return runsOf(t, deps[i]) > before[i] || ended(exited[i])
+			}) {
+				t.Logf("deployment %d neither ran an agent nor ended before the kills", i)
+			}
+		}
+	}
 	for i := range deps {
 		if running[i] {
 			select {
@@ -168,6 +171,16 @@ func scanAll(t *testing.T, deps []*deployment, kill map[int]bool) (results []res
 	}
 	wg.Wait()
 	return results, inFlight
+}
+
+// ended reports whether ch is closed: the process it stands for exited.
+func ended(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 func openFleetDB(t *testing.T, url string) *sql.DB {

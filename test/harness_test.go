@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	fakegh "github.com/the-loop/the-loop-diagnose/fakes/github"
 	"github.com/the-loop/the-loop-diagnose/store"
 	"github.com/the-loop/the-loop-diagnose/store/pgtest"
@@ -42,6 +44,15 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	pgtest.StopShared() // the fleet tests' PostgreSQL
 	os.RemoveAll(dir)
+	// What a test started (a fake's handler, a watcher's reader, a store's
+	// connection) ends with it; checked once the shared PostgreSQL is
+	// stopped, so its connections are not counted.
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: goroutines left after the tests passed: %v\n", err)
+			code = 1
+		}
+	}
 	os.Exit(code)
 }
 
@@ -266,11 +277,27 @@ var t0 = time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
 
 // eventually polls ok every 50 ms for up to 20 s and reports whether it
 // came true: how the tests wait for a running watcher, never how they time it.
-func eventually(ok func() bool) bool {
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+func eventually(ok func() bool) bool { return within(20*time.Second, 50*time.Millisecond, ok) }
+
+// within polls ok every interval until it is true or limit has passed, and
+// reports whether it came true. It is the one place the tests sleep: each
+// wait is for something a test can see (a file written, a request the fake
+// recorded, a process gone), bounded by a deadline.
+func within(limit, interval time.Duration, ok func() bool) bool {
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(interval) {
 		if ok() {
 			return true
 		}
 	}
 	return ok()
+}
+
+// scanEnded waits until no scan holds d's state lock (its file is removed
+// on release) and reports whether that came: a watcher's scan under way
+// when it is called has then ended, its outcomes persisted.
+func (d *deployment) scanEnded() bool {
+	return eventually(func() bool {
+		_, err := os.Lstat(d.state + ".lock")
+		return os.IsNotExist(err)
+	})
 }

@@ -121,10 +121,14 @@ func TestWatcherLinksAGiveUpToThePreviousScansFailure(t *testing.T) {
 	// The give-up, then an unrelated failure that marks the scan's end.
 	d.appendLog(giveUp(t0.Add(4*time.Minute), "dispatch.gave_up", "work_item", wi, "delivery_id", deliv),
 		failure(t0.Add(5*time.Minute), "state.save.failed", "rename state.tmp: cross-device link"))
-	if !eventually(func() bool { return gh.CountCreates() >= 2 }) {
+	if !eventually(func() bool { return len(notFiled(gh, "cross-device link")) == 0 }) {
 		t.Fatalf("the second failure was not filed\n%s", stderr.String())
 	}
-	time.Sleep(200 * time.Millisecond)
+	// The scan that filed it read the give-up too: once it has ended, all
+	// it would file is filed.
+	if !d.scanEnded() {
+		t.Fatalf("the scan that filed the second failure never ended\n%s", stderr.String())
+	}
 	if n := gh.CountCreates(); n != 2 {
 		t.Fatalf("%d issues: the give-up was filed on its own instead of joining its incident's", n)
 	}

@@ -23,8 +23,8 @@ type watcher struct {
 
 func startWatcher(t *testing.T, d *deployment) *watcher {
 	t.Helper()
-	w := &watcher{t: t, addr: freeAddr(t)}
-	w.cmd = d.command("watch", "--metrics-addr", w.addr)
+	w := &watcher{t: t}
+	w.cmd = d.command("watch", "--metrics-addr", "127.0.0.1:0")
 	w.cmd.Stderr = &w.stderr
 	if err := w.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -33,6 +33,7 @@ func startWatcher(t *testing.T, d *deployment) *watcher {
 		w.cmd.Process.Signal(syscall.SIGTERM)
 		w.cmd.Wait()
 	})
+	w.addr = metricsAddr(t, &w.stderr)
 	return w
 }
 
@@ -79,24 +80,24 @@ func TestAWatcherPicksUpAStateChangedBehindItsBack(t *testing.T) {
 
 	// Between two of the watcher's scans another writer (a cron run, retry)
 	// records a defect in the store.
-	for {
-		s, err := store.Open(d.state, false)
-		if errors.Is(err, store.ErrLocked) {
-			time.Sleep(10 * time.Millisecond) // the watcher is scanning
-			continue
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = s.Update(func(st *store.State) error {
-			st.Reported.Set("0123456789abcdef", store.Reported{URL: "https://github.com/acme/widgets/issues/77", Number: 77})
-			return nil
-		})
-		s.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		break
+	var s *store.Store
+	var err error
+	if !within(20*time.Second, 10*time.Millisecond, func() bool {
+		s, err = store.Open(d.state, false)
+		return !errors.Is(err, store.ErrLocked) // else the watcher is scanning
+	}) {
+		t.Fatal("the watcher never let go of the state's lock")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Update(func(st *store.State) error {
+		st.Reported.Set("0123456789abcdef", store.Reported{URL: "https://github.com/acme/widgets/issues/77", Number: 77})
+		return nil
+	})
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
 	}
 
 	// A new defect: the scan's writes keep the other writer's row.

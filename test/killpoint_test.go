@@ -152,14 +152,11 @@ func (p *killProxy) fires(route fakegh.Route, nth int, m killMoment) (bool, time
 
 // waitIdle waits for the handlers of a killed run to finish recording.
 func (p *killProxy) waitIdle() {
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	within(10*time.Second, time.Millisecond, func() bool {
 		p.mu.Lock()
-		idle := p.active == 0
-		p.mu.Unlock()
-		if idle {
-			return
-		}
-	}
+		defer p.mu.Unlock()
+		return p.active == 0
+	})
 }
 
 func (p *killProxy) serve(w http.ResponseWriter, r *http.Request) {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -117,7 +118,13 @@ func TestACreateSlowerThanTheTimeoutFilesOneIssue(t *testing.T) {
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{extra: "  httpTimeoutSeconds: 1\n"})
 	d.appendLog(killDefects()[0])
-	gh.Inject(fakegh.RouteCreateIssue, fakegh.AppliedLate(2500*time.Millisecond), fakegh.AppliedLate(2500*time.Millisecond))
+	// GitHub applies the create (and a second one, had it been sent) only
+	// once both scans below are over, however slowly they run.
+	applied := make(chan struct{})
+	var once sync.Once
+	apply := func() { once.Do(func() { close(applied) }) }
+	t.Cleanup(apply) // before the fake closes: it waits for what it holds
+	gh.Inject(fakegh.RouteCreateIssue, fakegh.AppliedWhen(applied), fakegh.AppliedWhen(applied))
 	res := d.run("run")
 	if res.code != 1 || !strings.Contains(res.stderr, "in doubt") {
 		t.Fatalf("exit %d, want 1 with the create in doubt\n%s", res.code, res.stderr)
@@ -126,10 +133,11 @@ func TestACreateSlowerThanTheTimeoutFilesOneIssue(t *testing.T) {
 	if res = d.run("run"); res.code != 1 {
 		t.Fatalf("before the slow create showed: exit %d\n%s", res.code, res.stderr)
 	}
-	if !eventually(func() bool { return gh.CountCreates() == 1 }) {
-		t.Fatal("the slow create never landed on the fake")
+	apply()
+	// Every create sent is recorded once the fake holds none.
+	if !eventually(func() bool { return gh.InFlight() == 0 }) || gh.CountCreates() == 0 {
+		t.Fatalf("the slow create never landed on the fake (%d requests still held)", gh.InFlight())
 	}
-	time.Sleep(3 * time.Second) // a second create, had one been sent, lands too
 	if n := len(gh.RequestsTo(fakegh.RouteCreateIssue)); n != 1 || gh.CountCreates() != 1 {
 		t.Fatalf("%d create requests before the slow create showed, want 1", n)
 	}

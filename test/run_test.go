@@ -281,18 +281,25 @@ func TestMalformedConfigNamesTheKeyAndRunsNothing(t *testing.T) {
 
 func TestSigtermDuringWatchLeavesAValidStateFile(t *testing.T) {
 	gh := newGitHub(t)
-	d := newDeployment(t, gh, deployOpts{})
+	runs := filepath.Join(t.TempDir(), "agent-runs.jsonl")
+	d := newDeployment(t, gh, deployOpts{env: []string{"FAKE_AGENT_RECORD=" + runs}})
 	d.appendLog(failure(t0, "dispatch.failed", "boom"))
 	cmd := d.command("watch")
-	var stderr bytes.Buffer
+	var stderr syncBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(func() bool { return gh.CountCreates() > 0 })
-	// New work arrives; stop while the watcher may be scanning it.
+	defer cmd.Process.Kill()
+	if !eventually(func() bool { return gh.CountCreates() > 0 }) {
+		t.Fatalf("the first defect was not filed\n%s", stderr.String())
+	}
+	// New work arrives; stop while the watcher is scanning it: its agent
+	// has started on the second defect.
 	d.appendLog(failure(t0.Add(time.Minute), "queue.failed", "second defect"))
-	time.Sleep(100 * time.Millisecond)
+	if !eventually(func() bool { return agentRuns(t, runs) >= 2 }) {
+		t.Fatalf("the watcher never scanned the second defect\n%s", stderr.String())
+	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error)
 	go func() { done <- cmd.Wait() }()

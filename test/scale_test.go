@@ -123,18 +123,19 @@ func TestCrashBeforeTheCursorAdvancesLosesNothing(t *testing.T) {
 
 func waitForAgent(t *testing.T, record string) int {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	pid := 0
+	if !within(30*time.Second, 20*time.Millisecond, func() bool {
 		if b, err := os.ReadFile(record); err == nil && bytes.HasSuffix(b, []byte("\n")) {
 			var rec struct{ Pid int }
 			if json.Unmarshal(bytes.SplitN(b, []byte("\n"), 2)[0], &rec) == nil && rec.Pid > 0 {
-				return rec.Pid
+				pid = rec.Pid
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
+		return pid > 0
+	}) {
+		t.Fatal("the agent never started")
 	}
-	t.Fatal("the agent never started")
-	return 0
+	return pid
 }
 
 // A pipe has no cursor: it is read once, whole, and nothing is remembered.
@@ -185,6 +186,7 @@ func TestTwoRotationsBetweenScansLoseNothing(t *testing.T) {
 	d.appendLog(failure(t0, "dispatch.failed", "claude exited 1: open /tmp/x/dossier.md: no such file or directory"))
 	d.mustRun("run")
 	d.appendLog(failure(t0.Add(time.Minute), "git.push.failed", "remote rejected: protected branch hook declined"))
+	written := time.Now().Add(-time.Hour) // the rotated files' modification times, in order
 	rotate := func() {
 		t.Helper()
 		if _, err := os.Stat(d.log + ".1"); err == nil {
@@ -195,7 +197,12 @@ func TestTwoRotationsBetweenScansLoseNothing(t *testing.T) {
 		if err := os.Rename(d.log, d.log+".1"); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(20 * time.Millisecond) // later files get later modification times
+		// Later files get later modification times, set rather than waited
+		// for (the file system's clock may not tick between two writes).
+		written = written.Add(time.Minute)
+		if err := os.Chtimes(d.log+".1", written, written); err != nil {
+			t.Fatal(err)
+		}
 	}
 	rotate()
 	d.appendLog(failure(t0.Add(2*time.Minute), "queue.claim.failed", "lease expired before claim could be committed"))

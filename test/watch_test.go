@@ -2,12 +2,14 @@ package test
 
 import (
 	"bytes"
+	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,14 +17,40 @@ import (
 	"time"
 )
 
-func freeAddr(t *testing.T) string {
+// servingRE is the line a watcher logs once it serves /metrics.
+var servingRE = regexp.MustCompile(`serving /metrics and /healthz addr=(\S+)`)
+
+// metricsAddr waits for a watcher started with --metrics-addr 127.0.0.1:0
+// to say the address the kernel gave it: no port is picked before the
+// watcher binds it, so watchers of tests run side by side never race for one.
+func metricsAddr(t *testing.T, stderr *syncBuffer) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	var addr string
+	if !eventually(func() bool {
+		if m := servingRE.FindStringSubmatch(stderr.String()); m != nil {
+			addr = m[1]
+		}
+		return addr != ""
+	}) {
+		t.Fatalf("the watcher never said where it serves /metrics\n%s", stderr.String())
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
+}
+
+// signalPending reports whether sig, sent to process pid, is still pending:
+// not yet taken by any of its threads (ShdPnd in /proc/PID/status).
+func signalPending(pid int, sig syscall.Signal) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if mask, ok := strings.CutPrefix(line, "ShdPnd:"); ok {
+			m, _ := strconv.ParseUint(strings.TrimSpace(mask), 16, 64)
+			return m&(1<<(uint(sig)-1)) != 0
+		}
+	}
+	return false
 }
 
 func get(url string) (int, string) {
@@ -39,14 +67,14 @@ func TestWatchFollowsNewLinesAndServesMetrics(t *testing.T) {
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{})
 	d.appendLog(info(t0, "dispatch.started"))
-	addr := freeAddr(t)
-	cmd := d.command("watch", "--metrics-addr", addr)
+	cmd := d.command("watch", "--metrics-addr", "127.0.0.1:0")
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
+	addr := metricsAddr(t, &stderr)
 	waitFor := func(what string, ok func() bool) {
 		t.Helper()
 		if !eventually(ok) {
@@ -159,18 +187,32 @@ func TestASecondSignalAbortsAndLeavesAValidState(t *testing.T) {
 		t.Fatalf("the agent never started\n%s", stderr.String())
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
-	time.Sleep(200 * time.Millisecond)
+	// A second signal sent while the first is still pending would merge
+	// with it: the second goes once the process has taken the first.
+	eventually(func() bool { return !signalPending(cmd.Process.Pid, syscall.SIGTERM) })
 	cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error)
 	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		ee, ok := err.(*exec.ExitError)
-		if !ok || ee.ExitCode() != 130 || !strings.Contains(stderr.String(), "aborted by a second signal") {
-			t.Fatalf("exit %v, stderr:\n%s", err, stderr.String())
+	// The Go runtime may yet merge the two; signalled again each second, the
+	// watcher still sees a second signal, and only that ends it while its
+	// agent hangs (the first lets the scan drain, for the agent's 20 s).
+	again := time.NewTicker(time.Second)
+	defer again.Stop()
+	deadline := time.After(15 * time.Second)
+wait:
+	for {
+		select {
+		case err := <-done:
+			ee, ok := err.(*exec.ExitError)
+			if !ok || ee.ExitCode() != 130 || !strings.Contains(stderr.String(), "aborted by a second signal") {
+				t.Fatalf("exit %v, stderr:\n%s", err, stderr.String())
+			}
+			break wait
+		case <-again.C:
+			cmd.Process.Signal(syscall.SIGTERM)
+		case <-deadline:
+			t.Fatalf("a second signal did not abort the in-flight agent\n%s", stderr.String())
 		}
-	case <-time.After(15 * time.Second):
-		t.Fatalf("a second signal did not abort the in-flight agent\n%s", stderr.String())
 	}
 	if gh.CountCreates() != 0 {
 		t.Fatal("an aborted scan filed an issue")

@@ -157,6 +157,14 @@ func SlowAfter(d time.Duration) Fault { return Fault{Delay: d, AfterEffect: true
 // client gave up before: a create slower than the client's timeout.
 func AppliedLate(d time.Duration) Fault { return Fault{Delay: d, LateEffect: true} }
 
+// AppliedWhen does the work once release is closed, whether or not the
+// client is still waiting: AppliedLate with the moment chosen by the test
+// rather than by a clock. Close release before the server (Close waits for
+// the requests it holds).
+func AppliedWhen(release <-chan struct{}) Fault {
+	return Fault{LateEffect: true, Before: func() { <-release }}
+}
+
 // Inject queues faults for route; each fires once, in order, on the next
 // matching requests. RouteAny faults fire on whichever route comes next,
 // after that route's own queue is empty.
@@ -246,6 +254,16 @@ func (s *Server) AddLabel(l Label) {
 		l.Color = "ededed"
 	}
 	s.labels[strings.ToLower(l.Name)] = &l
+}
+
+// InFlight is how many requests have arrived and are not recorded yet
+// (held by a Slow or AppliedLate fault, say). A request is recorded only
+// when its handling ends, so a test that must know every request a finished
+// client sent waits for InFlight to reach 0, instead of sleeping.
+func (s *Server) InFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inFlight
 }
 
 // Requests returns every request served so far, in arrival order.

@@ -116,6 +116,7 @@ type Server struct {
 	faults         map[Route][]Fault
 	requests       []Request
 	created        int // issues created through the API (AddIssue excluded)
+	inFlight       int // requests arrived and not yet recorded (see InFlight)
 	issuesDisabled bool
 	outage         int // SetOutage: the status every request answers; 0: none
 	nextID         int64
@@ -204,6 +205,9 @@ type call struct {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.inFlight++
+	s.mu.Unlock()
 	body, _ := io.ReadAll(r.Body)
 	rec := Request{
 		Method: r.Method,
@@ -222,6 +226,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	rec.Status = resp.status
 	s.mu.Lock()
 	s.requests = append(s.requests, rec)
+	s.inFlight--
 	s.mu.Unlock()
 	s.write(w, resp)
 }

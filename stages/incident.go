@@ -63,20 +63,11 @@ var incidentFields = append(append([]string(nil), incidentAgree...), incidentPre
 func IncidentKeysWith(correlation []string) []string {
 	keys := append([]string(nil), IncidentKeys...)
 	for _, k := range correlation {
-		if !contains(keys, k) {
+		if !slices.Contains(keys, k) {
 			keys = append(keys, k)
 		}
 	}
 	return keys
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // IsBareGiveUp reports whether c is a give-up that says nothing of its own

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -153,7 +154,7 @@ func sitePackagesTheLoop(interp string) string {
 	for _, pattern := range []string{"lib/python3*/site-packages/the_loop", "lib64/python3*/site-packages/the_loop", "lib/python3/dist-packages/the_loop"} {
 		m, _ := filepath.Glob(filepath.Join(root, pattern))
 		for _, dir := range m {
-			if real, err := filepath.EvalSymlinks(dir); err == nil && isFile(filepath.Join(real, "__init__.py")) && !contains(found, real) {
+			if real, err := filepath.EvalSymlinks(dir); err == nil && isFile(filepath.Join(real, "__init__.py")) && !slices.Contains(found, real) {
 				found = append(found, real)
 			}
 		}

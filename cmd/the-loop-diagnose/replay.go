@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -28,7 +29,7 @@ func cmdReplay(ctx context.Context, args []string, io stdio) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if !contains(replayStages, *stage) {
+	if !slices.Contains(replayStages, *stage) {
 		return usageErr("replay: --stage %q is not one of %s", *stage, strings.Join(replayStages, ", "))
 	}
 	if c.log == "" {
@@ -181,13 +182,4 @@ func finishReplay(r *pipeline.Run, stats *logread.ReadStats, io stdio) error {
 		fmt.Fprintf(io.err, "the-loop-diagnose: replay: skipped %d corrupt lines (first: %s)\n", n, stats.Examples[0])
 	}
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-github/v66/github"
+
+	"github.com/the-loop/the-loop-diagnose/pipeline"
 )
 
 // DefaultGitHubAPI is github.com's REST root.
@@ -55,7 +57,7 @@ func NewGitHubClientWithTransport(apiURL string, env func(string) string, transp
 		}
 	}
 	if token == "" {
-		return nil, &SetupError{
+		return nil, &pipeline.SetupError{Area: "GitHub",
 			Cause:  "no GitHub token is set",
 			Fix:    "set " + strings.Join(vars, " or ") + " to a token that may create issues in the repository",
 			Status: http.StatusUnauthorized,
@@ -78,23 +80,6 @@ func NewGitHubClientWithTransport(apiURL string, env func(string) string, transp
 	return c, nil
 }
 
-// SetupError is a failure of configuration, not of a defect: a bad token,
-// a missing repository, issues disabled, no permission. The scan stops with
-// it and no defect's retry count moves.
-type SetupError struct {
-	Cause  string
-	Fix    string
-	Status int // the HTTP status that revealed it; 0 when none was sent
-}
-
-func (e *SetupError) Error() string {
-	s := "GitHub setup: " + e.Cause
-	if e.Status != 0 {
-		s += " (HTTP " + strconv.Itoa(e.Status) + ")"
-	}
-	return s + "; fix: " + e.Fix
-}
-
 // ghKind is how the post stage reacts to a failed call.
 type ghKind int
 
@@ -113,7 +98,7 @@ type ghFailure struct {
 	// GitHub refusing the request without acting on it.
 	wait   time.Duration
 	status int
-	setup  *SetupError
+	setup  *pipeline.SetupError
 }
 
 func ghClassify(err error, repo string, repoLevel bool, secondaryWait time.Duration) ghFailure {
@@ -153,8 +138,8 @@ func ghClassify(err error, repo string, repoLevel bool, secondaryWait time.Durat
 
 // ghSetupError is what a status that only a misconfiguration gives means,
 // and its fix: the one wording for a scan and for doctor.
-func ghSetupError(status int, repo, message string) *SetupError {
-	e := &SetupError{Status: status}
+func ghSetupError(status int, repo, message string) *pipeline.SetupError {
+	e := &pipeline.SetupError{Area: "GitHub", Status: status}
 	switch status {
 	case http.StatusUnauthorized:
 		e.Cause = "the GitHub token was rejected (" + message + ")"
@@ -217,7 +202,7 @@ func ghSecondaryWait(resp *http.Response, known *time.Duration, floor time.Durat
 func CheckGitHub(ctx context.Context, c *github.Client, repo string) error {
 	owner, name, ok := strings.Cut(repo, "/")
 	if !ok {
-		return &SetupError{Cause: fmt.Sprintf("repository %q is not owner/name", repo),
+		return &pipeline.SetupError{Area: "GitHub", Cause: fmt.Sprintf("repository %q is not owner/name", repo),
 			Fix: "set selfDiagnosis.repo to the repository issues go to, as owner/name"}
 	}
 	_, _, err := c.Issues.ListByRepo(ctx, owner, name, &github.IssueListByRepoOptions{State: "open", ListOptions: github.ListOptions{PerPage: 1}})
@@ -229,9 +214,9 @@ func CheckGitHub(ctx context.Context, c *github.Client, repo string) error {
 		return f.setup
 	case ghTransient:
 		if f.status != 0 {
-			return &OutageError{Reason: "GitHub is not answering (HTTP " + strconv.Itoa(f.status) + ")"}
+			return &pipeline.OutageError{Reason: "GitHub is not answering (HTTP " + strconv.Itoa(f.status) + ")"}
 		}
-		return &OutageError{Reason: "GitHub cannot be reached: " + err.Error()}
+		return &pipeline.OutageError{Reason: "GitHub cannot be reached: " + err.Error()}
 	}
 	return nil
 }

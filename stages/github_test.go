@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	fakegh "github.com/the-loop/the-loop-diagnose/fakes/github"
+	"github.com/the-loop/the-loop-diagnose/pipeline"
 )
 
 func ghEnv(vars map[string]string) func(string) string {
@@ -53,7 +54,7 @@ func TestNewGitHubClientPublicHost(t *testing.T) {
 	}
 	// On github.com the enterprise variables do not count.
 	_, err = NewGitHubClient("https://api.github.com/", ghEnv(map[string]string{"GH_ENTERPRISE_TOKEN": "ent"}))
-	var se *SetupError
+	var se *pipeline.SetupError
 	if !errors.As(err, &se) || !strings.Contains(se.Fix, "GH_TOKEN or GITHUB_TOKEN") || strings.Contains(se.Fix, "ENTERPRISE") {
 		t.Fatalf("want a SetupError naming GH_TOKEN/GITHUB_TOKEN, got %v", err)
 	}

@@ -166,30 +166,6 @@ type poster struct {
 	scanned map[string]bool
 }
 
-// postDeferral is a rate limit longer than MaxWait (or the daily cap).
-// until is when GitHub asked to be left alone until (zero: the cap).
-type postDeferral struct {
-	reason string
-	until  time.Time
-}
-
-func (e *postDeferral) Error() string { return e.reason }
-
-// OutageError is GitHub being unusable for this scan: 5xx or the network
-// past the retries (or at the scan's first call), or a create whose outcome
-// is unknown. The defect waits; nothing is charged to it.
-type OutageError struct{ Reason string }
-
-func (e *OutageError) Error() string { return e.Reason }
-
-// postInDoubt is a create that was sent and failed in a way that leaves
-// its outcome unknown (a timeout, a lost connection, a 5xx); a rate limit
-// is a refusal, not a doubt.
-type postInDoubt struct{ err error }
-
-func (e *postInDoubt) Error() string { return e.err.Error() }
-func (e *postInDoubt) Unwrap() error { return e.err }
-
 func (p *poster) handle(ctx context.Context, r pipeline.Report) (pipeline.Outcome, error) {
 	if !p.resumeChecked {
 		// GitHub asked an earlier scan to wait: this one waits too.
@@ -234,20 +210,19 @@ func (p *poster) finish(o pipeline.Outcome, err error, lenient bool) (pipeline.O
 	if err == nil {
 		return o, nil
 	}
-	var setup *SetupError
-	var deferral *postDeferral
-	var outage *OutageError
 	var storeErr *store.StoreError
-	switch {
-	case errors.As(err, &setup):
-		return o, setup
-	case errors.As(err, &storeErr):
+	if errors.As(err, &storeErr) && pipeline.Classify(err) != pipeline.ClassSetup {
 		// The store failed (PostgreSQL unreachable): the scan stops,
 		// failing closed; nothing is charged to the defect.
 		return o, err
-	case postCancelled(err):
+	}
+	var outage *pipeline.OutageError
+	var deferral *pipeline.DeferralError
+	switch pipeline.Classify(err) {
+	case pipeline.ClassSetup, pipeline.ClassCancelled:
 		return o, err
-	case errors.As(err, &outage):
+	case pipeline.ClassOutage:
+		errors.As(err, &outage)
 		p.wait = &pipeline.Wait{For: pipeline.WaitGitHub, Reason: outage.Reason}
 		p.cfg.Log.Warn().Str("fingerprint", o.Fingerprint).Msg(p.wait.String() + "; the rest of this scan waits")
 		w := *p.wait
@@ -256,9 +231,10 @@ func (p *poster) finish(o pipeline.Outcome, err error, lenient bool) (pipeline.O
 			o.Status, o.Reason = pipeline.StatusDeferred, w.String()
 		}
 		return o, nil
-	case errors.As(err, &deferral):
-		p.deferReason = deferral.reason
-		if until := deferral.until; !until.IsZero() {
+	case pipeline.ClassDeferral:
+		errors.As(err, &deferral)
+		p.deferReason = deferral.Reason
+		if until := deferral.Until; !until.IsZero() {
 			// Kept (the scan's last write): a scan before then asks GitHub nothing.
 			p.cfg.Store.Mutate(func(st *store.State) {
 				if until.After(st.GitHubResume) {
@@ -266,12 +242,13 @@ func (p *poster) finish(o pipeline.Outcome, err error, lenient bool) (pipeline.O
 				}
 			})
 		}
-		p.cfg.Log.Warn().Str("fingerprint", o.Fingerprint).Msg(deferral.reason + "; deferring the rest of this scan")
+		p.cfg.Log.Warn().Str("fingerprint", o.Fingerprint).Msg(deferral.Reason + "; deferring the rest of this scan")
 		if !lenient {
-			o.Status, o.Reason = pipeline.StatusDeferred, deferral.reason
+			o.Status, o.Reason = pipeline.StatusDeferred, deferral.Reason
 		}
 		return o, nil
-	case lenient:
+	}
+	if lenient {
 		p.cfg.Log.Warn().Err(err).Str("fingerprint", o.Fingerprint).Msg("could not refresh the known issue")
 		return o, nil
 	}
@@ -279,14 +256,10 @@ func (p *poster) finish(o pipeline.Outcome, err error, lenient bool) (pipeline.O
 	return o, nil
 }
 
-func postCancelled(err error) bool {
-	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
-}
-
 func (p *poster) repo() error {
 	owner, name, ok := strings.Cut(p.cfg.Repo, "/")
 	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
-		return &SetupError{Cause: fmt.Sprintf("repository %q is not owner/name", p.cfg.Repo),
+		return &pipeline.SetupError{Area: "GitHub", Cause: fmt.Sprintf("repository %q is not owner/name", p.cfg.Repo),
 			Fix: "set selfDiagnosis.repo to the repository issues go to, as owner/name"}
 	}
 	p.owner, p.name = owner, name
@@ -343,7 +316,7 @@ func (p *poster) post(ctx context.Context, o *pipeline.Outcome) error {
 	}
 	if intent && pending.InDoubt {
 		if since := p.cfg.Now().Sub(pending.At); since < p.cfg.CreateSettle {
-			return &OutageError{Reason: fmt.Sprintf("the create of %s %s ago is in doubt and GitHub does not list it yet: waiting up to %s before filing it again",
+			return &pipeline.OutageError{Reason: fmt.Sprintf("the create of %s %s ago is in doubt and GitHub does not list it yet: waiting up to %s before filing it again",
 				fp, since.Round(time.Second), p.cfg.CreateSettle)}
 		}
 		p.cfg.Log.Info().Str("fingerprint", fp).Msg("the create in doubt never showed on GitHub: filing the defect again")
@@ -853,7 +826,7 @@ func (p *poster) create(ctx context.Context, o *pipeline.Outcome) error {
 		}
 	})
 	if capped {
-		return &postDeferral{reason: CapReason}
+		return &pipeline.DeferralError{Reason: CapReason}
 	}
 	if err != nil {
 		return err
@@ -879,7 +852,7 @@ func (p *poster) create(ctx context.Context, o *pipeline.Outcome) error {
 		}
 		return false, err
 	})
-	var doubt *postInDoubt
+	var doubt *pipeline.InDoubtError
 	if errors.As(err, &doubt) {
 		// GitHub may have applied it: never sent again this scan. A later
 		// scan's lookup finds it, or after CreateSettle files it anew.
@@ -899,7 +872,7 @@ func (p *poster) create(ctx context.Context, o *pipeline.Outcome) error {
 		if is != nil && p.mine(is) {
 			return p.filed(o, is)
 		}
-		return &OutageError{Reason: fmt.Sprintf("the create of %s is in doubt (%v): it is looked for on GitHub by the next scan, not sent again", fp, doubt.err)}
+		return &pipeline.OutageError{Reason: fmt.Sprintf("the create of %s is in doubt (%v): it is looked for on GitHub by the next scan, not sent again", fp, doubt.Err)}
 	}
 	if err != nil {
 		// GitHub answered and refused: no issue was created, the cap's
@@ -1092,10 +1065,12 @@ func (p *poster) ensureLabel(ctx context.Context) error {
 // bestEffort lets an optional call fail, except for what must stop or
 // defer the scan.
 func (p *poster) bestEffort(err error, msg string) error {
-	var setup *SetupError
-	var deferral *postDeferral
-	if err == nil || errors.As(err, &setup) || errors.As(err, &deferral) || postCancelled(err) {
+	switch pipeline.Classify(err) {
+	case pipeline.ClassSetup, pipeline.ClassDeferral, pipeline.ClassCancelled:
 		return err
+	}
+	if err == nil {
+		return nil
 	}
 	p.cfg.Log.Warn().Err(err).Msg(msg)
 	return nil
@@ -1253,15 +1228,15 @@ func (p *poster) do(ctx context.Context, c ghCall, fn func(context.Context) erro
 		// not act, so the create is sent again after the wait it asks for.
 		// Only an outcome really unknown (no answer, a 5xx) is in doubt.
 		if c.once && f.kind == ghTransient {
-			return &postInDoubt{err: fmt.Errorf("%s: %w", c.what, err)}
+			return &pipeline.InDoubtError{Err: fmt.Errorf("%s: %w", c.what, err)}
 		}
 		switch f.kind {
 		case ghSetup:
 			return f.setup
 		case ghRateLimited:
 			if f.wait > p.cfg.MaxWait || rateWaits >= postMaxRateWaits {
-				return &postDeferral{reason: fmt.Sprintf("GitHub rate limit: retry after %s", f.wait.Round(time.Second)),
-					until: p.cfg.Now().Add(f.wait)}
+				return &pipeline.DeferralError{Reason: fmt.Sprintf("GitHub rate limit: retry after %s", f.wait.Round(time.Second)),
+					Until: p.cfg.Now().Add(f.wait)}
 			}
 			rateWaits++
 			p.cfg.Log.Info().Dur("wait", f.wait).Str("call", c.what).Msg("GitHub rate limit: waiting")
@@ -1271,7 +1246,7 @@ func (p *poster) do(ctx context.Context, c ghCall, fn func(context.Context) erro
 			lookFirst = c.once // a create is looked for before it is sent again
 		case ghTransient:
 			if retries >= p.cfg.Retries {
-				return &OutageError{Reason: fmt.Sprintf("%s: %v (gave up after %d attempts)", c.what, err, retries+1)}
+				return &pipeline.OutageError{Reason: fmt.Sprintf("%s: %v (gave up after %d attempts)", c.what, err, retries+1)}
 			}
 			retries++
 			lookFirst = c.write

@@ -739,7 +739,7 @@ func TestPostSetupFailuresStopTheScan(t *testing.T) {
 			h := newPostHarness(t, fakegh.Options{}, "")
 			h.srv.Inject(tc.route, tc.fault)
 			out, err := h.run(t, postReport("fp-1"), postReport("fp-2"))
-			var se *SetupError
+			var se *pipeline.SetupError
 			if !errors.As(err, &se) || se.Status != tc.status || !strings.Contains(se.Cause, tc.cause) || se.Fix == "" {
 				t.Fatalf("want a SetupError %d about %q, got %v", tc.status, tc.cause, err)
 			}
@@ -754,7 +754,7 @@ func TestPostSetupFailuresStopTheScan(t *testing.T) {
 	t.Run("wrong token never appears", func(t *testing.T) {
 		h := newPostHarness(t, fakegh.Options{}, "ghp_SuperSecretValue123")
 		_, err := h.run(t, postReport("fp-1"))
-		var se *SetupError
+		var se *pipeline.SetupError
 		if !errors.As(err, &se) || se.Status != 401 {
 			t.Fatalf("want 401 SetupError, got %v", err)
 		}
@@ -765,7 +765,7 @@ func TestPostSetupFailuresStopTheScan(t *testing.T) {
 	t.Run("read-only token", func(t *testing.T) {
 		h := newPostHarness(t, fakegh.Options{Tokens: map[string]fakegh.Token{"ro": {Login: "reader", ReadOnly: true}}}, "ro")
 		_, err := h.run(t, postReport("fp-1"))
-		var se *SetupError
+		var se *pipeline.SetupError
 		if !errors.As(err, &se) || se.Status != 403 {
 			t.Fatalf("want 403 SetupError, got %v", err)
 		}

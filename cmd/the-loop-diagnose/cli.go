@@ -173,14 +173,6 @@ func exitCode(err error, stderr io.Writer) int {
 	return exitFailed
 }
 
-// setupError is a problem only a person can fix: the state file, its lock,
-// the token's absence. A watcher stops on it instead of waiting it out; it
-// prints and exits as the error it wraps.
-type setupError struct{ err error }
-
-func (e *setupError) Error() string { return e.err.Error() }
-func (e *setupError) Unwrap() error { return e.err }
-
 func usageErr(format string, a ...any) error {
 	return &exitError{code: exitUsage, msg: fmt.Sprintf(format, a...)}
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/the-loop/the-loop-diagnose/logread"
-	"github.com/the-loop/the-loop-diagnose/stages"
+	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
@@ -187,7 +187,7 @@ func (s *scanner) runOnce(hard, soft context.Context) error {
 			return nil
 		}
 		if err != nil {
-			return &setupError{err} // corrupt, a link, no permission: waiting will not fix it
+			return &pipeline.SetupError{Err: err} // corrupt, a link, no permission: waiting will not fix it
 		}
 		defer st.Close()
 	}
@@ -322,24 +322,24 @@ func (s *scanner) watch(hard, soft context.Context) error {
 // token at all) — or the second signal. A token GitHub rejects is waited
 // out: it may be rotated or reinstated while the watcher runs.
 func watchStops(err error) bool {
-	var setup *setupError
+	var setup *pipeline.SetupError
 	var config *ConfigError
 	var ee *exitError
-	var gh *stages.SetupError
 	switch {
-	case errors.As(err, &setup), errors.As(err, &config), errors.Is(err, fs.ErrPermission), errors.Is(err, context.Canceled):
+	case errors.As(err, &config), errors.Is(err, fs.ErrPermission), errors.Is(err, context.Canceled):
 		return true
 	case errors.As(err, &ee):
 		return ee.code != exitFailed
-	case errors.As(err, &gh):
-		return !credentialsRejected(gh)
+	case errors.As(err, &setup):
+		// Err set: found outside any request (state, lock, no token).
+		return setup.Err != nil || !credentialsRejected(setup)
 	}
 	return false
 }
 
 // credentialsRejected: GitHub refused the token itself (401, or a 403 that
 // says bad credentials), as opposed to the token's rights or the repository.
-func credentialsRejected(e *stages.SetupError) bool {
+func credentialsRejected(e *pipeline.SetupError) bool {
 	return e.Status == http.StatusUnauthorized ||
 		e.Status == http.StatusForbidden && strings.Contains(strings.ToLower(e.Cause), "bad credentials")
 }

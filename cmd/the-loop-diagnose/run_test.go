@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/the-loop/the-loop-diagnose/logread"
-	"github.com/the-loop/the-loop-diagnose/stages"
+	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
@@ -43,16 +43,16 @@ func TestWatchStopsOnlyForWhatAPersonMustFix(t *testing.T) {
 		err   error
 		stops bool
 	}{
-		{"rejected token", &stages.SetupError{Status: http.StatusUnauthorized, Cause: "the GitHub token was rejected (Bad credentials)"}, false},
-		{"403 bad credentials", &stages.SetupError{Status: http.StatusForbidden, Cause: "the token may not create issues in o/r (Bad credentials)"}, false},
-		{"GitHub down", &stages.OutageError{Reason: "GitHub is not answering (HTTP 502)"}, false},
+		{"rejected token", &pipeline.SetupError{Status: http.StatusUnauthorized, Cause: "the GitHub token was rejected (Bad credentials)"}, false},
+		{"403 bad credentials", &pipeline.SetupError{Status: http.StatusForbidden, Cause: "the token may not create issues in o/r (Bad credentials)"}, false},
+		{"GitHub down", &pipeline.OutageError{Reason: "GitHub is not answering (HTTP 502)"}, false},
 		{"waiting for the agent", &exitError{code: exitFailed, msg: "waiting for the agent: quota", waiting: true}, false},
 		{"missing log", scan(&logread.LogMissingError{Path: "/x/events.jsonl"}), false},
 		{"anything else", errors.New("read /x/events.jsonl: input/output error"), false},
-		{"no permission on GitHub", &stages.SetupError{Status: http.StatusForbidden, Cause: "the token may not create issues in o/r (Resource not accessible)"}, true},
-		{"repository not found", &stages.SetupError{Status: http.StatusNotFound}, true},
-		{"no token", &setupError{&stages.SetupError{Status: http.StatusUnauthorized, Cause: "no GitHub token is set"}}, true},
-		{"corrupt state", &setupError{&store.CorruptStateError{Path: "/x/s.json", Problem: "is empty"}}, true},
+		{"no permission on GitHub", &pipeline.SetupError{Status: http.StatusForbidden, Cause: "the token may not create issues in o/r (Resource not accessible)"}, true},
+		{"repository not found", &pipeline.SetupError{Status: http.StatusNotFound}, true},
+		{"no token", &pipeline.SetupError{Err: &pipeline.SetupError{Status: http.StatusUnauthorized, Cause: "no GitHub token is set"}}, true},
+		{"corrupt state", &pipeline.SetupError{Err: &store.CorruptStateError{Path: "/x/s.json", Problem: "is empty"}}, true},
 		{"unreadable log", scan(fmt.Errorf("event log /x: %w", fs.ErrPermission)), true},
 		{"bad config", &ConfigError{File: "c.yaml", Key: "selfDiagnosis.repo", Err: errors.New("bad")}, true},
 		{"second signal", context.Canceled, true},

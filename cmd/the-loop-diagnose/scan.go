@@ -353,7 +353,7 @@ func (s *scanner) githubClient() (*github.Client, error) {
 	apiURL, env := githubTarget(os.Getenv, s.cfg.APIURL)
 	client, err := stages.NewGitHubClientWithTransport(apiURL, env, hostGuard(apiURL, s.metrics.transport(nil)))
 	if err != nil {
-		return nil, &setupError{err} // no token, or a bad API URL: the environment will not change by itself
+		return nil, &pipeline.SetupError{Err: err} // no token, or a bad API URL: the environment will not change by itself
 	}
 	s.gh = client
 	return client, nil
@@ -415,7 +415,7 @@ func (p *githubPreflight) beforeAgent() pipeline.Stage[pipeline.Dossier, pipelin
 	return pipeline.Map(func(ctx context.Context, d pipeline.Dossier) (pipeline.Dossier, bool, error) {
 		if stages.AgentWillRun(d) {
 			if err := p.run(ctx); err != nil {
-				var down *stages.OutageError
+				var down *pipeline.OutageError
 				if !errors.As(err, &down) {
 					return d, false, err
 				}

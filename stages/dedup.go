@@ -3,7 +3,6 @@ package stages
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"sort"
 	"sync/atomic"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/the-loop/the-loop-diagnose/logread"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
+	"github.com/the-loop/the-loop-diagnose/stages/budget"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
@@ -30,6 +30,12 @@ type Policy struct {
 	// by new lines leaves them for the interval scan.
 	Backlog bool
 	Triage  TriageConfig
+}
+
+// limits are the diagnosis budgets among the caps (budget.Limits).
+func (p Policy) limits() budget.Limits {
+	return budget.Limits{MaxDiagnosesPerScan: p.MaxDiagnosesPerScan, MaxDiagnosesPerDay: p.MaxDiagnosesPerDay,
+		MaxAgentCostPerDay: p.MaxAgentCostPerDay}
 }
 
 // DedupConfig configures the dedup stage.
@@ -162,9 +168,6 @@ func addAliases(have, more []string) []string {
 	return have
 }
 
-// Window is the rolling period of the daily issue cap.
-const Window = 24 * time.Hour
-
 // Decide is the pure dedup and triage policy. Groups already reported
 // (under their fingerprint or an older version's alias) are known; dismissed,
 // abandoned and machine-settled ones stop here; the rest are new, up to the
@@ -218,20 +221,14 @@ func Decide(groups []pipeline.Group, st *store.State, now time.Time, p Policy) [
 		}
 		fresh = append(fresh, g)
 	}
-	budget := p.MaxDiagnosesPerDay - store.CountSince(st.Diagnosed, now.Add(-Window))
-	why := "diagnosis budget reached"
-	if spent := st.CostSince(now.Add(-Window)).USD; p.MaxAgentCostPerDay > 0 && spent >= p.MaxAgentCostPerDay {
-		// The day's spend is reached: no run until it rolls off.
-		budget, why = 0, fmt.Sprintf("agent cost budget reached ($%.2f of maxAgentCostPerDay $%.2f in 24 h)", spent, p.MaxAgentCostPerDay)
-	}
-	budget = min(budget, p.MaxDiagnosesPerScan)
+	left, why := p.limits().Usage(st, now).DiagnosesLeft()
 	fresh = interleave(fresh)
 	for _, g := range fresh {
 		switch {
 		case g.Finding != nil: // diagnosed by an earlier scan: no agent run needed
 			g.Verdict = pipeline.VerdictNew
-		case budget > 0:
-			budget--
+		case left > 0:
+			left--
 			g.Verdict = pipeline.VerdictNew
 		default:
 			g.Verdict, g.Reason = pipeline.VerdictDeferred, why

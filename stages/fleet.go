@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/the-loop/the-loop-diagnose/pipeline"
+	"github.com/the-loop/the-loop-diagnose/stages/budget"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
@@ -173,7 +174,7 @@ func (f *FleetScan) Admit(ctx context.Context, d pipeline.Dossier) (pipeline.Dos
 		return d, nil
 	}
 	if f.cfg.MaxAgentCostPerDay > 0 {
-		spent, err := f.cfg.Fleet.Used(ctx, store.BudgetCost, Window, now)
+		spent, err := f.cfg.Fleet.Used(ctx, store.BudgetCost, budget.Window, now)
 		if err != nil {
 			return d, err
 		}
@@ -183,7 +184,7 @@ func (f *FleetScan) Admit(ctx context.Context, d pipeline.Dossier) (pipeline.Dos
 		}
 	}
 	key, ok, err := f.cfg.Fleet.Reserve(ctx, store.Spend{Budget: store.BudgetDiagnoses, Fingerprint: fp, Amount: 1},
-		int64(f.cfg.MaxDiagnosesPerDay), Window, now)
+		int64(f.cfg.MaxDiagnosesPerDay), budget.Window, now)
 	if err != nil {
 		return d, err
 	}
@@ -212,7 +213,7 @@ func (f *FleetScan) ReserveIssue(ctx context.Context, tx *sql.Tx, fp string, now
 	if f == nil {
 		return "", true, nil
 	}
-	return f.cfg.Fleet.ReserveTx(ctx, tx, store.IssueSpend(fp), int64(f.cfg.MaxIssuesPerDay), Window, now)
+	return f.cfg.Fleet.ReserveTx(ctx, tx, store.IssueSpend(fp), int64(f.cfg.MaxIssuesPerDay), budget.Window, now)
 }
 
 // ReleaseIssue returns a reserved issue whose create definitely did not
@@ -230,15 +231,15 @@ func (f *FleetScan) Used(ctx context.Context, now time.Time) (issues, diagnoses 
 	if f == nil {
 		return 0, 0, 0, nil
 	}
-	n, err := f.cfg.Fleet.Used(ctx, store.BudgetIssues, Window, now)
+	n, err := f.cfg.Fleet.Used(ctx, store.BudgetIssues, budget.Window, now)
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	r, err := f.cfg.Fleet.Used(ctx, store.BudgetDiagnoses, Window, now)
+	r, err := f.cfg.Fleet.Used(ctx, store.BudgetDiagnoses, budget.Window, now)
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	c, err := f.cfg.Fleet.Used(ctx, store.BudgetCost, Window, now)
+	c, err := f.cfg.Fleet.Used(ctx, store.BudgetCost, budget.Window, now)
 	if err != nil {
 		return 0, 0, 0, err
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/the-loop/the-loop-diagnose/pipeline"
+	"github.com/the-loop/the-loop-diagnose/stages/budget"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
@@ -65,7 +66,7 @@ func NewGate(cfg GateConfig) pipeline.Stage[pipeline.Finding, pipeline.Finding] 
 // interrupted, which its resume reuses.
 func (cfg GateConfig) issuesLeft() (n int) {
 	cfg.Store.View(func(st *store.State) {
-		n = cfg.MaxIssuesPerDay - st.PostedSince(cfg.Now().Add(-Window))
+		n = budget.Limits{MaxIssuesPerDay: cfg.MaxIssuesPerDay}.Usage(st, cfg.Now()).IssuesLeft()
 	})
 	return n
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/the-loop/the-loop-diagnose/fingerprint"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
+	"github.com/the-loop/the-loop-diagnose/stages/budget"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
@@ -420,13 +421,7 @@ func recordTriage(st *store.State, o pipeline.Outcome, now time.Time, settleFor 
 	for i := 0; i < o.Healed; i++ {
 		st.Heals[o.Fingerprint] = append(st.Heals[o.Fingerprint], now)
 	}
-	settleCharge(st, o, now)
-	if c := o.Cost; c != nil {
-		st.Costs = append(st.Costs, store.CostEntry{At: now, Fingerprint: o.Fingerprint, USD: c.USD,
-			InputTokens: c.InputTokens, OutputTokens: c.OutputTokens})
-		t := &st.CostTotal
-		t.Runs, t.USD, t.InputTokens, t.OutputTokens = t.Runs+1, t.USD+c.USD, t.InputTokens+c.InputTokens, t.OutputTokens+c.OutputTokens
-	}
+	budget.Account(st, o, now)
 }
 
 // keepForLater puts a defect in the backlog with what a later scan needs to
@@ -529,7 +524,7 @@ func Retry(st *store.State, fp string) bool {
 // decision is made twice.
 func FinishScan(s *store.Store, cursor *store.Cursor, incidents *IncidentIndex, sum *Summary, now time.Time, keep store.Retention) error {
 	err := s.Finish(keep, now, func(st *store.State) {
-		st.PrunePosted(now.Add(-Window))
+		budget.Prune(st, now)
 		if cursor != nil {
 			st.Cursor = cursor
 		}

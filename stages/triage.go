@@ -9,6 +9,7 @@ import (
 
 	"github.com/the-loop/the-loop-diagnose/logread"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
+	"github.com/the-loop/the-loop-diagnose/stages/budget"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
@@ -162,7 +163,7 @@ func environmentReason(event, errText string, rules []EnvRule) string {
 func Triage(g *pipeline.Group, st *store.State, now time.Time, cfg TriageConfig) *pipeline.Settlement {
 	lines := sampleLines(g)
 	if g.Healed > 0 && g.Healed == g.Count {
-		heals := store.CountSince(st.Heals[g.Fingerprint], now.Add(-Window)) + g.Healed
+		heals := store.CountSince(st.Heals[g.Fingerprint], now.Add(-budget.Window)) + g.Healed
 		if heals >= cfg.FlakyThreshold {
 			g.Reason = fmt.Sprintf("flaky: it failed and then healed %d times in 24 h", heals)
 			return nil

@@ -18,6 +18,7 @@ import (
 	"github.com/the-loop/the-loop-diagnose/logread"
 	"github.com/the-loop/the-loop-diagnose/redact"
 	"github.com/the-loop/the-loop-diagnose/stages"
+	"github.com/the-loop/the-loop-diagnose/stages/budget"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
@@ -137,6 +138,12 @@ func DefaultConfig() Config {
 		Triage:              stages.DefaultTriage(),
 		Retention:           store.DefaultRetention,
 	}
+}
+
+// Limits are the config's caps, which the budget spends against.
+func (c Config) Limits() budget.Limits {
+	return budget.Limits{MaxIssuesPerDay: c.MaxIssuesPerDay, MaxDiagnosesPerScan: c.MaxDiagnosesPerScan,
+		MaxDiagnosesPerDay: c.MaxDiagnosesPerDay, MaxAgentCostPerDay: c.MaxAgentCostPerDay}
 }
 
 // ConfigError names the file and key of a bad value.

@@ -20,6 +20,7 @@ import (
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/redact"
 	"github.com/the-loop/the-loop-diagnose/stages"
+	"github.com/the-loop/the-loop-diagnose/stages/budget"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
@@ -37,7 +38,7 @@ type scanner struct {
 	// source reads selfDiagnosis.sourcePath for the dossier (nil: unset).
 	source *stages.SourceFinder
 	// chargeRun charges an agent run to this scan's state before it starts
-	// (stages.ChargeAgentRun); set by each scan.
+	// (budget.ChargeRun); set by each scan.
 	chargeRun func(pipeline.Dossier) error
 	// fleet is this scan's claims and fleet-wide budgets (nil in a dry run
 	// or without a database); set by each scan.
@@ -221,7 +222,7 @@ func (s *scanner) scan(hard, soft context.Context, st *store.Store, started time
 	dossiers = pipeline.Then(r, dossiers, check.beforeAgent())
 	answerKey := stages.AgentAnswerKey(s.cfg.Harness, s.cfg.Model)
 	dossiers = pipeline.Then(r, dossiers, stages.NewReuseAnswers(st, answerKey))
-	s.chargeRun = stages.ChargeAgentRun(st, s.now)
+	s.chargeRun = budget.ChargeRun(st, s.now)
 	findings := pipeline.Then(r, dossiers, s.agent)
 	findings = pipeline.Then(r, findings, stages.NewKeepAnswers(st, s.now, answerKey))
 	findings = pipeline.Then(r, findings, stages.NewGate(s.gate(st)))

@@ -10,6 +10,7 @@ import (
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/stages"
 	"github.com/the-loop/the-loop-diagnose/stages/agent/sandbox"
+	"github.com/the-loop/the-loop-diagnose/stages/budget"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
@@ -51,8 +52,7 @@ func cmdStatus(args []string, io stdio) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(statusReport(cfg, st, exists, t, statusExtras{db.Name(), ledger, pruned}))
 	}
-	used := st.PostedSince(t.Add(-stages.Window))
-	diagnosed := store.CountSince(st.Diagnosed, t.Add(-stages.Window))
+	u := cfg.Limits().Usage(st, t)
 	w := io.out
 	if exists {
 		fmt.Fprintf(w, "state %s (store %s)\n", cfg.StatePath, db.Name())
@@ -63,15 +63,15 @@ func cmdStatus(args []string, io stdio) error {
 	for _, f := range slices.Backward(st.ForeignMarkers) {
 		fmt.Fprintf(w, "warning: issue #%d by @%s carries the marker of %s; ignored (not a trusted author)\n", f.Number, f.Login, f.Fingerprint)
 	}
-	fmt.Fprintf(w, "issues filed in the last 24 h: %d of %d; agent diagnoses: %d of %d\n", used, cfg.MaxIssuesPerDay, diagnosed, cfg.MaxDiagnosesPerDay)
+	fmt.Fprintf(w, "issues filed in the last 24 h: %d of %d; agent diagnoses: %d of %d\n", u.Issues, u.MaxIssuesPerDay, u.Diagnoses, u.MaxDiagnosesPerDay)
 	fmt.Fprintf(w, "agent source: %s\n", resolveAgentSource(cfg))
 	if _, detail := sandbox.Available(); stages.AgentConfined(cfg.Harness) {
 		fmt.Fprintf(w, "agent confinement by the kernel: %s\n", detail)
 	}
-	if day, all := st.CostSince(t.Add(-stages.Window)), st.CostTotal; all.Runs > 0 {
+	if day, all := u.Cost, st.CostTotal; all.Runs > 0 {
 		capped := ""
-		if cfg.MaxAgentCostPerDay > 0 {
-			capped = fmt.Sprintf(" of $%.2f", cfg.MaxAgentCostPerDay)
+		if u.MaxAgentCostPerDay > 0 {
+			capped = fmt.Sprintf(" of $%.2f", u.MaxAgentCostPerDay)
 		}
 		fmt.Fprintf(w, "agent cost in the last 24 h: $%.4f%s (%d runs, %d tokens in, %d out); in all: $%.4f (%d runs)\n",
 			day.USD, capped, day.Runs, day.InputTokens, day.OutputTokens, all.USD, all.Runs)
@@ -148,6 +148,7 @@ type statusExtras struct {
 }
 
 func statusReport(cfg Config, st *store.State, exists bool, t time.Time, x statusExtras) map[string]any {
+	u := cfg.Limits().Usage(st, t)
 	return map[string]any{
 		"state": cfg.StatePath,
 		"store": x.store,
@@ -167,10 +168,10 @@ func statusReport(cfg Config, st *store.State, exists bool, t time.Time, x statu
 		// Dependencies the scans wait for.
 		"outages": st.Outages,
 		// What the agents' runs cost, as their harnesses reported it.
-		"agent_cost": map[string]any{"last_24h": st.CostSince(t.Add(-stages.Window)), "total": st.CostTotal,
-			"max_per_day_usd": cfg.MaxAgentCostPerDay},
-		"window": map[string]any{"issues_used": st.PostedSince(t.Add(-stages.Window)), "issues_max": cfg.MaxIssuesPerDay,
-			"diagnoses_used": store.CountSince(st.Diagnosed, t.Add(-stages.Window)), "diagnoses_max": cfg.MaxDiagnosesPerDay, "hours": stages.Window.Hours()},
+		"agent_cost": map[string]any{"last_24h": u.Cost, "total": st.CostTotal,
+			"max_per_day_usd": u.MaxAgentCostPerDay},
+		"window": map[string]any{"issues_used": u.Issues, "issues_max": u.MaxIssuesPerDay,
+			"diagnoses_used": u.Diagnoses, "diagnoses_max": u.MaxDiagnosesPerDay, "hours": budget.Window.Hours()},
 		"cursor": st.Cursor,
 		// The source tree the agent is told to read (sourcePath, else the
 		// installed the-loop's package).

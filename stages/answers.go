@@ -9,11 +9,9 @@ import (
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
-// A diagnosis is paid for once, and a budget is never overspent:
+// A diagnosis is paid for once (the charge of each run and its refund are
+// the budget's: budget.ChargeRun, budget.Account):
 //
-//   - ChargeAgentRun, the agent stage's BeforeRun, writes each run to the
-//     state (the daily diagnosis budget's record) right before it starts,
-//     so no crash, kill or abort lets the budget spend more than its cap.
 //   - NewReuseAnswers, before the agent stage, gives a defect whose answer
 //     is already kept for the same harness, model and prompt version that
 //     answer instead of a run.
@@ -21,8 +19,7 @@ import (
 //     once, so a scan that dies before its end (or whose post fails) never
 //     pays for the same diagnosis again.
 //
-// Persist settles each charge: a run that did not happen (the agent was
-// down) is refunded; the answer is forgotten once the defect is filed.
+// The answer is forgotten once the defect is filed.
 
 // AgentPromptVersion names the prompt's contract: a kept answer is reused
 // only for the same one.
@@ -59,19 +56,6 @@ func reuseAnswer(st *store.Store, key string, d pipeline.Dossier) pipeline.Dossi
 	return d
 }
 
-// ChargeAgentRun returns the agent stage's BeforeRun: the run is written to
-// the daily budget's record, durably, before the agent starts.
-func ChargeAgentRun(st *store.Store, now func() time.Time) func(pipeline.Dossier) error {
-	return func(d pipeline.Dossier) error {
-		at := now()
-		return st.Update(func(s *store.State) error {
-			s.Diagnosed = append(s.Diagnosed, at)
-			s.Charged[d.Fingerprint] = at
-			return nil
-		})
-	}
-}
-
 // NewKeepAnswers keeps each new answer in the state at once.
 func NewKeepAnswers(st *store.Store, now func() time.Time, key string) pipeline.Stage[pipeline.Finding, pipeline.Finding] {
 	return pipeline.Map(func(_ context.Context, f pipeline.Finding) (pipeline.Finding, bool, error) {
@@ -88,24 +72,4 @@ func NewKeepAnswers(st *store.Store, now func() time.Time, key string) pipeline.
 		})
 		return f, true, err
 	})
-}
-
-// settleCharge records an outcome's agent run in the daily budget: a run
-// charged before it started stays charged; one that did not happen (the
-// agent was down) is refunded; a run nobody charged (a caller without
-// ChargeAgentRun) is counted now.
-func settleCharge(st *store.State, o pipeline.Outcome, now time.Time) {
-	at, charged := st.Charged[o.Fingerprint]
-	delete(st.Charged, o.Fingerprint)
-	switch {
-	case charged && !o.AgentRan && o.Wait != nil:
-		for i, t := range st.Diagnosed {
-			if t.Equal(at) {
-				st.Diagnosed = append(st.Diagnosed[:i], st.Diagnosed[i+1:]...)
-				break
-			}
-		}
-	case !charged && o.AgentRan:
-		st.Diagnosed = append(st.Diagnosed, now)
-	}
 }

@@ -27,62 +27,26 @@ const (
 	inRuntime
 )
 
-// normalizeTrace recognises Python tracebacks, Go panics and Java/Node
-// stack traces. ok is false for other multi-line text.
-func normalizeTrace(text string, v3 bool) (string, bool) {
+// trace is a stack trace as parsed: its message lines and its frames,
+// innermost first. Each version renders it (render, renderV2).
+type trace struct {
+	message []string
+	frames  []frame
+}
+
+// parseTrace recognises Python tracebacks, Go panics, Rust backtraces and
+// Java/.NET/Node stack traces. ok is false for other multi-line text.
+func parseTrace(text string) (trace, bool) {
 	lines := strings.Split(text, "\n")
 	for i := range lines {
 		lines[i] = strings.TrimRight(lines[i], "\r")
 	}
-	if t, ok := pythonTrace(lines, v3); ok {
-		return t, true
-	}
-	if t, ok := goPanic(lines, v3); ok {
-		return t, true
-	}
-	if t, ok := rustBacktrace(lines, v3); ok {
-		return t, true
-	}
-	if t, ok := atFrames(lines, v3); ok {
-		return t, true
-	}
-	return "", false
-}
-
-// render writes the normalized message lines and the chosen frame.
-func render(message []string, frames []frame, v3 bool) string {
-	size := 0
-	for _, m := range message {
-		size += len(m) + 1
-	}
-	n := newNormalizer(v3, size+64) // and the frame
-	dropOptional := false
-	if v3 {
-		optional, required := optionalLines(message)
-		dropOptional = optional && required
-	}
-	for _, m := range message {
-		if t := strings.TrimSpace(m); t == "" || dropOptional && isOptionalLine(t) {
-			continue
-		}
-		if len(n.out) > 0 {
-			n.out = append(n.out, '\n')
-		}
-		n.line(m)
-	}
-	if f, ok := topFrame(frames); ok {
-		if len(n.out) > 0 {
-			n.out = append(n.out, '\n')
-		}
-		n.out = append(n.out, "  at "...)
-		n.out = append(n.out, f.function...)
-		if f.file != "" {
-			n.out = append(n.out, " ("...)
-			n.out = append(n.out, f.file...)
-			n.out = append(n.out, ')')
+	for _, parse := range []func([]string) (trace, bool){pythonTrace, goPanic, rustBacktrace, atFrames} {
+		if t, ok := parse(lines); ok {
+			return t, true
 		}
 	}
-	return n.finish()
+	return trace{}, false
 }
 
 // topFrame is the innermost in-app frame; without one, the innermost
@@ -131,7 +95,7 @@ func pyTraceStart(l string) (prefix string, ok bool) {
 
 // pythonTrace handles "Traceback (most recent call last):" blocks. With
 // chained exceptions the last traceback is the one that escaped.
-func pythonTrace(lines []string, v3 bool) (string, bool) {
+func pythonTrace(lines []string) (trace, bool) {
 	start := -1
 	for i, l := range lines {
 		if _, ok := pyTraceStart(l); ok {
@@ -139,7 +103,7 @@ func pythonTrace(lines []string, v3 bool) (string, bool) {
 		}
 	}
 	if start < 0 {
-		return "", false
+		return trace{}, false
 	}
 	var message []string
 	// Lines before the first traceback are the log message that wrapped it.
@@ -169,14 +133,14 @@ func pythonTrace(lines []string, v3 bool) (string, bool) {
 		break
 	}
 	if exception == "" {
-		return "", false
+		return trace{}, false
 	}
 	message = append(message, exception)
 	// Innermost first.
 	for a, b := 0, len(frames)-1; a < b; a, b = a+1, b-1 {
 		frames[a], frames[b] = frames[b], frames[a]
 	}
-	return render(message, frames, v3), true
+	return trace{message, frames}, true
 }
 
 // pythonFrame parses `File "/x/y.py", line 12, in func`.
@@ -203,7 +167,7 @@ func pythonFrame(t string) frame {
 
 // goPanic handles "panic: ..." / "fatal error: ..." followed by a
 // "goroutine N [state]:" dump.
-func goPanic(lines []string, v3 bool) (string, bool) {
+func goPanic(lines []string) (trace, bool) {
 	first, dump := -1, -1
 	for i, l := range lines {
 		if first < 0 && (strings.HasPrefix(l, "panic: ") || strings.HasPrefix(l, "fatal error: ")) {
@@ -215,7 +179,7 @@ func goPanic(lines []string, v3 bool) (string, bool) {
 		}
 	}
 	if first < 0 || dump < 0 {
-		return "", false
+		return trace{}, false
 	}
 	message := append([]string(nil), lines[:dump]...)
 	var frames []frame
@@ -242,7 +206,7 @@ func goPanic(lines []string, v3 bool) (string, bool) {
 		}
 		frames = append(frames, frame{function: fn, file: file, origin: goOrigin(fn, loc)})
 	}
-	return render(message, frames, v3), true
+	return trace{message, frames}, true
 }
 
 // goOrigin: runtime and standard-library internals that every panic passes
@@ -262,7 +226,7 @@ func goOrigin(fn, loc string) origin {
 // rustBacktrace handles a Rust panic's "stack backtrace:" block, whose
 // frames are numbered lines ("  2: app::store::Store::load") each followed
 // by an indented "at src/store.rs:41:9".
-func rustBacktrace(lines []string, v3 bool) (string, bool) {
+func rustBacktrace(lines []string) (trace, bool) {
 	bt := -1
 	for i, l := range lines {
 		if strings.TrimSpace(l) == "stack backtrace:" {
@@ -271,7 +235,7 @@ func rustBacktrace(lines []string, v3 bool) (string, bool) {
 		}
 	}
 	if bt < 0 {
-		return "", false
+		return trace{}, false
 	}
 	var frames []frame
 	for i := bt + 1; i < len(lines) && len(frames) < 64; i++ {
@@ -297,9 +261,9 @@ func rustBacktrace(lines []string, v3 bool) (string, bool) {
 		frames = append(frames, frame{function: fn, file: baseName(loc), origin: rustOrigin(fn, loc)})
 	}
 	if len(frames) == 0 {
-		return "", false
+		return trace{}, false
 	}
-	return render(lines[:bt], frames, v3), true
+	return trace{lines[:bt], frames}, true
 }
 
 func rustOrigin(fn, loc string) origin {
@@ -317,7 +281,7 @@ var rustRuntime = []string{"std::", "core::", "alloc::", "rust_begin_unwind", "_
 // atFrames handles Java/Kotlin/Scala ("\tat com.x.Y.m(Y.java:42)") and
 // Node ("    at fn (/x/y.js:10:5)") traces: the lines before the first
 // frame are the exception; "Caused by:" lines name the root cause.
-func atFrames(lines []string, v3 bool) (string, bool) {
+func atFrames(lines []string) (trace, bool) {
 	var message []string
 	var frames []frame
 	seenFrame := false
@@ -337,9 +301,9 @@ func atFrames(lines []string, v3 bool) (string, bool) {
 		}
 	}
 	if !seenFrame || len(frames) == 0 {
-		return "", false
+		return trace{}, false
 	}
-	return render(message, frames, v3), true
+	return trace{message, frames}, true
 }
 
 // runtimePrefixes are the language runtimes' packages (JVM, .NET);

@@ -393,3 +393,77 @@ func isWord(s string) bool {
 	}
 	return s != ""
 }
+
+// Template returns the human-readable masked text for a record (v4): the
+// normalized error with the record's and the text's data masked (maskData),
+// or, when there is no error text, the allow-listed enum fields.
+func Template(in Input) string {
+	if strings.TrimSpace(in.Error) != "" {
+		return NormalizeV3(maskData(in))
+	}
+	return fieldsTemplate(in)
+}
+
+// NormalizeV4 is the v4 normalizer of a text without a record: NormalizeV3
+// after the text's own data rules (quoted values that cannot be code
+// names, user@host, recurrences).
+func NormalizeV4(errorText string) string { return NormalizeV3(maskData(Input{Error: errorText})) }
+
+// identityEvent is the event as part of a v4 identity: a specific text
+// decides the defect whatever event logged it (one missing binary reported
+// by three components is one defect), while a generic one ("timeout",
+// "exit status 1", "context canceled") names nothing without its event.
+func identityEvent(event, template string) string {
+	if specificText(template) {
+		return ""
+	}
+	return event
+}
+
+// specificText: a template of at least 24 bytes with at least three
+// distinct words of three letters or more that are not generic failure
+// vocabulary, one of them distinctive (a capital, a digit or '_' in it, or
+// six letters or more).
+func specificText(template string) bool {
+	if len(template) < 24 {
+		return false
+	}
+	var words [3]string
+	n, distinctive := 0, false
+	for i := 0; i < len(template) && (n < 3 || !distinctive); {
+		c := template[i]
+		if !isAlnum(c) && c != '_' {
+			i++
+			continue
+		}
+		j := i
+		letters, special := 0, false
+		for j < len(template) && (isAlnum(template[j]) || template[j] == '_') {
+			if isASCIILetter(template[j]) {
+				letters++
+			}
+			special = special || isDigit(template[j]) || template[j] == '_' || j > i && template[j] >= 'A' && template[j] <= 'Z'
+			j++
+		}
+		w := template[i:j]
+		i = j
+		if letters < 3 || genericWords.hasFold(w) || w == words[0] || w == words[1] {
+			continue
+		}
+		distinctive = distinctive || special || letters >= 6
+		if n < 3 {
+			words[n] = w
+			n++
+		}
+	}
+	return n >= 3 && distinctive
+}
+
+// genericWords say that something failed, not what.
+var genericWords = newWordSet("error", "errors", "failed", "failure", "fail", "fails", "exit", "exited", "status",
+	"code", "timeout", "timed", "out", "context", "canceled", "cancelled", "deadline", "exceeded", "signal",
+	"killed", "terminated", "eof", "unexpected", "the", "and", "for", "with", "after", "while", "from", "was",
+	"not", "cannot", "could", "can", "unable", "try", "again", "retry", "retrying", "attempt", "attempts",
+	"operation", "request", "response", "internal", "unknown", "invalid", "bad", "fatal", "panic", "exception",
+	"warning", "connection", "refused", "reset", "broken", "pipe", "closed", "permission", "denied", "aborted",
+	"interrupted", "process", "command", "run", "running", "returned", "non", "zero", "too", "many", "some")

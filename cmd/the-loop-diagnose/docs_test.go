@@ -221,3 +221,79 @@ func anchors(t *testing.T, path string) []string {
 	}
 	return out
 }
+
+// TestDesignNamesRealTests holds the docs to the tests they cite as showing
+// a guarantee: every Test…, Fuzz… or Benchmark… name in README.md,
+// DESIGN.md and docs/**.md must be a test function of the module (or, as in
+// a `go test -run` pattern the docs quote, the start of one).
+func TestDesignNamesRealTests(t *testing.T) {
+	funcs := map[string]bool{}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != repoRoot && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		for _, decl := range f.Decls {
+			if fn, ok := decl.(*ast.FuncDecl); ok && fn.Recv == nil {
+				funcs[fn.Name.Name] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := []string{filepath.Join(repoRoot, "README.md"), filepath.Join(repoRoot, "DESIGN.md")}
+	err = filepath.WalkDir(filepath.Join(repoRoot, "docs"), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".md") {
+			docs = append(docs, path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := regexp.MustCompile(`\b(?:Test|Fuzz|Benchmark)[A-Z][A-Za-z0-9_]*`)
+	cited := 0
+	for _, doc := range docs {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(repoRoot, doc)
+		for i, line := range strings.Split(string(b), "\n") {
+			for _, n := range name.FindAllString(line, -1) {
+				cited++
+				if funcs[n] {
+					continue
+				}
+				prefix := false
+				for f := range funcs {
+					if strings.HasPrefix(f, n) {
+						prefix = true
+						break
+					}
+				}
+				if !prefix {
+					t.Errorf("%s:%d cites %s, which no _test.go of the module declares", rel, i+1, n)
+				}
+			}
+		}
+	}
+	if cited < 30 {
+		t.Fatalf("the docs cite %d tests: DESIGN.md's guarantees table lost its tests, or this test its reading", cited)
+	}
+}

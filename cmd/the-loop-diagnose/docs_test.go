@@ -36,8 +36,8 @@ func configKeys() []string {
 }
 
 // TestConfigDocNamesEveryKey keeps docs/config.md, the reference of every
-// key, in step with the decoder: each key it accepts has a row there, and
-// no row names a key it does not accept.
+// key, in step with the decoder: each key it accepts has a row there, no
+// row names a key it does not accept, and no page of the docs names one.
 func TestConfigDocNamesEveryKey(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(repoRoot, "docs", "config.md"))
 	if err != nil {
@@ -58,6 +58,38 @@ func TestConfigDocNamesEveryKey(t *testing.T) {
 			t.Errorf("docs/config.md documents %s, which the decoder does not read (config_keys.go)", k)
 		}
 	}
+	// Every other page names real keys too.
+	mention := regexp.MustCompile(`\b(?:selfDiagnosis|eventLog)(?:\.[A-Za-z]+)+`)
+	for _, doc := range markdownDocs(t) {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(repoRoot, doc)
+		for i, line := range strings.Split(string(b), "\n") {
+			for _, k := range mention.FindAllString(line, -1) {
+				if !slices.Contains(keys, k) {
+					t.Errorf("%s:%d names %s, which is not a config key (config_keys.go)", rel, i+1, k)
+				}
+			}
+		}
+	}
+}
+
+// markdownDocs are README.md, DESIGN.md and every docs/**.md.
+func markdownDocs(t *testing.T) []string {
+	t.Helper()
+	docs := []string{filepath.Join(repoRoot, "README.md"), filepath.Join(repoRoot, "DESIGN.md")}
+	err := filepath.WalkDir(filepath.Join(repoRoot, "docs"), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".md") {
+			docs = append(docs, path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return docs
 }
 
 // errorTextKeyAllowed are selfDiagnosis.<key> mentions known to be wrong and
@@ -141,16 +173,7 @@ var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
 // and docs/**.md: the file must exist, and a #fragment into a markdown file
 // must be one of its headings (GitHub's anchors).
 func TestDocsLinksResolve(t *testing.T) {
-	docs := []string{filepath.Join(repoRoot, "README.md"), filepath.Join(repoRoot, "DESIGN.md")}
-	err := filepath.WalkDir(filepath.Join(repoRoot, "docs"), func(path string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".md") {
-			docs = append(docs, path)
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	docs := markdownDocs(t)
 	links := 0
 	for _, doc := range docs {
 		b, err := os.ReadFile(doc)
@@ -256,16 +279,7 @@ func TestDesignNamesRealTests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	docs := []string{filepath.Join(repoRoot, "README.md"), filepath.Join(repoRoot, "DESIGN.md")}
-	err = filepath.WalkDir(filepath.Join(repoRoot, "docs"), func(path string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".md") {
-			docs = append(docs, path)
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	docs := markdownDocs(t)
 	name := regexp.MustCompile(`\b(?:Test|Fuzz|Benchmark)[A-Z][A-Za-z0-9_]*`)
 	cited := 0
 	for _, doc := range docs {

@@ -311,3 +311,34 @@ func TestDesignNamesRealTests(t *testing.T) {
 		t.Fatalf("the docs cite %d tests: DESIGN.md's guarantees table lost its tests, or this test its reading", cited)
 	}
 }
+
+// TestReadmeListsEveryCommand keeps the README's list of commands in step
+// with the command table the usage is printed from (cli.go commands).
+func TestReadmeListsEveryCommand(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	i := strings.Index(readme, "\n## Commands\n")
+	if i < 0 {
+		t.Fatal("README.md has no ## Commands section")
+	}
+	section := readme[i+1:]
+	if j := strings.Index(section[1:], "\n## "); j >= 0 {
+		section = section[:j+1]
+	}
+	listed := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^the-loop-diagnose (\w+)`).FindAllStringSubmatch(section, -1) {
+		listed[m[1]] = true
+	}
+	for _, c := range commands {
+		if !listed[c.name] {
+			t.Errorf("README.md's Commands section does not list %s (%s)", c.name, c.summary)
+		}
+		delete(listed, c.name)
+	}
+	for name := range listed {
+		t.Errorf("README.md's Commands section lists %s, which is no command of cli.go", name)
+	}
+}

@@ -5,7 +5,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 SHARED  ?= ../shared
 
-.PHONY: all build run test vet fmt fuzz bench bench-store bench-huge score-grouping score-redaction clean realcli realcli-install
+.PHONY: all build run test docs-check vet fmt fuzz bench bench-store bench-huge score-grouping score-redaction clean realcli realcli-install
 
 all: build
 
@@ -26,6 +26,12 @@ test:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) test -race -count=1 ./...
+
+# The tests that hold the docs to the code (make test runs them too): every
+# config key documented and every key a text names real, status --json's
+# table, the README's command list, links and anchors, cited test names.
+docs-check:
+	$(GO) test -count=1 -run '^(TestConfigDocNamesEveryKey|TestTextsNameRealConfigKeys|TestDocsLinksResolve|TestDesignNamesRealTests|TestReadmeListsEveryCommand|TestStatusJSONShapeIsDocumented|TestExampleConfig)$$' ./cmd/the-loop-diagnose
 
 # The real agent CLIs, pinned, installed with npm into a cache directory for
 # the real-CLI tests (test/realcli_test.go: each CLI against this project's

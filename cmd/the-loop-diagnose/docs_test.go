@@ -36,8 +36,8 @@ func configKeys() []string {
 }
 
 // TestConfigDocNamesEveryKey keeps docs/config.md, the reference of every
-// key, in step with the decoder: each key it accepts has a row there, and
-// no row names a key it does not accept.
+// key, in step with the decoder: each key it accepts has a row there, no
+// row names a key it does not accept, and no page of the docs names one.
 func TestConfigDocNamesEveryKey(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(repoRoot, "docs", "config.md"))
 	if err != nil {
@@ -58,6 +58,38 @@ func TestConfigDocNamesEveryKey(t *testing.T) {
 			t.Errorf("docs/config.md documents %s, which the decoder does not read (config_keys.go)", k)
 		}
 	}
+	// Every other page names real keys too.
+	mention := regexp.MustCompile(`\b(?:selfDiagnosis|eventLog)(?:\.[A-Za-z]+)+`)
+	for _, doc := range markdownDocs(t) {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(repoRoot, doc)
+		for i, line := range strings.Split(string(b), "\n") {
+			for _, k := range mention.FindAllString(line, -1) {
+				if !slices.Contains(keys, k) {
+					t.Errorf("%s:%d names %s, which is not a config key (config_keys.go)", rel, i+1, k)
+				}
+			}
+		}
+	}
+}
+
+// markdownDocs are README.md, DESIGN.md and every docs/**.md.
+func markdownDocs(t *testing.T) []string {
+	t.Helper()
+	docs := []string{filepath.Join(repoRoot, "README.md"), filepath.Join(repoRoot, "DESIGN.md")}
+	err := filepath.WalkDir(filepath.Join(repoRoot, "docs"), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".md") {
+			docs = append(docs, path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return docs
 }
 
 // errorTextKeyAllowed are selfDiagnosis.<key> mentions known to be wrong and
@@ -141,16 +173,7 @@ var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
 // and docs/**.md: the file must exist, and a #fragment into a markdown file
 // must be one of its headings (GitHub's anchors).
 func TestDocsLinksResolve(t *testing.T) {
-	docs := []string{filepath.Join(repoRoot, "README.md"), filepath.Join(repoRoot, "DESIGN.md")}
-	err := filepath.WalkDir(filepath.Join(repoRoot, "docs"), func(path string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".md") {
-			docs = append(docs, path)
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	docs := markdownDocs(t)
 	links := 0
 	for _, doc := range docs {
 		b, err := os.ReadFile(doc)
@@ -220,4 +243,102 @@ func anchors(t *testing.T, path string) []string {
 		out = append(out, a.String())
 	}
 	return out
+}
+
+// TestDesignNamesRealTests holds the docs to the tests they cite as showing
+// a guarantee: every Test…, Fuzz… or Benchmark… name in README.md,
+// DESIGN.md and docs/**.md must be a test function of the module (or, as in
+// a `go test -run` pattern the docs quote, the start of one).
+func TestDesignNamesRealTests(t *testing.T) {
+	funcs := map[string]bool{}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != repoRoot && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		for _, decl := range f.Decls {
+			if fn, ok := decl.(*ast.FuncDecl); ok && fn.Recv == nil {
+				funcs[fn.Name.Name] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := markdownDocs(t)
+	name := regexp.MustCompile(`\b(?:Test|Fuzz|Benchmark)[A-Z][A-Za-z0-9_]*`)
+	cited := 0
+	for _, doc := range docs {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(repoRoot, doc)
+		for i, line := range strings.Split(string(b), "\n") {
+			for _, n := range name.FindAllString(line, -1) {
+				cited++
+				if funcs[n] {
+					continue
+				}
+				prefix := false
+				for f := range funcs {
+					if strings.HasPrefix(f, n) {
+						prefix = true
+						break
+					}
+				}
+				if !prefix {
+					t.Errorf("%s:%d cites %s, which no _test.go of the module declares", rel, i+1, n)
+				}
+			}
+		}
+	}
+	if cited < 30 {
+		t.Fatalf("the docs cite %d tests: DESIGN.md's guarantees table lost its tests, or this test its reading", cited)
+	}
+}
+
+// TestReadmeListsEveryCommand keeps the README's list of commands in step
+// with the command table the usage is printed from (cli.go commands).
+func TestReadmeListsEveryCommand(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	i := strings.Index(readme, "\n## Commands\n")
+	if i < 0 {
+		t.Fatal("README.md has no ## Commands section")
+	}
+	section := readme[i+1:]
+	if j := strings.Index(section[1:], "\n## "); j >= 0 {
+		section = section[:j+1]
+	}
+	listed := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^the-loop-diagnose (\w+)`).FindAllStringSubmatch(section, -1) {
+		listed[m[1]] = true
+	}
+	for _, c := range commands {
+		if !listed[c.name] {
+			t.Errorf("README.md's Commands section does not list %s (%s)", c.name, c.summary)
+		}
+		delete(listed, c.name)
+	}
+	for name := range listed {
+		t.Errorf("README.md's Commands section lists %s, which is no command of cli.go", name)
+	}
 }

@@ -86,6 +86,12 @@ type Deps struct {
 	Until string
 }
 
+// NewIncidentIndex is an empty index of recent failures, correlated by the
+// configured keys (Deps.Incidents).
+func (c Config) NewIncidentIndex() *IncidentIndex {
+	return NewIncidentIndex(IncidentKeysWith(c.Triage.CorrelationKeys), IncidentMaxFailures)
+}
+
 // Ends are the stages Build can end after (Deps.Until), in order.
 var Ends = []string{"read", "filter", "fingerprint", "dedup", "dossier", "agent", "compose"}
 
@@ -141,7 +147,7 @@ func Build(r *pipeline.Run, read pipeline.Source[pipeline.Record], cfg Config, d
 		return nil, err
 	}
 	if s.incidents == nil {
-		s.incidents = NewIncidentIndex(IncidentKeysWith(cfg.Triage.CorrelationKeys), IncidentMaxFailures)
+		s.incidents = cfg.NewIncidentIndex()
 	}
 	end := func(stage string) bool { return d.Until == stage }
 

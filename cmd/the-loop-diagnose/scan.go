@@ -62,9 +62,7 @@ func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, 
 	}
 	red := redact.FromEnvironment(cfg.StateRoot)
 	s := &scanner{cfg: cfg, now: now, io: io, log: log, dryRun: dryRun, red: red,
-		incidents: stages.NewIncidentIndex(stages.IncidentKeysWith(cfg.Triage.CorrelationKeys), stages.IncidentMaxFailures),
-		progress:  newAgentProgress(io.err, cfg.Harness),
-		state:     store.Cache{DSN: cfg.Store}}
+		progress: newAgentProgress(io.err, cfg.Harness), state: store.Cache{DSN: cfg.Store}}
 	var source *stages.SourceFinder
 	src := resolveAgentSource(cfg)
 	if src.Path != "" {
@@ -101,6 +99,7 @@ func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, 
 		Retention: cfg.Retention,
 		Log:       log,
 	}
+	s.incidents = s.stages.NewIncidentIndex()
 	return s, nil
 }
 

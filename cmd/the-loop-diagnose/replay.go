@@ -16,8 +16,6 @@ import (
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
-var replayStages = []string{"read", "filter", "fingerprint", "dedup", "dossier", "agent", "compose"}
-
 // cmdReplay runs the pipeline up to one stage over a fixture and prints that
 // stage's outputs as JSONL, each carrying the line of its source record. It
 // writes nothing and posts nothing.
@@ -25,12 +23,12 @@ func cmdReplay(ctx context.Context, args []string, io stdio) error {
 	fs := newFlagSet("replay", io)
 	var c commonFlags
 	c.register(fs)
-	stage := fs.String("stage", "", "last stage to run: "+strings.Join(replayStages, ", "))
+	stage := fs.String("stage", "", "last stage to run: "+strings.Join(stages.Ends, ", "))
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if !slices.Contains(replayStages, *stage) {
-		return usageErr("replay: --stage %q is not one of %s", *stage, strings.Join(replayStages, ", "))
+	if !slices.Contains(stages.Ends, *stage) {
+		return usageErr("replay: --stage %q is not one of %s", *stage, strings.Join(stages.Ends, ", "))
 	}
 	if c.log == "" {
 		return usageErr("replay: --log FIXTURE is required")
@@ -72,34 +70,35 @@ func cmdReplay(ctx context.Context, args []string, io stdio) error {
 	r := pipeline.New(ctx)
 	rc := sc.readConfig(*stage != "read", nil)
 	rc.Source, rc.Name, rc.FinalPartialLine = f, cfg.EventLog, true
-	records := pipeline.From(r, logread.NewRead(rc, &stats))
-	records = pipeline.Then(r, records, logread.NewDecode(cfg.Format, &stats))
 	// The pipeline is built only up to the chosen stage, whose output is
-	// printed: nothing after it (an agent) runs for nothing.
+	// printed: nothing after it (an agent) runs for nothing. Replay writes
+	// nothing and pays for nothing: no ledger, no fleet, no GitHub, and
+	// its incidents come from the fixture alone.
+	scan, err := stages.Build(r, logread.NewRead(rc, &stats), sc.stages, stages.Deps{
+		Store: st, Now: now, Stats: &stats, Until: *stage,
+	})
+	if err != nil {
+		return err
+	}
 	done := func() error { return finishReplay(r, &stats, io) }
-	if *stage == "read" {
-		printEach(r, records, emit, func(v pipeline.Record) map[string]any {
+	switch *stage {
+	case "read":
+		printEach(r, scan.Records, emit, func(v pipeline.Record) map[string]any {
 			return map[string]any{"line": v.Line, "offset": v.Offset, "fields": v.Fields}
 		})
-		return done()
-	}
-	candidates := pipeline.Then(r, records, stages.NewFilter(&cfg.Triage, cfg.Format))
-	if *stage == "filter" {
-		printEach(r, candidates, emit, func(v pipeline.Candidate) map[string]any {
+	case "filter":
+		printEach(r, scan.Candidates, emit, func(v pipeline.Candidate) map[string]any {
 			if v.Reason == stages.ReasonSuccess {
 				return nil
 			}
 			return map[string]any{"line": v.Line, "reason": v.Reason, "event": v.Str("event")}
 		})
-		return done()
-	}
-	occurrences := pipeline.Then(r, candidates, stages.NewFingerprint(sc.fp, sc.incidents))
-	if *stage == "fingerprint" {
+	case "fingerprint":
 		// Each line's final fingerprint: a bare give-up's is its incident's,
 		// and a template's is its family's once the scan's templates are
 		// learned, so the lines are printed at the end.
 		var lines []pipeline.Occurrence
-		pipeline.Into(r, occurrences, func(_ context.Context, v pipeline.Occurrence) error {
+		pipeline.Into(r, scan.Occurrences, func(_ context.Context, v pipeline.Occurrence) error {
 			if v.Reason != stages.ReasonSuccess {
 				// Only what the output needs is kept of the record.
 				v.Candidate = pipeline.Candidate{Record: pipeline.Record{Line: v.Line,
@@ -119,35 +118,27 @@ func cmdReplay(ctx context.Context, args []string, io stdio) error {
 			}
 		}
 		return nil
-	}
-	groups := pipeline.Then(r, occurrences, sc.newDedup(st, false, nil))
-	if *stage == "dedup" {
-		printEach(r, groups, emit, groupLine)
-		return done()
-	}
-	dossiers := pipeline.Then(r, groups, sc.newDossier(st))
-	if *stage == "dossier" {
-		printEach(r, dossiers, emit, func(d pipeline.Dossier) map[string]any {
+	case "dedup":
+		printEach(r, scan.Groups, emit, groupLine)
+	case "dossier":
+		printEach(r, scan.Dossiers, emit, func(d pipeline.Dossier) map[string]any {
 			m := groupLine(d.Group)
 			m["dossier"], m["environment"] = d.Markdown, d.Environment
 			return m
 		})
-		return done()
-	}
-	findings := pipeline.Then(r, pipeline.Then(r, dossiers, sc.agent), stages.NewGate(sc.gate(st)))
-	if *stage == "agent" {
-		printEach(r, findings, emit, func(f pipeline.Finding) map[string]any {
+	case "agent":
+		printEach(r, scan.Findings, emit, func(f pipeline.Finding) map[string]any {
 			m := groupLine(f.Group)
 			m["answer"], m["failure"] = f.Answer, f.Failure
 			return m
 		})
-		return done()
+	case "compose":
+		printEach(r, scan.Reports, emit, func(rep pipeline.Report) map[string]any {
+			m := groupLine(rep.Group)
+			m["repo"], m["title"], m["body"], m["label"], m["failure"] = rep.Repo, rep.Title, rep.Body, rep.Label, rep.Failure
+			return m
+		})
 	}
-	printEach(r, pipeline.Then(r, findings, sc.newCompose()), emit, func(rep pipeline.Report) map[string]any {
-		m := groupLine(rep.Group)
-		m["repo"], m["title"], m["body"], m["label"], m["failure"] = rep.Repo, rep.Title, rep.Body, rep.Label, rep.Failure
-		return m
-	})
 	return done()
 }
 

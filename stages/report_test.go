@@ -120,9 +120,9 @@ func TestComposePassesFailuresThroughUncomposed(t *testing.T) {
 	if len(got) != 1 || got[0].Body != "" {
 		t.Fatalf("a failed finding must never be composed: %+v", got)
 	}
-	o, done := Settle(got[0])
+	o, done := OutcomeWithoutPost(got[0])
 	if !done || o.Status != pipeline.StatusFailed || o.Error == "" {
-		t.Fatalf("Settle = %+v", o)
+		t.Fatalf("OutcomeWithoutPost = %+v", o)
 	}
 }
 

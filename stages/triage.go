@@ -13,14 +13,6 @@ import (
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
-// Machine verdicts.
-const (
-	SettledHealed        = "healed"
-	SettledEnvironment   = "environment"
-	SettledFixedUpstream = "fixed-upstream"
-	SettledTransient     = "transient"
-)
-
 // ReasonSuccess marks a record that is not a failure but a success event
 // the healing check needs (dispatch.succeeded after dispatch.failed).
 const ReasonSuccess = logread.ReasonSuccess
@@ -168,16 +160,16 @@ func Triage(g *pipeline.Group, st *store.State, now time.Time, cfg TriageConfig)
 			g.Reason = fmt.Sprintf("flaky: it failed and then healed %d times in 24 h", heals)
 			return nil
 		}
-		return &pipeline.Settlement{Verdict: SettledHealed,
+		return &pipeline.Settlement{Verdict: pipeline.SettledHealed,
 			Reason:   fmt.Sprintf("every retried failure later succeeded (%d of %d)", g.Healed, g.Count),
 			Evidence: map[string]any{"lines": lines, "heals_24h": heals}}
 	}
 	if reason, envLines := classifyEnvironment(g, cfg.EnvRules); reason != "" {
-		if prev, ok := st.Settled[g.Fingerprint]; ok && prev.Verdict == SettledEnvironment && !now.Before(prev.Until) {
+		if prev, ok := st.Settled[g.Fingerprint]; ok && prev.Verdict == string(pipeline.SettledEnvironment) && !now.Before(prev.Until) {
 			g.Reason = fmt.Sprintf("environment failure (%s) persisted past its settlement of %s", reason, prev.At.Format(time.RFC3339))
 			return nil
 		}
-		return &pipeline.Settlement{Verdict: SettledEnvironment, Reason: reason,
+		return &pipeline.Settlement{Verdict: pipeline.SettledEnvironment, Reason: reason,
 			Evidence: map[string]any{"lines": envLines}}
 	}
 	return nil

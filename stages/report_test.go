@@ -27,7 +27,7 @@ func sampleGroup() pipeline.Group {
 		o.Fields.Set("cwd", "/home/alice/secret-project")
 		o.Fields.Set("delivery_id", "d-123")
 		o.Fields.Set("exit_code", 1.0)
-		addOccurrence(&g, o, DefaultSamples)
+		addOccurrence(&g, o, GroupSamples)
 	}
 	return g
 }

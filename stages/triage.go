@@ -18,7 +18,9 @@ import (
 const ReasonSuccess = logread.ReasonSuccess
 
 // TriageConfig is what the mechanical checks need. The zero value is not
-// usable; start from DefaultTriage.
+// usable: the config's DefaultConfig holds the defaults, and its
+// validation the bounds (selfDiagnosis.flakyThreshold, settleDays,
+// verdictConfidence).
 type TriageConfig struct {
 	// Policy is the candidate and healing policy (correlation keys,
 	// success suffixes, pending bound), declared in logread.
@@ -27,16 +29,6 @@ type TriageConfig struct {
 	SettleFor      time.Duration // how long a settlement holds before re-examination
 	EnvRules       []EnvRule     // operator rules, checked before the built-in ones
 	Confidence     float64       // agent verdicts settle only at or above this
-}
-
-// DefaultTriage holds the defaults.
-func DefaultTriage() TriageConfig {
-	return TriageConfig{
-		Policy:         logread.DefaultPolicy(),
-		FlakyThreshold: 5,
-		SettleFor:      7 * 24 * time.Hour,
-		Confidence:     0.8,
-	}
 }
 
 // EnvRule says a failure is the operator's environment, not the project's bug.

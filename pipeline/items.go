@@ -237,10 +237,31 @@ func (w *Wait) String() string {
 
 // Settlement is a machine verdict with the evidence it rests on.
 type Settlement struct {
-	Verdict  string         `json:"verdict"` // healed | environment | fixed-upstream | transient | agent-environment
+	Verdict  Settled        `json:"verdict"`
 	Reason   string         `json:"reason"`
 	Evidence map[string]any `json:"evidence,omitempty"`
 }
+
+// Settled is the machine's verdict on a defect it keeps from a human. The
+// state and the events store it as its string.
+type Settled string
+
+// The verdicts the machine settles on, each with the one place that decides it.
+const (
+	// SettledHealed: every retried failure later succeeded, and not often
+	// enough to be flaky (stages.Triage).
+	SettledHealed Settled = "healed"
+	// SettledEnvironment: the operator's environment, not the project's
+	// code, by the environment rules (stages.Triage) or by a confident
+	// agent whose evidence verifies (stages.AgentSettlement).
+	SettledEnvironment Settled = "environment"
+	// SettledTransient: a confident agent's verified verdict
+	// (stages.AgentSettlement).
+	SettledTransient Settled = "transient"
+	// SettledFixedUpstream: the target repo fixed it after the deployed
+	// version (stages.SourceCheckout.FixedUpstream).
+	SettledFixedUpstream Settled = "fixed-upstream"
+)
 
 // Dossier is a group with the scrubbed, allow-listed report of it that the
 // agent reads and the issue quotes.

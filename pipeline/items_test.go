@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -98,5 +99,17 @@ func TestFieldsOfSortsByKey(t *testing.T) {
 	}
 	if FieldsOf(nil) != nil {
 		t.Fatal("a nil map must give nil fields")
+	}
+}
+
+// The state and the event log hold a settlement's verdict as its string,
+// which scans of older versions wrote: the values are frozen.
+func TestSettledVerdictsKeepTheirStoredStrings(t *testing.T) {
+	for v, want := range map[Settled]string{SettledHealed: "healed", SettledEnvironment: "environment",
+		SettledTransient: "transient", SettledFixedUpstream: "fixed-upstream"} {
+		b, err := json.Marshal(Settlement{Verdict: v})
+		if err != nil || !strings.Contains(string(b), `"verdict":"`+want+`"`) {
+			t.Errorf("%s encodes as %s (%v), want verdict %q", v, b, err, want)
+		}
 	}
 }

@@ -14,9 +14,10 @@ import (
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
-// DefaultSamples is how many records a group keeps (the newest): memory grows
-// with the number of distinct fingerprints, never with the log.
-const DefaultSamples = 20
+// GroupSamples is how many records a group keeps (the newest): memory grows
+// with the number of distinct fingerprints, never with the log. A bound of
+// the stage, not a setting (no config key sets it).
+const GroupSamples = 20
 
 // Policy is what dedup decides with: the diagnosis budgets and the
 // mechanical triage checks. (Abandoning is persist's: RetriesExhausted.)
@@ -40,10 +41,9 @@ func (p Policy) limits() budget.Limits {
 
 // DedupConfig configures the dedup stage.
 type DedupConfig struct {
-	Store   *store.Store
-	Now     func() time.Time
-	Policy  Policy
-	Samples int
+	Store  *store.Store
+	Now    func() time.Time
+	Policy Policy
 	// Candidates, when set, counts the failure occurrences dedup receives
 	// (the scan's candidates), here rather than in a stage of its own.
 	Candidates *atomic.Int64
@@ -56,9 +56,6 @@ type DedupConfig struct {
 // groups are only complete at the end of its input). Success records passed
 // along by the filter feed the healing check here, in log order.
 func NewDedup(cfg DedupConfig) pipeline.Stage[pipeline.Occurrence, pipeline.Group] {
-	if cfg.Samples <= 0 {
-		cfg.Samples = DefaultSamples
-	}
 	return func(ctx context.Context, in <-chan pipeline.Occurrence, out chan<- pipeline.Group) error {
 		groups := map[string]*pipeline.Group{}
 		var order []string
@@ -79,7 +76,7 @@ func NewDedup(cfg DedupConfig) pipeline.Stage[pipeline.Occurrence, pipeline.Grou
 				groups[o.Fingerprint] = g
 				order = append(order, o.Fingerprint)
 			}
-			addOccurrence(g, o, cfg.Samples)
+			addOccurrence(g, o, GroupSamples)
 			g.Aliases = addAliases(g.Aliases, o.Aliases)
 		}
 		if err := ctx.Err(); err != nil {
@@ -91,7 +88,7 @@ func NewDedup(cfg DedupConfig) pipeline.Stage[pipeline.Occurrence, pipeline.Grou
 		// scan's final write makes it durable (a crash relearns it).
 		cfg.Store.Mutate(func(st *store.State) {
 			for _, fp := range order {
-				trimSamples(groups[fp], cfg.Samples)
+				trimSamples(groups[fp], GroupSamples)
 			}
 			order, members := Regroup(st, groups, order)
 			list := make([]pipeline.Group, 0, len(order))

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/the-loop/the-loop-diagnose/logread"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
@@ -21,8 +22,13 @@ func occ(line int64, fp, event string) pipeline.Occurrence {
 	}
 }
 
+// testTriage is the triage the tests decide with (the config's defaults).
+func testTriage() TriageConfig {
+	return TriageConfig{Policy: logread.DefaultPolicy(), FlakyThreshold: 5, SettleFor: 7 * 24 * time.Hour, Confidence: 0.8}
+}
+
 func testPolicy() Policy {
-	return Policy{MaxDiagnosesPerScan: 3, MaxDiagnosesPerDay: 20, Backlog: true, Triage: DefaultTriage()}
+	return Policy{MaxDiagnosesPerScan: 3, MaxDiagnosesPerDay: 20, Backlog: true, Triage: testTriage()}
 }
 
 func verdicts(groups []pipeline.Group) map[string]pipeline.Verdict {
@@ -66,9 +72,10 @@ func TestDedupGroupsAndDecides(t *testing.T) {
 
 func TestDedupKeepsOnlyTheNewestSamples(t *testing.T) {
 	// Counts below, at and past the cap, and past it by a count that is not
-	// a multiple of it: the newest five, oldest first, whatever the count.
-	for _, n := range []int64{3, 5, 100, 103, 7} {
-		stage := NewDedup(DedupConfig{Store: store.OpenMemory(), Now: func() time.Time { return now }, Policy: testPolicy(), Samples: 5})
+	// a multiple of it: the newest GroupSamples, oldest first, whatever the count.
+	const k = GroupSamples
+	for _, n := range []int64{3, k, 5 * k, 5*k + 3, k + 7} {
+		stage := NewDedup(DedupConfig{Store: store.OpenMemory(), Now: func() time.Time { return now }, Policy: testPolicy()})
 		var in []pipeline.Occurrence
 		for i := int64(1); i <= n; i++ {
 			in = append(in, occ(i, "x", "a"))
@@ -79,7 +86,7 @@ func TestDedupKeepsOnlyTheNewestSamples(t *testing.T) {
 			lines = append(lines, s.Line)
 		}
 		var want []int64
-		for i := max(1, n-4); i <= n; i++ {
+		for i := max(1, n-k+1); i <= n; i++ {
 			want = append(want, i)
 		}
 		if len(got) != 1 || got[0].Count != int(n) || fmt.Sprint(lines) != fmt.Sprint(want) {

@@ -43,7 +43,6 @@ const (
 type DossierConfig struct {
 	Scrubber    *redact.Redactor
 	ToolVersion string
-	MaxChars    int // the evidence's bound; 0: DossierMaxChars
 	// Load reads a backlog defect's saved dossier (store.LoadDossier).
 	Load func(name string) (string, error)
 	Now  func() time.Time // default time.Now
@@ -55,9 +54,6 @@ type DossierConfig struct {
 // NewDossier builds the scrubbed, allow-listed report of each group that
 // still needs work; other groups pass through with an empty dossier.
 func NewDossier(cfg DossierConfig) pipeline.Stage[pipeline.Group, pipeline.Dossier] {
-	if cfg.MaxChars <= 0 {
-		cfg.MaxChars = DossierMaxChars
-	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -77,7 +73,7 @@ func NewDossier(cfg DossierConfig) pipeline.Stage[pipeline.Group, pipeline.Dossi
 				md, err := cfg.Load(g.DossierFile)
 				if err != nil {
 					// Filed all the same, with what the state still knows.
-					md = BuildDossier(g, cfg.Scrubber, cfg.MaxChars) + "\n_(the saved dossier could not be read: " + cfg.Scrubber.Scrub(err.Error()) + ")_\n"
+					md = BuildDossier(g, cfg.Scrubber, DossierMaxChars) + "\n_(the saved dossier could not be read: " + cfg.Scrubber.Scrub(err.Error()) + ")_\n"
 				}
 				d.Markdown = md
 				return d, true, nil
@@ -100,7 +96,7 @@ func NewDossier(cfg DossierConfig) pipeline.Stage[pipeline.Group, pipeline.Dossi
 				return d, true, nil
 			}
 		}
-		d.Markdown = BuildDossier(g, cfg.Scrubber, cfg.MaxChars)
+		d.Markdown = BuildDossier(g, cfg.Scrubber, DossierMaxChars)
 		if len(g.Samples) > 0 {
 			if sec := cfg.Source.Section(g, cfg.Scrubber); sec != "" {
 				d.Markdown += "\n" + sec

@@ -142,7 +142,7 @@ func TestAgentVerdictSettlesOnlyOnVerifiedEvidence(t *testing.T) {
 		if got := s != nil; got != tc.settle {
 			t.Errorf("%s: settled %v, want %v", tc.name, got, tc.settle)
 		}
-		if s != nil && !AgentSettledEarlier(store.Settlement{Verdict: s.Verdict, Evidence: s.Evidence}) {
+		if s != nil && !AgentSettledEarlier(store.Settlement{Verdict: string(s.Verdict), Evidence: s.Evidence}) {
 			t.Errorf("%s: the settlement would not hold in dedup", tc.name)
 		}
 	}

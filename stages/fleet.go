@@ -179,7 +179,7 @@ func (f *FleetScan) Admit(ctx context.Context, d pipeline.Dossier) (pipeline.Dos
 			return d, err
 		}
 		if usd := float64(spent) / 1e6; usd >= f.cfg.MaxAgentCostPerDay {
-			d.Verdict, d.Reason = pipeline.VerdictDeferred, fmt.Sprintf("agent cost budget reached ($%.2f of maxAgentCostPerDay $%.2f in 24 h, fleet-wide)", usd, f.cfg.MaxAgentCostPerDay)
+			d.Verdict, d.Reason = pipeline.VerdictDeferred, budget.CostReason(usd, f.cfg.MaxAgentCostPerDay, ", fleet-wide")
 			return d, nil
 		}
 	}
@@ -189,7 +189,7 @@ func (f *FleetScan) Admit(ctx context.Context, d pipeline.Dossier) (pipeline.Dos
 		return d, err
 	}
 	if !ok {
-		d.Verdict, d.Reason = pipeline.VerdictDeferred, "diagnosis budget reached (fleet-wide)"
+		d.Verdict, d.Reason = pipeline.VerdictDeferred, budget.DiagnosesReason + " (fleet-wide)"
 		return d, nil
 	}
 	f.mu.Lock()

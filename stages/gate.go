@@ -93,12 +93,12 @@ func AgentSettlement(a *pipeline.Answer, dossier string, threshold float64) *pip
 	if a == nil || a.Confidence == nil || *a.Confidence < threshold || *a.Confidence > 1 {
 		return nil
 	}
-	verdict := ""
+	var verdict pipeline.Settled
 	switch a.Verdict {
 	case "environment":
-		verdict = SettledEnvironment
+		verdict = pipeline.SettledEnvironment
 	case "transient":
-		verdict = SettledTransient
+		verdict = pipeline.SettledTransient
 	default:
 		return nil
 	}

@@ -2,10 +2,10 @@ package stages
 
 import "github.com/the-loop/the-loop-diagnose/pipeline"
 
-// Settle maps a report that needs no posting to its outcome. It returns
+// OutcomeWithoutPost maps a report that needs no posting to its outcome. It returns
 // ok=false for a report that must be posted (a new defect with a composed
 // issue). Post and print share it, so both sinks record every verdict alike.
-func Settle(r pipeline.Report) (o pipeline.Outcome, ok bool) {
+func OutcomeWithoutPost(r pipeline.Report) (o pipeline.Outcome, ok bool) {
 	o = pipeline.Outcome{Report: r}
 	if r.Wait != nil && r.Verdict == pipeline.VerdictNew {
 		// An outage or the setup held it back: later, uncharged.

@@ -166,7 +166,7 @@ func NewPersist(cfg PersistConfig) func(context.Context, pipeline.Outcome) error
 			if o.Settle != nil {
 				// The same verdict still in force is no new settlement: no
 				// second event or ledger line every scan.
-				if prev, ok := st.Settled[o.Fingerprint]; ok && now.Before(prev.Until) && prev.Verdict == o.Settle.Verdict {
+				if prev, ok := st.Settled[o.Fingerprint]; ok && now.Before(prev.Until) && prev.Verdict == string(o.Settle.Verdict) {
 					o.Settle = nil
 				}
 			}
@@ -175,14 +175,14 @@ func NewPersist(cfg PersistConfig) func(context.Context, pipeline.Outcome) error
 				return rec
 			}
 			rec.Events = Apply(st, o, now, cfg.MaxRetries)
-			recordTriage(st, o, now, cfg.SettleFor)
+			recordSettlementAndSpend(st, o, now, cfg.SettleFor)
 			if d, ok := st.Deferred[o.Fingerprint]; ok && dossierFile != "" {
 				d.DossierFile, d.Dossier, d.DossierSaved = dossierFile, "", savedAt
 				st.Deferred[o.Fingerprint] = d
 			}
 			if o.Settle != nil {
 				rec.Ledger = []store.LedgerEntry{{Time: now, Fingerprint: o.Fingerprint,
-					Verdict: o.Settle.Verdict, Reason: o.Settle.Reason, Evidence: o.Settle.Evidence, ToolVersion: cfg.ToolVersion}}
+					Verdict: string(o.Settle.Verdict), Reason: o.Settle.Reason, Evidence: o.Settle.Evidence, ToolVersion: cfg.ToolVersion}}
 			}
 			return rec
 		}
@@ -349,7 +349,7 @@ func applyStatus(st *store.State, o pipeline.Outcome, now time.Time, maxRetries 
 		delete(st.Answers, fp)
 		if o.Settle != nil {
 			level := "info"
-			if o.Settle.Verdict == SettledEnvironment {
+			if o.Settle.Verdict == pipeline.SettledEnvironment {
 				level = "warning" // the operator's to fix
 			}
 			return []store.Event{ev("diagnosis.settled", level, map[string]any{
@@ -403,17 +403,18 @@ func applyStatus(st *store.State, o pipeline.Outcome, now time.Time, maxRetries 
 	return nil
 }
 
-// recordTriage keeps what the next scans' triage needs: a new settlement
-// (until it expires), each heal (to tell transient from flaky) and each agent
-// run (the daily diagnosis budget).
-func recordTriage(st *store.State, o pipeline.Outcome, now time.Time, settleFor time.Duration) {
+// recordSettlementAndSpend keeps what the next scans decide with: a new
+// settlement (until it expires), or the end of one a human now has; each
+// heal (to tell transient from flaky); and the agent run's charge, refund
+// and cost (budget.Account).
+func recordSettlementAndSpend(st *store.State, o pipeline.Outcome, now time.Time, settleFor time.Duration) {
 	if o.Settle != nil {
 		prev := st.Settled[o.Fingerprint]
 		count := 1
-		if prev.Verdict == o.Settle.Verdict {
+		if prev.Verdict == string(o.Settle.Verdict) {
 			count = prev.Count + 1
 		}
-		st.Settled[o.Fingerprint] = store.Settlement{Verdict: o.Settle.Verdict, Reason: o.Settle.Reason,
+		st.Settled[o.Fingerprint] = store.Settlement{Verdict: string(o.Settle.Verdict), Reason: o.Settle.Reason,
 			Evidence: o.Settle.Evidence, At: now, Until: now.Add(settleFor), Count: count}
 	} else if o.Status != pipeline.StatusSettled {
 		delete(st.Settled, o.Fingerprint) // went on to a human: the old settlement no longer holds

@@ -177,7 +177,7 @@ func (p *poster) handle(ctx context.Context, r pipeline.Report) (pipeline.Outcom
 			p.cfg.Log.Warn().Msg(p.deferReason + "; deferring this scan's filing")
 		}
 	}
-	o, settled := Settle(r)
+	o, settled := OutcomeWithoutPost(r)
 	if settled {
 		if r.Verdict == pipeline.VerdictKnown && o.Status == pipeline.StatusKnown && p.deferReason == "" && p.wait == nil {
 			return p.finish(o, p.refreshKnown(ctx, &o), true)
@@ -953,7 +953,7 @@ func (p *poster) standDown(ctx context.Context, o *pipeline.Outcome, ours, first
 // count against the daily cap, its diagnosis.* events and the intent
 // cleared commit in one transaction (Apply, as persist would), so a crash
 // keeps all of them or none, and with them the agent run's charge and cost
-// (recordTriage); until then the intent, durable before the create, stands
+// (recordSettlementAndSpend); until then the intent, durable before the create, stands
 // for the issue and a rerun finds it by its marker. persist then has
 // nothing more to record (o.Recorded).
 func (p *poster) filed(o *pipeline.Outcome, is *github.Issue) error {
@@ -963,7 +963,7 @@ func (p *poster) filed(o *pipeline.Outcome, is *github.Issue) error {
 	err := p.cfg.Store.Decide(func(st *store.State) (store.Record, error) {
 		p.noteIssue(st, o, is, now)
 		events := Apply(st, *o, now, 0)
-		recordTriage(st, *o, now, 0) // the agent run's charge and cost; no settlement
+		recordSettlementAndSpend(st, *o, now, 0) // the agent run's charge and cost; no settlement
 		return store.Record{Events: events}, nil
 	})
 	o.Recorded = err == nil

@@ -38,7 +38,7 @@ func NewPrint(w io.Writer) pipeline.Stage[pipeline.Report, pipeline.Outcome] {
 			o.Wait = nil // previewed, not waiting: the dry run is complete
 			return o, true, err
 		}
-		if o, done := Settle(r); done {
+		if o, done := OutcomeWithoutPost(r); done {
 			return o, true, nil
 		}
 		mu.Lock()

@@ -27,7 +27,7 @@ func sampleGroup() pipeline.Group {
 		o.Fields.Set("cwd", "/home/alice/secret-project")
 		o.Fields.Set("delivery_id", "d-123")
 		o.Fields.Set("exit_code", 1.0)
-		addOccurrence(&g, o, DefaultSamples)
+		addOccurrence(&g, o, GroupSamples)
 	}
 	return g
 }
@@ -120,9 +120,9 @@ func TestComposePassesFailuresThroughUncomposed(t *testing.T) {
 	if len(got) != 1 || got[0].Body != "" {
 		t.Fatalf("a failed finding must never be composed: %+v", got)
 	}
-	o, done := Settle(got[0])
+	o, done := OutcomeWithoutPost(got[0])
 	if !done || o.Status != pipeline.StatusFailed || o.Error == "" {
-		t.Fatalf("Settle = %+v", o)
+		t.Fatalf("OutcomeWithoutPost = %+v", o)
 	}
 }
 

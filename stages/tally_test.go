@@ -15,7 +15,7 @@ import (
 // The distinct values count every occurrence dedup received, not the
 // newest few it keeps as samples.
 func TestTallyCountsEveryOccurrenceNotOnlyTheSamples(t *testing.T) {
-	stage := NewDedup(DedupConfig{Store: store.OpenMemory(), Now: func() time.Time { return now }, Policy: testPolicy(), Samples: 5})
+	stage := NewDedup(DedupConfig{Store: store.OpenMemory(), Now: func() time.Time { return now }, Policy: testPolicy()})
 	var in []pipeline.Occurrence
 	for i := int64(1); i <= 50; i++ {
 		o := occ(i, "x", "a")
@@ -34,7 +34,7 @@ func TestTallyCountsEveryOccurrenceNotOnlyTheSamples(t *testing.T) {
 		t.Fatalf("%v %d groups", err, len(got))
 	}
 	g := got[0]
-	if len(g.Samples) != 5 || g.Tally.Occurrences != 50 {
+	if len(g.Samples) != GroupSamples || g.Tally.Occurrences != 50 {
 		t.Fatalf("samples %d, tallied %d", len(g.Samples), g.Tally.Occurrences)
 	}
 	if ft := g.Tally.Fields["message"]; ft != nil {

@@ -13,20 +13,14 @@ import (
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
-// Machine verdicts.
-const (
-	SettledHealed        = "healed"
-	SettledEnvironment   = "environment"
-	SettledFixedUpstream = "fixed-upstream"
-	SettledTransient     = "transient"
-)
-
 // ReasonSuccess marks a record that is not a failure but a success event
 // the healing check needs (dispatch.succeeded after dispatch.failed).
 const ReasonSuccess = logread.ReasonSuccess
 
 // TriageConfig is what the mechanical checks need. The zero value is not
-// usable; start from DefaultTriage.
+// usable: the config's DefaultConfig holds the defaults, and its
+// validation the bounds (selfDiagnosis.flakyThreshold, settleDays,
+// verdictConfidence).
 type TriageConfig struct {
 	// Policy is the candidate and healing policy (correlation keys,
 	// success suffixes, pending bound), declared in logread.
@@ -35,16 +29,6 @@ type TriageConfig struct {
 	SettleFor      time.Duration // how long a settlement holds before re-examination
 	EnvRules       []EnvRule     // operator rules, checked before the built-in ones
 	Confidence     float64       // agent verdicts settle only at or above this
-}
-
-// DefaultTriage holds the defaults.
-func DefaultTriage() TriageConfig {
-	return TriageConfig{
-		Policy:         logread.DefaultPolicy(),
-		FlakyThreshold: 5,
-		SettleFor:      7 * 24 * time.Hour,
-		Confidence:     0.8,
-	}
 }
 
 // EnvRule says a failure is the operator's environment, not the project's bug.
@@ -168,16 +152,16 @@ func Triage(g *pipeline.Group, st *store.State, now time.Time, cfg TriageConfig)
 			g.Reason = fmt.Sprintf("flaky: it failed and then healed %d times in 24 h", heals)
 			return nil
 		}
-		return &pipeline.Settlement{Verdict: SettledHealed,
+		return &pipeline.Settlement{Verdict: pipeline.SettledHealed,
 			Reason:   fmt.Sprintf("every retried failure later succeeded (%d of %d)", g.Healed, g.Count),
 			Evidence: map[string]any{"lines": lines, "heals_24h": heals}}
 	}
 	if reason, envLines := classifyEnvironment(g, cfg.EnvRules); reason != "" {
-		if prev, ok := st.Settled[g.Fingerprint]; ok && prev.Verdict == SettledEnvironment && !now.Before(prev.Until) {
+		if prev, ok := st.Settled[g.Fingerprint]; ok && prev.Verdict == string(pipeline.SettledEnvironment) && !now.Before(prev.Until) {
 			g.Reason = fmt.Sprintf("environment failure (%s) persisted past its settlement of %s", reason, prev.At.Format(time.RFC3339))
 			return nil
 		}
-		return &pipeline.Settlement{Verdict: SettledEnvironment, Reason: reason,
+		return &pipeline.Settlement{Verdict: pipeline.SettledEnvironment, Reason: reason,
 			Evidence: map[string]any{"lines": envLines}}
 	}
 	return nil

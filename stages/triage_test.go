@@ -52,7 +52,7 @@ func TestHealedTransientIsSettledWithEvidence(t *testing.T) {
 		triageOcc(7, "t", "dispatch.failed", "timeout talking to queue", &yes, "acme/w#2"),
 		success(9, "dispatch.succeeded", "acme/w#2"),
 	)["t"]
-	if g.Verdict != pipeline.VerdictSettled || g.Settle == nil || g.Settle.Verdict != SettledHealed {
+	if g.Verdict != pipeline.VerdictSettled || g.Settle == nil || g.Settle.Verdict != pipeline.SettledHealed {
 		t.Fatalf("healed transient: %+v", g)
 	}
 	if lines, _ := g.Settle.Evidence["lines"].([]int64); len(lines) != 2 {
@@ -82,7 +82,7 @@ func TestHealingThatRecursOftenIsFlakyAndGoesOn(t *testing.T) {
 		for i := 0; i < 4; i++ {
 			s.Heals["t"] = append(s.Heals["t"], now.Add(-time.Duration(i+1)*time.Hour))
 		}
-		s.Settled["t"] = store.Settlement{Verdict: SettledHealed, Until: now.Add(time.Hour)}
+		s.Settled["t"] = store.Settlement{Verdict: string(pipeline.SettledHealed), Until: now.Add(time.Hour)}
 		return nil
 	})
 	g := runDedup(t, st, triageOcc(1, "t", "dispatch.failed", "x", &yes, "a"), success(2, "dispatch.succeeded", "a"))["t"]
@@ -105,7 +105,7 @@ func TestEnvironmentFailuresAreSettledButMixedOnesAreNot(t *testing.T) {
 	for i, e := range env {
 		fp := fmt.Sprint("e", i)
 		g := runDedup(t, store.OpenMemory(), triageOcc(1, fp, "dispatch.failed", e, &no, "a"))[fp]
-		if g.Verdict != pipeline.VerdictSettled || g.Settle == nil || g.Settle.Verdict != SettledEnvironment {
+		if g.Verdict != pipeline.VerdictSettled || g.Settle == nil || g.Settle.Verdict != pipeline.SettledEnvironment {
 			t.Errorf("%q: %+v, want settled as environment", e, g)
 		}
 	}
@@ -134,7 +134,7 @@ func TestOperatorEnvironmentRule(t *testing.T) {
 func TestEnvironmentPersistingPastExpiryGoesToAHuman(t *testing.T) {
 	st := store.OpenMemory()
 	st.Update(func(s *store.State) error {
-		s.Settled["e"] = store.Settlement{Verdict: SettledEnvironment, At: now.Add(-8 * 24 * time.Hour), Until: now.Add(-24 * time.Hour)}
+		s.Settled["e"] = store.Settlement{Verdict: string(pipeline.SettledEnvironment), At: now.Add(-8 * 24 * time.Hour), Until: now.Add(-24 * time.Hour)}
 		return nil
 	})
 	g := runDedup(t, st, triageOcc(1, "e", "dispatch.failed", "no space left on device", &no, "a"))["e"]

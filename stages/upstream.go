@@ -58,7 +58,7 @@ func (c SourceCheckout) FixedUpstream(ctx context.Context, issue int, issueURL, 
 	if semver.Compare(dv, canonicalVersion(tag)) >= 0 {
 		return nil, nil // the deployment has the fix and it recurred: a human must look
 	}
-	return &pipeline.Settlement{Verdict: SettledFixedUpstream,
+	return &pipeline.Settlement{Verdict: pipeline.SettledFixedUpstream,
 		Reason: fmt.Sprintf("fixed in %s: upgrade (this deployment runs %s)", tag, deployed),
 		Evidence: map[string]any{"issue_url": issueURL, "test_path": test, "tag": tag,
 			"commit": commits[len(commits)-1], "deployed_version": deployed}}, nil

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/the-loop/the-loop-diagnose/pipeline"
 )
 
 // gitRepo makes a clone-like repository: v1.4.0 without the fix, then a
@@ -49,7 +51,7 @@ func TestFixedUpstreamSettlesAnOutdatedDeployment(t *testing.T) {
 	if err != nil || s == nil {
 		t.Fatalf("FixedUpstream = %+v, %v; want a settlement", s, err)
 	}
-	if s.Verdict != SettledFixedUpstream || !strings.Contains(s.Reason, "fixed in v1.5.0: upgrade") ||
+	if s.Verdict != pipeline.SettledFixedUpstream || !strings.Contains(s.Reason, "fixed in v1.5.0: upgrade") ||
 		s.Evidence["test_path"] != "tests/regression/test_issue_42.py" || s.Evidence["tag"] != "v1.5.0" {
 		t.Fatalf("settlement = %+v", s)
 	}

@@ -203,7 +203,7 @@ type Outage struct {
 
 // Settlement is a machine verdict that kept a defect from a human.
 type Settlement struct {
-	Verdict  string         `json:"verdict"` // healed | environment | fixed-upstream | transient
+	Verdict  string         `json:"verdict"` // a pipeline.Settled, kept as its string
 	Reason   string         `json:"reason"`
 	Evidence map[string]any `json:"evidence,omitempty"`
 	At       time.Time      `json:"at"`

@@ -114,8 +114,10 @@ const DefaultRepo = "MadaraUchiha-314/the-loop"
 // directory like every path in its config.
 const DefaultStateRoot = ".the-loop"
 
-// DefaultConfig is the-loop's defaults. EventLog and StatePath stay empty:
-// resolvePaths puts them under state.root.
+// DefaultConfig is the-loop's defaults, applied before the file is
+// decoded, and the only layer of them: the stages' constructors validate
+// what the config gives them and default nothing.
+// EventLog and StatePath stay empty: resolvePaths puts them under state.root.
 func DefaultConfig() Config {
 	return Config{
 		EventLogEnabled: true,
@@ -135,8 +137,13 @@ func DefaultConfig() Config {
 
 		MaxDiagnosesPerScan: 5,
 		MaxDiagnosesPerDay:  20,
-		Triage:              stages.DefaultTriage(),
-		Retention:           store.DefaultRetention,
+		Triage: stages.TriageConfig{
+			Policy:         logread.DefaultPolicy(),
+			FlakyThreshold: 5,
+			SettleFor:      7 * 24 * time.Hour,
+			Confidence:     0.8,
+		},
+		Retention: store.DefaultRetention,
 	}
 }
 

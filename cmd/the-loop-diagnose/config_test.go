@@ -8,6 +8,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/the-loop/the-loop-diagnose/logread"
+	"github.com/the-loop/the-loop-diagnose/stages/budget"
+	"github.com/the-loop/the-loop-diagnose/store"
 )
 
 func writeConfig(t *testing.T, text string) string {
@@ -39,6 +43,27 @@ webhooks: {anything: [the-loop, reads, it]}
 	if !cfg.Enabled || cfg.Repo != "acme/widgets" || cfg.EventLog != "logs/e.jsonl" || cfg.Timeout != time.Minute ||
 		cfg.MaxIssuesPerDay != 5 || cfg.MaxRetries != 3 || cfg.Triage.SettleFor != 48*time.Hour || len(cfg.Command) != 3 {
 		t.Fatalf("cfg = %+v", cfg)
+	}
+}
+
+// The config is the one layer of defaults: what a file leaves unset is
+// DefaultConfig's, and the stages take it as given (they default nothing).
+func TestConfigHoldsTheTriageAndBudgetDefaults(t *testing.T) {
+	cfg, err := LoadConfig(writeConfig(t, "selfDiagnosis: {enabled: true}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := cfg.Triage
+	if tr.FlakyThreshold != 5 || tr.SettleFor != 7*24*time.Hour || tr.Confidence != 0.8 ||
+		!reflect.DeepEqual(tr.Policy, logread.DefaultPolicy()) {
+		t.Errorf("triage defaults %+v", tr)
+	}
+	want := budget.Limits{MaxIssuesPerDay: 3, MaxDiagnosesPerScan: 5, MaxDiagnosesPerDay: 20}
+	if got := cfg.Limits(); got != want {
+		t.Errorf("caps %+v, want %+v (no cost cap)", got, want)
+	}
+	if cfg.Retention != store.DefaultRetention {
+		t.Errorf("retention %+v", cfg.Retention)
 	}
 }
 

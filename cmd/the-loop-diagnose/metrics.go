@@ -104,7 +104,7 @@ func (m *metrics) observe(o pipeline.Outcome) {
 		m.agentTokens.WithLabelValues("output").Add(float64(c.OutputTokens))
 	}
 	if o.Settle != nil {
-		m.settled.WithLabelValues(o.Settle.Verdict).Inc()
+		m.settled.WithLabelValues(string(o.Settle.Verdict)).Inc()
 	}
 }
 

@@ -63,11 +63,20 @@ func (u Usage) CostReached() bool {
 // spend has reached the cost cap (until it rolls off), never more than the
 // per-scan budget.
 func (u Usage) DiagnosesLeft() (n int, why string) {
-	n, why = u.MaxDiagnosesPerDay-u.Diagnoses, "diagnosis budget reached"
+	n, why = u.MaxDiagnosesPerDay-u.Diagnoses, DiagnosesReason
 	if u.CostReached() {
-		n, why = 0, fmt.Sprintf("agent cost budget reached ($%.2f of maxAgentCostPerDay $%.2f in 24 h)", u.Cost.USD, u.MaxAgentCostPerDay)
+		n, why = 0, CostReason(u.Cost.USD, u.MaxAgentCostPerDay, "")
 	}
 	return min(n, u.MaxDiagnosesPerScan), why
+}
+
+// DiagnosesReason is why a defect waits for the daily diagnosis budget.
+const DiagnosesReason = "diagnosis budget reached"
+
+// CostReason is why a defect waits once the day's agent spend (usd) has
+// reached the cap; scope says whose spend (", fleet-wide") or is "".
+func CostReason(usd, limit float64, scope string) string {
+	return fmt.Sprintf("agent cost budget reached ($%.2f of maxAgentCostPerDay $%.2f in 24 h%s)", usd, limit, scope)
 }
 
 // ChargeRun returns the agent stage's BeforeRun: the run is written to

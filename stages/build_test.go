@@ -17,7 +17,7 @@ import (
 // scan at most.
 func buildConfig(t *testing.T) Config {
 	t.Helper()
-	tri := DefaultTriage()
+	tri := testTriage()
 	fp, err := fingerprint.New(nil)
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/redact"
 	"github.com/the-loop/the-loop-diagnose/stages"
+	"github.com/the-loop/the-loop-diagnose/stages/agent"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
@@ -293,7 +294,7 @@ func (s *scanner) newFleet(st *store.Store) *stages.FleetScan {
 	}
 	timeout := s.cfg.Timeout
 	if timeout <= 0 {
-		timeout = stages.AgentDefaultTimeout
+		timeout = agent.DefaultTimeout
 	}
 	return stages.NewFleetScan(stages.FleetConfig{
 		Fleet: store.NewFleet(st.DB(), deployment), Store: st, Now: s.now, Lease: 2 * timeout,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/stages"
+	"github.com/the-loop/the-loop-diagnose/stages/agent"
 	"github.com/the-loop/the-loop-diagnose/stages/agent/sandbox"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
@@ -65,7 +66,7 @@ func cmdStatus(args []string, io stdio) error {
 	}
 	fmt.Fprintf(w, "issues filed in the last 24 h: %d of %d; agent diagnoses: %d of %d\n", used, cfg.MaxIssuesPerDay, diagnosed, cfg.MaxDiagnosesPerDay)
 	fmt.Fprintf(w, "agent source: %s\n", resolveAgentSource(cfg))
-	if _, detail := sandbox.Available(); stages.AgentConfined(cfg.Harness) {
+	if _, detail := sandbox.Available(); agent.Confined(cfg.Harness) {
 		fmt.Fprintf(w, "agent confinement by the kernel: %s\n", detail)
 	}
 	if day, all := st.CostSince(t.Add(-stages.Window)), st.CostTotal; all.Runs > 0 {

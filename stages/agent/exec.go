@@ -2,7 +2,6 @@ package agent
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -142,35 +141,15 @@ func runProcess(ctx context.Context, cfg Config, d pipeline.Dossier) (pipeline.F
 func buildArgv(cfg Config, prompt, promptFile, workDir string) ([]string, error) {
 	switch cfg.Harness {
 	case HarnessClaude:
-		argv := []string{cmp.Or(cfg.Binary, Binaries[HarnessClaude]), "-p", prompt, "--output-format", "json"}
-		argv = append(argv, claudeFlags(workDir, cfg.SourcePath)...)
-		if cfg.Model != "" {
-			argv = append(argv, "--model", cfg.Model)
-		}
-		if cfg.SourcePath != "" {
-			// Read access to the source tree, for the Read/Grep/Glob tools.
-			argv = append(argv, "--add-dir", cfg.SourcePath)
-		}
-		return argv, nil
+		return claudeArgv(cfg, prompt, workDir), nil
 	case HarnessCursor:
-		argv := []string{cmp.Or(cfg.Binary, Binaries[HarnessCursor]), "-p", prompt, "--output-format", "json"}
-		if cfg.Model != "" {
-			argv = append(argv, "-m", cfg.Model) // as the-loop passes it
-		}
-		return append(argv, cursorFlags(workDir)...), nil
+		return cursorArgv(cfg, prompt, workDir), nil
 	case HarnessCodex:
 		return codexArgv(cfg, prompt, filepath.Dir(promptFile), workDir, os.Getenv("OPENAI_BASE_URL")), nil
 	case HarnessGemini:
 		return geminiArgv(cfg, prompt), nil
 	case HarnessCommand:
-		// One pass per element: a prompt that itself contains "{promptFile}"
-		// is not substituted again.
-		r := strings.NewReplacer("{prompt}", prompt, "{promptFile}", promptFile, "{sourcePath}", cfg.SourcePath)
-		argv := make([]string, len(cfg.Command))
-		for i, a := range cfg.Command {
-			argv[i] = r.Replace(a)
-		}
-		return argv, nil
+		return commandArgv(cfg, prompt, promptFile), nil
 	}
 	return nil, fmt.Errorf("harness %q does not run a process", cfg.Harness)
 }
@@ -193,15 +172,6 @@ func uncarriable(argv, env []string) string {
 		}
 	}
 	return ""
-}
-
-func argvUses(argv []string, placeholder string) bool {
-	for _, a := range argv {
-		if strings.Contains(a, placeholder) {
-			return true
-		}
-	}
-	return false
 }
 
 // execResult is what one process run produced. failure is empty when

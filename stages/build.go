@@ -15,6 +15,7 @@ import (
 	"github.com/the-loop/the-loop-diagnose/fingerprint"
 	"github.com/the-loop/the-loop-diagnose/logread"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
+	"github.com/the-loop/the-loop-diagnose/stages/agent"
 	"github.com/the-loop/the-loop-diagnose/stages/budget"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
@@ -264,7 +265,7 @@ func (s *Scan) newFleet() *FleetScan {
 	}
 	timeout := s.cfg.Agent.Timeout
 	if timeout <= 0 {
-		timeout = AgentDefaultTimeout
+		timeout = agent.DefaultTimeout
 	}
 	p := s.cfg.Dedup.Policy
 	return NewFleetScan(FleetConfig{

@@ -127,7 +127,7 @@ func composeDistinct(ft *pipeline.FieldTally, s *redact.Redactor, ids redact.Rec
 	counts := map[string]int{}
 	other := ft.Other
 	for v, n := range ft.Values {
-		text := agentTruncate(composeOneLine(fmt.Sprint(s.Value(v, ids))), composeMaxValueChars)
+		text := truncate(composeOneLine(fmt.Sprint(s.Value(v, ids))), composeMaxValueChars)
 		if text == "" {
 			other += n
 			continue
@@ -328,9 +328,13 @@ func ComposeTitle(t string) string {
 	if t == "" {
 		t = "unnamed failure"
 	}
-	t = TitlePrefix + t
-	if r := []rune(t); len(r) > MaxTitleChars {
-		t = string(r[:MaxTitleChars-1]) + "…"
+	return truncate(TitlePrefix+t, MaxTitleChars)
+}
+
+// truncate cuts s to at most n runes, the last one "…" when it cut.
+func truncate(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
 	}
-	return t
+	return s
 }

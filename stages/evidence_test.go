@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/the-loop/the-loop-diagnose/pipeline"
+	"github.com/the-loop/the-loop-diagnose/stages/agent"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
@@ -173,7 +174,7 @@ func TestMalformedVerdictsNeverSuppressAReport(t *testing.T) {
 		`"verdict":"environment","confidence":0.99,"evidence":[["write /var/lib/loop/blob: no space left on device"]]`,
 	} {
 		out := `{"title":"Disk full","summary":"The disk filled up.",` + fields + `}`
-		a, err := ParseAnswer([]byte(out))
+		a, err := agent.ParseAnswer([]byte(out))
 		if err != nil {
 			t.Errorf("%s: the answer was lost: %v", fields, err)
 			continue
@@ -188,7 +189,7 @@ func TestMalformedVerdictsNeverSuppressAReport(t *testing.T) {
 			t.Errorf("%s: gate made it %+v (%v), want it filed", fields, got, err)
 		}
 	}
-	a, _ := ParseAnswer([]byte(`{"title":"T","summary":"S","verdict":"Definitely!"}`))
+	a, _ := agent.ParseAnswer([]byte(`{"title":"T","summary":"S","verdict":"Definitely!"}`))
 	if a.Verdict != "inconclusive" {
 		t.Errorf("an unknown verdict word became %q, want inconclusive", a.Verdict)
 	}
@@ -233,36 +234,6 @@ func FuzzVerifyEvidence(f *testing.F) {
 			t.Fatalf("a stretch %q of the dossier %q did not verify: %s", sub, dossier, why)
 		}
 	})
-}
-
-func FuzzAgentTailExcerptMasksKeys(f *testing.F) {
-	f.Add("log line\n", "MIIEpAIBAAKCAQEA\nabc\n", "after\n", 100, 7, 50)
-	f.Add("", "x", "", 1, 1, 1)
-	f.Fuzz(func(t *testing.T, before, body, after string, limit, chunk, n int) {
-		limit, chunk, n = 1+abs(limit)%5000, 1+abs(chunk)%512, 1+abs(n)%700
-		if strings.Contains(body, "-----") || strings.Contains(before+after, "-----") {
-			return
-		}
-		lines := strings.Split(body, "\n")
-		for i := range lines {
-			lines[i] = "KEYMATERIAL" + lines[i]
-		}
-		text := before + "-----BEGIN RSA PRIVATE KEY-----\n" + strings.Join(lines, "\n") + "\n-----END RSA PRIVATE KEY-----\n" + after
-		b := &agentTailBuffer{limit: limit}
-		for p := 0; p < len(text); p += chunk {
-			b.Write([]byte(text[p:min(len(text), p+chunk)]))
-		}
-		if got := b.excerpt(n); strings.Contains(got, "KEYMATERIAL") {
-			t.Fatalf("excerpt shows key material: %q", got)
-		}
-	})
-}
-
-func abs(n int) int {
-	if n < 0 {
-		return -n
-	}
-	return n
 }
 
 // BenchmarkVerifyEvidence checks five quotes against a dossier at the

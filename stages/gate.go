@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/the-loop/the-loop-diagnose/pipeline"
+	"github.com/the-loop/the-loop-diagnose/stages/agent"
 	"github.com/the-loop/the-loop-diagnose/stages/budget"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
@@ -103,7 +104,7 @@ func AgentSettlement(a *pipeline.Answer, dossier string, threshold float64) *pip
 		return nil
 	}
 	// The agent read the dossier as it was carried (a NUL shown as ␀).
-	quotes, why := VerifyEvidence(a.Evidence, AgentCarriable(dossier))
+	quotes, why := VerifyEvidence(a.Evidence, agent.Carriable(dossier))
 	if why != "" {
 		return nil
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/redact"
+	"github.com/the-loop/the-loop-diagnose/stages/agent"
 )
 
 // The dossier's Source section (selfDiagnosis.sourcePath): the lines of the
@@ -25,8 +26,9 @@ import (
 // the source tree are read (no "..", no symlink out of it), and only paths
 // relative to it are shown.
 
-// SourceHeading opens the dossier's Source section.
-const SourceHeading = "Source (lines of the service's source the evidence points at; paths relative to its source tree):"
+// SourceHeading opens the dossier's Source section: the agent's prompt
+// looks for it, so it is declared there.
+const SourceHeading = agent.SourceHeading
 
 // Source section limits.
 const (

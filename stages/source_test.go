@@ -145,24 +145,3 @@ func TestSourceSectionQuotesStackFramesAndKeepsItsCaps(t *testing.T) {
 		t.Errorf("read past the total byte budget:\n%s", none)
 	}
 }
-
-func TestTheSourcePathReachesClaudeAndACommand(t *testing.T) {
-	argv, err := agentArgv(AgentConfig{Harness: AgentHarnessClaude, SourcePath: "/src/the-loop"}, "p", "/tmp/r/prompt.md", "/tmp/r/work")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if i := slices.Index(argv, "--add-dir"); i < 0 || i+1 >= len(argv) || argv[i+1] != "/src/the-loop" {
-		t.Fatalf("claude argv without --add-dir /src/the-loop: %q", argv)
-	}
-	if i := slices.Index(argv, "--allowedTools"); i < 0 || argv[i+1] != "Read(//tmp/r/work/**),Read(//src/the-loop/**)" {
-		t.Fatalf("claude's reads are not scoped to its directory and the source: %q", argv)
-	}
-	argv, _ = agentArgv(AgentConfig{Harness: AgentHarnessClaude}, "p", "/tmp/r/prompt.md", "/tmp/r/work")
-	if slices.Contains(argv, "--add-dir") {
-		t.Fatalf("--add-dir without a sourcePath: %q", argv)
-	}
-	argv, _ = agentArgv(AgentConfig{Harness: AgentHarnessCommand, Command: []string{"agent", "--src={sourcePath}"}, SourcePath: "/src/the-loop"}, "p", "/tmp/r/prompt.md", "/tmp/r/work")
-	if argv[1] != "--src=/src/the-loop" {
-		t.Fatalf("command argv %q", argv)
-	}
-}

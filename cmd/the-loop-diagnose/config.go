@@ -18,6 +18,7 @@ import (
 	"github.com/the-loop/the-loop-diagnose/logread"
 	"github.com/the-loop/the-loop-diagnose/redact"
 	"github.com/the-loop/the-loop-diagnose/stages"
+	"github.com/the-loop/the-loop-diagnose/stages/agent"
 	"github.com/the-loop/the-loop-diagnose/stages/budget"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
@@ -568,7 +569,7 @@ func (c *Config) validate(file string) error {
 	if c.AgentParallel < 1 {
 		return bad("selfDiagnosis.agentParallel", "must be at least 1")
 	}
-	if err := stages.ValidateAgentEnv(c.AgentEnv); err != nil {
+	if err := agent.ValidateEnv(c.AgentEnv); err != nil {
 		return &ConfigError{File: file, Key: "selfDiagnosis.agentEnv", Err: err}
 	}
 	if strings.TrimSpace(c.Label) == "" {
@@ -658,7 +659,7 @@ func (c *Config) validateOpenAI(file string) error {
 		return bad("selfDiagnosis.model", "harness openai needs the model's name, e.g. qwen2.5-coder:7b")
 	}
 	if c.APIKeyEnv != "" {
-		if err := stages.ValidateAgentEnv([]string{c.APIKeyEnv}); err != nil {
+		if err := agent.ValidateEnv([]string{c.APIKeyEnv}); err != nil {
 			return &ConfigError{File: file, Key: "selfDiagnosis.apiKeyEnv", Err: err}
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/redact"
 	"github.com/the-loop/the-loop-diagnose/stages"
+	"github.com/the-loop/the-loop-diagnose/stages/agent"
 	"github.com/the-loop/the-loop-diagnose/stages/agent/sandbox"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
@@ -186,8 +187,8 @@ func doctorGitHub(ctx context.Context, cfg Config) []stages.SetupCheck {
 func doctorAgent(ctx context.Context, cfg Config, log zerolog.Logger, noProbe bool) []stages.SetupCheck {
 	bin := stages.SetupCheck{Name: "agent binary", OK: true}
 	source := resolveAgentSource(cfg) // once: it may ask the-loop's python
-	name := stages.AgentBinaries[cfg.Harness]
-	if cfg.Harness == stages.AgentHarnessCommand && len(cfg.Command) > 0 {
+	name := agent.Binaries[cfg.Harness]
+	if cfg.Harness == agent.HarnessCommand && len(cfg.Command) > 0 {
 		name = cfg.Command[0]
 	}
 	if name == "" {
@@ -195,7 +196,7 @@ func doctorAgent(ctx context.Context, cfg Config, log zerolog.Logger, noProbe bo
 	} else if path, err := exec.LookPath(name); err != nil {
 		bin.OK, bin.Detail = false, fmt.Sprintf("harness %s: %s is not found (%v)", cfg.Harness, name, err)
 		bin.Fix = "install " + name + " for this user, or put it on PATH; PATH is " + os.Getenv("PATH")
-		if cfg.Harness == stages.AgentHarnessCommand {
+		if cfg.Harness == agent.HarnessCommand {
 			bin.Fix = "check selfDiagnosis.command's first element: " + name
 		}
 	} else {
@@ -236,7 +237,7 @@ func agentConfinement(harness string) (ok bool, detail string) {
 			}
 		}
 	}
-	if !stages.AgentConfined(harness) {
+	if !agent.Confined(harness) {
 		return true, "harness " + harness + " is the operator's own command: its own environment and directory, not confined by the kernel (its needs cannot be known)"
 	}
 	_, kernel := sandbox.Available()

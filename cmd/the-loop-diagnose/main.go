@@ -3,6 +3,15 @@
 // issue per defect. See README.md.
 package main
 
-import "os"
+import (
+	"os"
 
-func main() { os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
+	"github.com/the-loop/the-loop-diagnose/stages/agent/supervise"
+)
+
+func main() {
+	// First: this binary, re-executed, is also the agent's supervisor and
+	// its confining helper; Main takes those roles and exits.
+	supervise.Main(os.Args)
+	os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}

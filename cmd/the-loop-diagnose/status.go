@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/the-loop/the-loop-diagnose/pipeline"
-	"github.com/the-loop/the-loop-diagnose/stages"
+	"github.com/the-loop/the-loop-diagnose/stages/agent"
 	"github.com/the-loop/the-loop-diagnose/stages/agent/sandbox"
 	"github.com/the-loop/the-loop-diagnose/stages/budget"
 	"github.com/the-loop/the-loop-diagnose/store"
@@ -65,7 +65,7 @@ func cmdStatus(args []string, io stdio) error {
 	}
 	fmt.Fprintf(w, "issues filed in the last 24 h: %d of %d; agent diagnoses: %d of %d\n", u.Issues, u.MaxIssuesPerDay, u.Diagnoses, u.MaxDiagnosesPerDay)
 	fmt.Fprintf(w, "agent source: %s\n", resolveAgentSource(cfg))
-	if _, detail := sandbox.Available(); stages.AgentConfined(cfg.Harness) {
+	if _, detail := sandbox.Available(); agent.Confined(cfg.Harness) {
 		fmt.Fprintf(w, "agent confinement by the kernel: %s\n", detail)
 	}
 	if day, all := u.Cost, st.CostTotal; all.Runs > 0 {

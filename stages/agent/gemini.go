@@ -1,7 +1,8 @@
-package stages
+package agent
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -14,40 +15,40 @@ import (
 // is {"error": {"type", "message", "code"}}, which gemini prints to stderr
 // before exiting non-zero (and may carry in the stdout object too).
 
-// agentGeminiArgv is gemini headless and read-only (agentGeminiFlags).
-func agentGeminiArgv(cfg AgentConfig, prompt string) []string {
-	argv := []string{agentOr(cfg.Binary, AgentBinaries[AgentHarnessGemini]), "-p", prompt, "--output-format", "json"}
-	argv = append(argv, agentGeminiFlags()...)
+// geminiArgv is gemini headless and read-only (geminiFlags).
+func geminiArgv(cfg Config, prompt string) []string {
+	argv := []string{cmp.Or(cfg.Binary, Binaries[HarnessGemini]), "-p", prompt, "--output-format", "json"}
+	argv = append(argv, geminiFlags()...)
 	if cfg.Model != "" {
 		argv = append(argv, "-m", cfg.Model)
 	}
 	return argv
 }
 
-// agentGeminiOutput is the object gemini prints with --output-format json.
-type agentGeminiOutput struct {
-	Response *string           `json:"response"`
-	Error    *agentGeminiError `json:"error"`
-	Stats    *agentGeminiStats `json:"stats"`
+// geminiOutput is the object gemini prints with --output-format json.
+type geminiOutput struct {
+	Response *string      `json:"response"`
+	Error    *geminiError `json:"error"`
+	Stats    *geminiStats `json:"stats"`
 }
 
-type agentGeminiError struct {
+type geminiError struct {
 	Type    string          `json:"type"`
 	Message string          `json:"message"`
 	Code    json.RawMessage `json:"code"` // a number (an exit code, an HTTP status) or a string
 }
 
-func (e *agentGeminiError) reported() error {
-	what := agentOr(e.Type, "no type")
+func (e *geminiError) reported() error {
+	what := cmp.Or(e.Type, "no type")
 	if code := strings.Trim(string(e.Code), `"`); code != "" && code != "null" {
 		what += ", code " + code
 	}
-	return &agentReportedError{fmt.Sprintf("agent reported an error (gemini %s): %s", what, agentExcerpt([]byte(e.Message), 200))}
+	return &reportedError{fmt.Sprintf("agent reported an error (gemini %s): %s", what, quoteExcerpt([]byte(e.Message), 200))}
 }
 
-// agentGeminiStats is the part of gemini's session metrics that says
+// geminiStats is the part of gemini's session metrics that says
 // what the run used, per model.
-type agentGeminiStats struct {
+type geminiStats struct {
 	Models map[string]struct {
 		Tokens struct {
 			Prompt     int64 `json:"prompt"` // cached tokens included
@@ -58,7 +59,7 @@ type agentGeminiStats struct {
 	} `json:"models"`
 }
 
-func (s *agentGeminiStats) cost() *pipeline.Cost {
+func (s *geminiStats) cost() *pipeline.Cost {
 	if s == nil || len(s.Models) == 0 {
 		return nil
 	}
@@ -69,14 +70,14 @@ func (s *agentGeminiStats) cost() *pipeline.Cost {
 	return c
 }
 
-// agentGeminiDecode finds gemini's JSON object in out: all of it, or from
+// geminiDecode finds gemini's JSON object in out: all of it, or from
 // the first line that opens an object (a warning printed before it).
-func agentGeminiDecode(out []byte) (agentGeminiOutput, bool) {
-	var o agentGeminiOutput
+func geminiDecode(out []byte) (geminiOutput, bool) {
+	var o geminiOutput
 	trimmed := bytes.TrimSpace(out)
 	for len(trimmed) > 0 {
 		if trimmed[0] == '{' {
-			o = agentGeminiOutput{}
+			o = geminiOutput{}
 			if json.Unmarshal(trimmed, &o) == nil && (o.Response != nil || o.Error != nil) {
 				return o, true
 			}
@@ -87,14 +88,14 @@ func agentGeminiDecode(out []byte) (agentGeminiOutput, bool) {
 		}
 		trimmed = bytes.TrimSpace(trimmed[i+1:])
 	}
-	return agentGeminiOutput{}, false
+	return geminiOutput{}, false
 }
 
-// agentGeminiAnswer reads the answer from gemini's stdout.
-func agentGeminiAnswer(stdout []byte) (*pipeline.Answer, *pipeline.Cost, error) {
-	o, ok := agentGeminiDecode(stdout)
+// geminiAnswer reads the answer from gemini's stdout.
+func geminiAnswer(stdout []byte) (*pipeline.Answer, *pipeline.Cost, error) {
+	o, ok := geminiDecode(stdout)
 	if !ok {
-		return nil, nil, fmt.Errorf("agent output is not gemini's JSON output: %s", agentExcerpt(bytes.TrimSpace(stdout), 200))
+		return nil, nil, fmt.Errorf("agent output is not gemini's JSON output: %s", quoteExcerpt(bytes.TrimSpace(stdout), 200))
 	}
 	cost := o.Stats.cost()
 	if o.Error != nil {
@@ -107,11 +108,11 @@ func agentGeminiAnswer(stdout []byte) (*pipeline.Answer, *pipeline.Cost, error) 
 	return a, cost, err
 }
 
-// agentGeminiFailure is the error gemini printed (to stderr) before it
+// geminiFailure is the error gemini printed (to stderr) before it
 // exited non-zero, or nil when it printed none in its JSON shape.
-func agentGeminiFailure(stdout, stderr []byte) error {
+func geminiFailure(stdout, stderr []byte) error {
 	for _, out := range [][]byte{stderr, stdout} {
-		if o, ok := agentGeminiDecode(out); ok && o.Error != nil {
+		if o, ok := geminiDecode(out); ok && o.Error != nil {
 			return o.Error.reported()
 		}
 	}

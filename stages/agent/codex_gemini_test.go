@@ -1,4 +1,4 @@
-package stages
+package agent
 
 import (
 	"encoding/json"
@@ -12,12 +12,12 @@ import (
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 )
 
-// agentFakeAs links the fake agent under a CLI's own name, as a PATH
+// fakeAs links the fake agent under a CLI's own name, as a PATH
 // lookup of that CLI would find it.
-func agentFakeAs(t *testing.T, name string) string {
+func fakeAs(t *testing.T, name string) string {
 	t.Helper()
 	link := filepath.Join(t.TempDir(), name)
-	if err := os.Symlink(agentFakeBinary, link); err != nil {
+	if err := os.Symlink(fakeBinary, link); err != nil {
 		t.Fatal(err)
 	}
 	return link
@@ -25,12 +25,12 @@ func agentFakeAs(t *testing.T, name string) string {
 
 // Flags that would let codex or gemini run commands unasked, write, or
 // leave its sandbox.
-var agentUnsafeFlags = []string{"--full-auto", "--dangerously-bypass-approvals-and-sandbox", "workspace-write",
+var unsafeFlags = []string{"--full-auto", "--dangerously-bypass-approvals-and-sandbox", "workspace-write",
 	"danger-full-access", "--yolo", "-y", "yolo", "auto_edit", "--allowed-tools", "--search", "--add-dir", "--include-directories"}
 
-func agentNoUnsafeFlag(t *testing.T, argv []string) {
+func noUnsafeFlag(t *testing.T, argv []string) {
 	t.Helper()
-	for _, bad := range agentUnsafeFlags {
+	for _, bad := range unsafeFlags {
 		if slices.Contains(argv, bad) {
 			t.Errorf("argv carries %q: %q", bad, argv)
 		}
@@ -38,8 +38,8 @@ func agentNoUnsafeFlag(t *testing.T, argv []string) {
 }
 
 func TestAgentCodexArgvIsReadOnlyExec(t *testing.T) {
-	cfg := AgentConfig{Harness: AgentHarnessCodex, Model: "gpt-5-codex"}
-	argv, err := agentArgv(cfg, "-the prompt", "/r/prompt.md", "/r/work")
+	cfg := Config{Harness: HarnessCodex, Model: "gpt-5-codex"}
+	argv, err := buildArgv(cfg, "-the prompt", "/r/prompt.md", "/r/work")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,14 +49,14 @@ func TestAgentCodexArgvIsReadOnlyExec(t *testing.T) {
 	if !slices.Equal(argv, want) {
 		t.Errorf("argv\n %q\nwant\n %q", argv, want)
 	}
-	agentNoUnsafeFlag(t, argv)
-	if argv, _ := agentArgv(AgentConfig{Harness: AgentHarnessCodex, Binary: "/opt/codex"}, "p", "/r/prompt.md", "/r/work"); argv[0] != "/opt/codex" || slices.Contains(argv, "-m") {
+	noUnsafeFlag(t, argv)
+	if argv, _ := buildArgv(Config{Harness: HarnessCodex, Binary: "/opt/codex"}, "p", "/r/prompt.md", "/r/work"); argv[0] != "/opt/codex" || slices.Contains(argv, "-m") {
 		t.Errorf("binary override / no model: %q", argv)
 	}
 }
 
 func TestAgentGeminiArgvIsReadOnlyHeadless(t *testing.T) {
-	argv, err := agentArgv(AgentConfig{Harness: AgentHarnessGemini, Model: "gemini-2.5-pro"}, "the prompt", "/r/prompt.md", "/r/work")
+	argv, err := buildArgv(Config{Harness: HarnessGemini, Model: "gemini-2.5-pro"}, "the prompt", "/r/prompt.md", "/r/work")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,13 +65,13 @@ func TestAgentGeminiArgvIsReadOnlyHeadless(t *testing.T) {
 	if !slices.Equal(argv, want) {
 		t.Errorf("argv\n %q\nwant\n %q", argv, want)
 	}
-	agentNoUnsafeFlag(t, argv)
+	noUnsafeFlag(t, argv)
 }
 
 // The schema codex is asked to answer in is the answer ParseAnswer reads,
 // in the shape OpenAI's strict structured outputs accept.
 func TestAgentCodexSchemaIsStrict(t *testing.T) {
-	s := string(agentCodexSchema())
+	s := string(codexSchema())
 	for _, want := range []string{`"additionalProperties": false`, `"root_cause"`, `"suggested_fix"`, `"evidence"`, `"inconclusive"`} {
 		if !strings.Contains(s, want) {
 			t.Errorf("schema lacks %s:\n%s", want, s)
@@ -79,13 +79,13 @@ func TestAgentCodexSchemaIsStrict(t *testing.T) {
 	}
 }
 
-const agentCodexValidText = `{"title":"T","summary":"S","root_cause":"R","suggested_fix":"F","verdict":"bug","confidence":0.7,"evidence":["e"]}`
+const codexValidText = `{"title":"T","summary":"S","root_cause":"R","suggested_fix":"F","verdict":"bug","confidence":0.7,"evidence":["e"]}`
 
-func agentCodexStream(lines ...string) []byte {
+func codexStream(lines ...string) []byte {
 	return []byte(strings.Join(append([]string{`{"type":"thread.started","thread_id":"t1"}`, `{"type":"turn.started"}`}, lines...), "\n") + "\n")
 }
 
-func agentMessage(text string) string {
+func codexMessage(text string) string {
 	return `{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":` + string(mustJSONString(text)) + `}}`
 }
 
@@ -94,7 +94,7 @@ func mustJSONString(s string) []byte {
 	return b
 }
 
-const agentCodexUsage = `{"type":"turn.completed","usage":{"input_tokens":24763,"cached_input_tokens":24448,"output_tokens":122}}`
+const codexUsage = `{"type":"turn.completed","usage":{"input_tokens":24763,"cached_input_tokens":24448,"output_tokens":122}}`
 
 func TestAgentCodexAnswer(t *testing.T) {
 	cases := []struct {
@@ -106,34 +106,34 @@ func TestAgentCodexAnswer(t *testing.T) {
 		reported   bool
 		wantTokens [2]int64 // in, out; zero: no cost
 	}{
-		{name: "the stream's last agent message", stdout: agentCodexStream(agentMessage("thinking aloud"), agentMessage(agentCodexValidText), agentCodexUsage),
+		{name: "the stream's last agent message", stdout: codexStream(codexMessage("thinking aloud"), codexMessage(codexValidText), codexUsage),
 			wantTitle: "T", wantTokens: [2]int64{24763, 122}},
-		{name: "the last-message file is preferred", stdout: agentCodexStream(agentMessage("no JSON here"), agentCodexUsage), last: agentCodexValidText,
+		{name: "the last-message file is preferred", stdout: codexStream(codexMessage("no JSON here"), codexUsage), last: codexValidText,
 			wantTitle: "T", wantTokens: [2]int64{24763, 122}},
-		{name: "an empty last-message file falls back to the stream", stdout: agentCodexStream(agentMessage(agentCodexValidText), agentCodexUsage), last: "\n",
+		{name: "an empty last-message file falls back to the stream", stdout: codexStream(codexMessage(codexValidText), codexUsage), last: "\n",
 			wantTitle: "T", wantTokens: [2]int64{24763, 122}},
-		{name: "codex before 0.46 (item_type)", stdout: agentCodexStream(`{"type":"item.completed","item":{"id":"item_0","item_type":"assistant_message","text":` + string(mustJSONString(agentCodexValidText)) + `}}`),
+		{name: "codex before 0.46 (item_type)", stdout: codexStream(`{"type":"item.completed","item":{"id":"item_0","item_type":"assistant_message","text":` + string(mustJSONString(codexValidText)) + `}}`),
 			wantTitle: "T"},
-		{name: "a retry notice before a completed turn", stdout: agentCodexStream(`{"type":"error","message":"Reconnecting... 1/5"}`, agentMessage(agentCodexValidText), agentCodexUsage),
+		{name: "a retry notice before a completed turn", stdout: codexStream(`{"type":"error","message":"Reconnecting... 1/5"}`, codexMessage(codexValidText), codexUsage),
 			wantTitle: "T", wantTokens: [2]int64{24763, 122}},
-		{name: "a failed turn is the CLI's error", stdout: agentCodexStream(`{"type":"error","message":"unexpected status 401 Unauthorized"}`, `{"type":"turn.failed","error":{"message":"unexpected status 401 Unauthorized"}}`),
+		{name: "a failed turn is the CLI's error", stdout: codexStream(`{"type":"error","message":"unexpected status 401 Unauthorized"}`, `{"type":"turn.failed","error":{"message":"unexpected status 401 Unauthorized"}}`),
 			wantErr: "agent reported an error (codex turn.failed): \"unexpected status 401 Unauthorized\"", reported: true},
-		{name: "an error and no turn", stdout: agentCodexStream(`{"type":"error","message":"Quota exceeded. Check your plan and billing details."}`),
+		{name: "an error and no turn", stdout: codexStream(`{"type":"error","message":"Quota exceeded. Check your plan and billing details."}`),
 			wantErr: "(codex error): \"Quota exceeded", reported: true},
-		{name: "prose is the dossier's", stdout: agentCodexStream(agentMessage("I think the config is empty."), agentCodexUsage),
+		{name: "prose is the dossier's", stdout: codexStream(codexMessage("I think the config is empty."), codexUsage),
 			wantErr: "agent answer is not JSON", wantTokens: [2]int64{24763, 122}},
-		{name: "no final message", stdout: agentCodexStream(agentCodexUsage), wantErr: "agent returned no final message", wantTokens: [2]int64{24763, 122}},
+		{name: "no final message", stdout: codexStream(codexUsage), wantErr: "agent returned no final message", wantTokens: [2]int64{24763, 122}},
 		{name: "not codex's events", stdout: []byte("Reading prompt from stdin...\nhello"), wantErr: "agent output is not codex's JSON events"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			a, cost, err := agentCodexAnswer(tc.stdout, []byte(tc.last))
-			agentCheckAnswer(t, a, cost, err, tc.wantTitle, tc.wantErr, tc.reported, tc.wantTokens)
+			a, cost, err := codexAnswer(tc.stdout, []byte(tc.last))
+			checkAnswer(t, a, cost, err, tc.wantTitle, tc.wantErr, tc.reported, tc.wantTokens)
 		})
 	}
 }
 
-func agentCheckAnswer(t *testing.T, a *pipeline.Answer, cost *pipeline.Cost, err error, wantTitle, wantErr string, reported bool, tokens [2]int64) {
+func checkAnswer(t *testing.T, a *pipeline.Answer, cost *pipeline.Cost, err error, wantTitle, wantErr string, reported bool, tokens [2]int64) {
 	t.Helper()
 	if wantTitle != "" {
 		if err != nil || a == nil || a.Title != wantTitle {
@@ -143,7 +143,7 @@ func agentCheckAnswer(t *testing.T, a *pipeline.Answer, cost *pipeline.Cost, err
 		if err == nil || !strings.Contains(err.Error(), wantErr) {
 			t.Fatalf("err %v, want one containing %q", err, wantErr)
 		}
-		var r *agentReportedError
+		var r *reportedError
 		if errors.As(err, &r) != reported {
 			t.Errorf("reported by the CLI = %v, want %v (%v)", !reported, reported, err)
 		}
@@ -156,7 +156,7 @@ func agentCheckAnswer(t *testing.T, a *pipeline.Answer, cost *pipeline.Cost, err
 	}
 }
 
-const agentGeminiStatsJSON = `"stats":{"models":{"gemini-2.5-pro":{"api":{"totalRequests":1},"tokens":{"input":8123,"prompt":8123,"candidates":412,"total":9135,"cached":0,"thoughts":600,"tool":0}},` +
+const geminiStatsJSON = `"stats":{"models":{"gemini-2.5-pro":{"api":{"totalRequests":1},"tokens":{"input":8123,"prompt":8123,"candidates":412,"total":9135,"cached":0,"thoughts":600,"tool":0}},` +
 	`"gemini-2.5-flash-lite":{"tokens":{"prompt":100,"candidates":10,"total":110}}},"tools":{"totalCalls":0},"files":{}}`
 
 func TestAgentGeminiAnswer(t *testing.T) {
@@ -168,29 +168,29 @@ func TestAgentGeminiAnswer(t *testing.T) {
 		reported   bool
 		wantTokens [2]int64
 	}{
-		{name: "response fenced, stats summed over models", stdout: "{\n  \"session_id\": \"s\",\n  \"response\": " + string(mustJSONString("```json\n"+agentCodexValidText+"\n```")) + ",\n  " + agentGeminiStatsJSON + "\n}\n",
+		{name: "response fenced, stats summed over models", stdout: "{\n  \"session_id\": \"s\",\n  \"response\": " + string(mustJSONString("```json\n"+codexValidText+"\n```")) + ",\n  " + geminiStatsJSON + "\n}\n",
 			wantTitle: "T", wantTokens: [2]int64{8223, 1022}},
-		{name: "a warning line before the object", stdout: "[WARN] skipping unreadable directory\n{\"response\": " + string(mustJSONString(agentCodexValidText)) + "}",
+		{name: "a warning line before the object", stdout: "[WARN] skipping unreadable directory\n{\"response\": " + string(mustJSONString(codexValidText)) + "}",
 			wantTitle: "T"},
 		{name: "an error object is the CLI's", stdout: `{"error":{"type":"FatalAuthenticationError","message":"API key not valid. Please pass a valid API key.","code":41}}`,
 			wantErr: "agent reported an error (gemini FatalAuthenticationError, code 41): \"API key not valid", reported: true},
-		{name: "prose is the dossier's", stdout: `{"response":"The config is empty, I think.",` + agentGeminiStatsJSON + `}`,
+		{name: "prose is the dossier's", stdout: `{"response":"The config is empty, I think.",` + geminiStatsJSON + `}`,
 			wantErr: "agent answer is not JSON", wantTokens: [2]int64{8223, 1022}},
 		{name: "an empty response", stdout: `{"response":"  "}`, wantErr: "agent returned an empty response"},
 		{name: "not gemini's output", stdout: "The config is empty.", wantErr: "agent output is not gemini's JSON output"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			a, cost, err := agentGeminiAnswer([]byte(tc.stdout))
-			agentCheckAnswer(t, a, cost, err, tc.wantTitle, tc.wantErr, tc.reported, tc.wantTokens)
+			a, cost, err := geminiAnswer([]byte(tc.stdout))
+			checkAnswer(t, a, cost, err, tc.wantTitle, tc.wantErr, tc.reported, tc.wantTokens)
 		})
 	}
 	// What gemini prints to stderr as it exits non-zero.
 	stderr := "Loaded cached credentials.\n{\n  \"error\": {\n    \"type\": \"TerminalQuotaError\",\n    \"message\": \"You have exhausted your capacity on this model.\",\n    \"code\": 429\n  }\n}\n"
-	if err := agentGeminiFailure(nil, []byte(stderr)); err == nil || err.Error() != `agent reported an error (gemini TerminalQuotaError, code 429): "You have exhausted your capacity on this model."` {
+	if err := geminiFailure(nil, []byte(stderr)); err == nil || err.Error() != `agent reported an error (gemini TerminalQuotaError, code 429): "You have exhausted your capacity on this model."` {
 		t.Errorf("stderr error = %v", err)
 	}
-	if err := agentGeminiFailure(nil, []byte("Segmentation fault\n")); err != nil {
+	if err := geminiFailure(nil, []byte("Segmentation fault\n")); err != nil {
 		t.Errorf("plain stderr read as gemini's error: %v", err)
 	}
 }
@@ -208,22 +208,22 @@ func TestAgentCodexAndGeminiThroughTheFake(t *testing.T) {
 		wantFail   []string
 		wantTokens [2]int64
 	}{
-		{cli: "codex", mode: "valid", wantTitle: agentFakeTitle, wantTokens: [2]int64{24763, 122}},
+		{cli: "codex", mode: "valid", wantTitle: fakeTitle, wantTokens: [2]int64{24763, 122}},
 		{cli: "codex", mode: "garbage", unusable: true, wantFail: []string{"agent answer is not JSON"}, wantTokens: [2]int64{24763, 122}},
 		{cli: "codex", mode: "error", wantFail: []string{"agent exited with exit status 1: agent reported an error (codex turn.failed)", "401 Unauthorized", "Incorrect API key provided"}},
 		{cli: "codex", mode: "quota", wantFail: []string{"exit status 1", "Quota exceeded. Check your plan and billing details."}},
-		{cli: "gemini", mode: "valid", wantTitle: agentFakeTitle, wantTokens: [2]int64{8123, 1012}},
+		{cli: "gemini", mode: "valid", wantTitle: fakeTitle, wantTokens: [2]int64{8123, 1012}},
 		{cli: "gemini", mode: "garbage", unusable: true, wantFail: []string{"agent answer is not JSON"}, wantTokens: [2]int64{8123, 1012}},
 		{cli: "gemini", mode: "error", wantFail: []string{"agent exited with exit status 1: agent reported an error (gemini Error, code 1)", "Please set an Auth method"}},
 		{cli: "gemini", mode: "quota", wantFail: []string{"exit status 173", "(gemini TerminalQuotaError, code 429)", "exhausted your capacity"}},
 	} {
 		t.Run(tc.cli+" "+tc.mode, func(t *testing.T) {
-			record := agentUseFake(t, tc.mode)
+			record := useFake(t, tc.mode)
 			t.Setenv("GEMINI_API_KEY", "gk-test")
 			t.Setenv("OPENAI_API_KEY", "sk-test")
 			t.Setenv("CODEX_API_KEY", "ck-test")
 			t.Setenv("GEMINI_CLI_TRUST_WORKSPACE", "")
-			f := agentRun(t, AgentConfig{Harness: tc.cli, Binary: agentFakeAs(t, tc.cli), Model: "m-1"}, agentTestDossier("fp", "worker 7 crashed\n"))[0]
+			f := runAgent(t, Config{Harness: tc.cli, Binary: fakeAs(t, tc.cli), Model: "m-1"}, testDossier("fp", "worker 7 crashed\n"))[0]
 			if tc.wantTitle != "" {
 				if f.Failure != "" || f.Answer == nil || f.Answer.Title != tc.wantTitle {
 					t.Fatalf("want an answer, got %+v failure %q", f.Answer, f.Failure)
@@ -244,7 +244,7 @@ func TestAgentCodexAndGeminiThroughTheFake(t *testing.T) {
 			if tc.wantTokens != [2]int64{} && (f.Cost == nil || f.Cost.InputTokens != tc.wantTokens[0] || f.Cost.OutputTokens != tc.wantTokens[1]) {
 				t.Errorf("cost %+v, want tokens %v", f.Cost, tc.wantTokens)
 			}
-			rec := agentOneRecord(t, record)
+			rec := oneRecord(t, record)
 			var files struct {
 				SchemaFile      string `json:"schema_file"`
 				Schema          string `json:"schema"`
@@ -256,11 +256,11 @@ func TestAgentCodexAndGeminiThroughTheFake(t *testing.T) {
 			if !slices.Equal(rec.Files, []string{"dossier.md"}) {
 				t.Errorf("the %s's directory holds %q", tc.cli, rec.Files)
 			}
-			agentNoUnsafeFlag(t, rec.Argv)
+			noUnsafeFlag(t, rec.Argv)
 			env := strings.Join(rec.Env, "\n")
 			switch tc.cli {
 			case "codex":
-				want, _ := agentArgv(AgentConfig{Harness: "codex", Binary: rec.Argv[0], Model: "m-1"}, AgentPrompt(agentTestDossier("fp", "worker 7 crashed\n")), filepath.Join(filepath.Dir(rec.Cwd), "prompt.md"), rec.Cwd)
+				want, _ := buildArgv(Config{Harness: "codex", Binary: rec.Argv[0], Model: "m-1"}, Prompt(testDossier("fp", "worker 7 crashed\n")), filepath.Join(filepath.Dir(rec.Cwd), "prompt.md"), rec.Cwd)
 				if !slices.Equal(rec.Argv, want) {
 					t.Errorf("argv\n %q\nwant\n %q", rec.Argv, want)
 				}
@@ -283,15 +283,15 @@ func TestAgentCodexAndGeminiThroughTheFake(t *testing.T) {
 	}
 }
 
-// An upgrade that adds no agentEnv keeps codex's and gemini's own
+// An upgrade that adds no allowedEnv keeps codex's and gemini's own
 // credentials flowing to them, and to them only.
 func TestCodexAndGeminiCredentialsNeedNoListing(t *testing.T) {
 	parent := []string{"PATH=/bin", "OPENAI_API_KEY=a", "CODEX_HOME=/h/.codex", "GEMINI_API_KEY=b", "GOOGLE_CLOUD_PROJECT=p", "ANTHROPIC_API_KEY=c"}
 	for harness, want := range map[string][]string{
-		AgentHarnessCodex:  {"PATH=/bin", "OPENAI_API_KEY=a", "CODEX_HOME=/h/.codex"},
-		AgentHarnessGemini: {"PATH=/bin", "GEMINI_API_KEY=b", "GOOGLE_CLOUD_PROJECT=p"},
+		HarnessCodex:  {"PATH=/bin", "OPENAI_API_KEY=a", "CODEX_HOME=/h/.codex"},
+		HarnessGemini: {"PATH=/bin", "GEMINI_API_KEY=b", "GOOGLE_CLOUD_PROJECT=p"},
 	} {
-		if got := agentEnv(parent, agentHarnessEnv[harness]); !slices.Equal(got, want) {
+		if got := allowedEnv(parent, harnessEnv[harness]); !slices.Equal(got, want) {
 			t.Errorf("%s: env %q, want %q", harness, got, want)
 		}
 	}

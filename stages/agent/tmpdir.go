@@ -1,4 +1,4 @@
-package stages
+package agent
 
 import (
 	"errors"
@@ -11,22 +11,22 @@ import (
 	"time"
 )
 
-// agentDirPrefix names every run's temporary directory (os.MkdirTemp adds
-// a random suffix): SweepAgentDirs removes only what carries it.
-const agentDirPrefix = "the-loop-diagnose-agent-"
+// dirPrefix names every run's temporary directory (os.MkdirTemp adds
+// a random suffix): SweepDirs removes only what carries it.
+const dirPrefix = "the-loop-diagnose-agent-"
 
-// agentSweepMinAge is the youngest directory a sweep removes, whatever the
-// timeout: the lock (agentLockDir) is what tells a live run, and this
+// sweepMinAge is the youngest directory a sweep removes, whatever the
+// timeout: the lock (lockDir) is what tells a live run, and this
 // covers the instant before a run takes it and the runs of versions that
 // took none.
-const agentSweepMinAge = 5 * time.Minute
+const sweepMinAge = 5 * time.Minute
 
-// agentLockDir holds an advisory lock on a run's directory until unlock:
+// lockDir holds an advisory lock on a run's directory until unlock:
 // the kernel drops it when we die, however we die, so a sweep that gets
 // it knows no live run owns the directory. The descriptor is close-on-exec
 // (the agent never holds it). Where the file system has no flock, the
 // directory is simply not locked and the sweep goes by age alone.
-func agentLockDir(root string) (unlock func()) {
+func lockDir(root string) (unlock func()) {
 	fd, err := syscall.Open(root, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return func() {}
@@ -38,38 +38,38 @@ func agentLockDir(root string) (unlock func()) {
 	return func() { syscall.Close(fd) }
 }
 
-// SweepAgentDirs removes the temporary directories of agent runs that
+// SweepDirs removes the temporary directories of agent runs that
 // died without removing them (this tool SIGKILLed, together with its
 // supervisor, or the host lost power): in dir (os.TempDir() when ""),
-// directories named agentDirPrefix*, owned by our uid, unchanged for
+// directories named dirPrefix*, owned by our uid, unchanged for
 // maxAge (the agent timeout: no live run is older; at least
-// agentSweepMinAge) and not locked by a live run. A symbolic link is
+// sweepMinAge) and not locked by a live run. A symbolic link is
 // never followed, even one swapped in while we look: the name is opened
 // O_NOFOLLOW, and RemoveAll removes a link, not what it points at. It
 // returns the directories it removed.
-func SweepAgentDirs(dir string, maxAge time.Duration) []string {
+func SweepDirs(dir string, maxAge time.Duration) []string {
 	if dir == "" {
 		dir = os.TempDir()
 	}
-	maxAge = max(maxAge, agentSweepMinAge)
+	maxAge = max(maxAge, sweepMinAge)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil
 	}
 	var removed []string
 	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), agentDirPrefix) || e.Type() != fs.ModeDir {
+		if !strings.HasPrefix(e.Name(), dirPrefix) || e.Type() != fs.ModeDir {
 			continue
 		}
 		path := filepath.Join(dir, e.Name())
-		if agentSweepOne(path, maxAge) {
+		if sweepOne(path, maxAge) {
 			removed = append(removed, path)
 		}
 	}
 	return removed
 }
 
-func agentSweepOne(path string, maxAge time.Duration) bool {
+func sweepOne(path string, maxAge time.Duration) bool {
 	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return false
@@ -89,20 +89,20 @@ func agentSweepOne(path string, maxAge time.Duration) bool {
 	return os.RemoveAll(path) == nil
 }
 
-// agentSweep throttles the sweep agentRunProcess makes before a run: the
+// sweepState throttles the sweep runProcess makes before a run: the
 // first run of a process (a cron scan) sweeps, and a watcher again once
 // the age it sweeps by has passed.
-var agentSweep struct {
+var sweepState struct {
 	sync.Mutex
 	last time.Time
 }
 
-func agentSweepStale(timeout time.Duration) []string {
-	agentSweep.Lock()
-	defer agentSweep.Unlock()
-	if !agentSweep.last.IsZero() && time.Since(agentSweep.last) < max(timeout, agentSweepMinAge) {
+func sweepStale(timeout time.Duration) []string {
+	sweepState.Lock()
+	defer sweepState.Unlock()
+	if !sweepState.last.IsZero() && time.Since(sweepState.last) < max(timeout, sweepMinAge) {
 		return nil
 	}
-	agentSweep.last = time.Now()
-	return SweepAgentDirs("", timeout)
+	sweepState.last = time.Now()
+	return SweepDirs("", timeout)
 }

@@ -1,4 +1,4 @@
-package stages
+package agent
 
 import (
 	"strings"
@@ -8,8 +8,8 @@ import (
 )
 
 // The harnesses' output parsers take whatever a CLI printed: they never
-// panic, an answer always has a title, and a cost is never negative; the
-// source finder's parsers of error text never panic either.
+// panic, an answer always has a title, and a cost is never negative (the
+// source finder's parsers of error text: stages.FuzzSourceParsers).
 func FuzzHarnessOutputParsers(f *testing.F) {
 	f.Add([]byte(`{"type":"item.completed","item":{"type":"agent_message","text":"{\"title\":\"T\",\"summary\":\"S\"}"}}`+"\n"+`{"type":"turn.completed","usage":{"input_tokens":10,"output_tokens":3}}`), []byte(""))
 	f.Add([]byte(`{"response":"{\"title\":\"T\"}","stats":{"models":{"m":{"tokens":{"prompt":5,"candidates":2}}}}}`), []byte(`{"error":{"type":"auth","message":"no","code":401}}`))
@@ -24,14 +24,12 @@ func FuzzHarnessOutputParsers(f *testing.F) {
 				t.Fatalf("%s: a negative cost %+v", name, c)
 			}
 		}
-		a, c, _ := agentCodexAnswer(stdout, other)
+		a, c, _ := codexAnswer(stdout, other)
 		check("codex", a, c)
-		a, c, _ = agentGeminiAnswer(stdout)
+		a, c, _ = geminiAnswer(stdout)
 		check("gemini", a, c)
-		_ = agentGeminiFailure(stdout, other)
-		a, c, _ = agentAnswer(AgentHarnessClaude, stdout)
+		_ = geminiFailure(stdout, other)
+		a, c, _ = envelopeAnswer(HarnessClaude, stdout)
 		check("claude", a, c)
-		_ = sourceFrames(string(stdout))
-		_ = sourceNeedles(string(stdout))
 	})
 }

@@ -1,4 +1,4 @@
-package stages
+package supervise
 
 import (
 	"bufio"
@@ -18,41 +18,47 @@ import (
 	"github.com/the-loop/the-loop-diagnose/stages/agent/sandbox"
 )
 
-// agentSupervisorArg is the hidden first argument that makes any binary
-// linking this package the agent's supervisor (agentRunSupervised). It is
-// taken in init, before main parses flags or reads a config, so the tool
-// and the test binaries that run agents supervise alike.
-const agentSupervisorArg = "__agent-supervisor"
+// supervisorArg is the hidden first argument that makes a binary the
+// agent's supervisor (runSupervised): Main takes it, called first thing in
+// main, before flags are parsed or a config read, so the tool and the test
+// binaries that run agents supervise alike.
+const supervisorArg = "__agent-supervisor"
 
-// agentSupervisorReportFD is the report pipe (exec.Cmd.ExtraFiles[0]).
-const agentSupervisorReportFD = 3
+// reportFD is the report pipe (exec.Cmd.ExtraFiles[0]).
+const reportFD = 3
 
-// agentReapTimeout bounds the final kill-and-reap: a descendant that
+// reapTimeout bounds the final kill-and-reap: a descendant that
 // ignores SIGKILL (stuck in the kernel, or set-uid and not ours to
 // signal) is left rather than holding the run forever.
-const agentReapTimeout = 5 * time.Second
+const reapTimeout = 5 * time.Second
 
-func init() {
-	if len(os.Args) == 3 && os.Args[1] == sandbox.HelperArg {
-		syscall.Exit(sandbox.Main(os.Args[2]))
+// Main makes this process the agent's supervisor or its confining helper
+// (sandbox.Main) when args (os.Args) hold the hidden argument runSupervised
+// or the supervisor starts it with, and exits when that role ends; for any
+// other args it returns at once. Call it first thing in main, and in the
+// TestMain of a test package that runs agents: the supervisor is the
+// running binary re-executed.
+func Main(args []string) {
+	if len(args) == 3 && args[1] == sandbox.HelperArg {
+		syscall.Exit(sandbox.Main(args[2]))
 	}
-	if len(os.Args) == 2 && os.Args[1] == agentSupervisorArg {
+	if len(args) == 2 && args[1] == supervisorArg {
 		// syscall.Exit, not os.Exit: nothing is buffered, and os.Exit's
 		// hooks would cost a race-detector build (the tests') a 1 s sleep
 		// per agent run.
-		syscall.Exit(agentSupervise())
+		syscall.Exit(serve())
 	}
 }
 
-// agentSupervise runs one agent as agentRunSupervised asked on stdin and
+// serve runs one agent as runSupervised asked on stdin and
 // reports how it ended on fd 3. It returns the supervisor's exit code.
-func agentSupervise() int {
+func serve() int {
 	// The agent's parent-death signal fires when the thread that forked it
-	// exits (agentDieWithUs): this one, locked, lives as long as we do.
+	// exits (dieWithUs): this one, locked, lives as long as we do.
 	runtime.LockOSThread()
-	syscall.CloseOnExec(agentSupervisorReportFD) // never the agent's
-	out := os.NewFile(agentSupervisorReportFD, "report")
-	report := func(r agentSupervisorReport) int {
+	syscall.CloseOnExec(reportFD) // never the agent's
+	out := os.NewFile(reportFD, "report")
+	report := func(r runReport) int {
 		b, _ := json.Marshal(r)
 		if _, err := out.Write(append(b, '\n')); err != nil {
 			return 1
@@ -69,7 +75,7 @@ func agentSupervise() int {
 
 	in := bufio.NewReader(os.Stdin)
 	line, err := in.ReadBytes('\n')
-	var spec agentSupervisorSpec
+	var spec runSpec
 	if err == nil {
 		err = json.Unmarshal(line, &spec)
 	}
@@ -77,7 +83,7 @@ func agentSupervise() int {
 		err = errors.New("empty argv")
 	}
 	if err != nil {
-		return max(1, report(agentSupervisorReport{Error: "agent supervisor: reading what to run: " + err.Error()}))
+		return max(1, report(runReport{Error: "agent supervisor: reading what to run: " + err.Error()}))
 	}
 	parentGone := make(chan struct{})
 	go func() {
@@ -87,12 +93,12 @@ func agentSupervise() int {
 
 	devNull, err := os.Open(os.DevNull)
 	if err != nil {
-		return report(agentSupervisorReport{Error: "agent supervisor: " + err.Error()})
+		return report(runReport{Error: "agent supervisor: " + err.Error()})
 	}
-	pid, err := agentForkExec(spec, devNull.Fd())
+	pid, err := forkExec(spec, devNull.Fd())
 	devNull.Close()
 	if err != nil {
-		r := agentSupervisorReport{Error: "fork/exec " + spec.Path + ": " + err.Error()}
+		r := runReport{Error: "fork/exec " + spec.Path + ": " + err.Error()}
 		var errno syscall.Errno
 		if errors.As(err, &errno) {
 			r.Errno = int(errno)
@@ -117,23 +123,23 @@ func agentSupervise() int {
 	case <-stopSig:
 		stopped = true
 	}
-	ws, reaped := agentKillDescendants(pid)
+	ws, reaped := killDescendants(pid)
 	if stopped && spec.Root != "" {
 		_ = os.RemoveAll(spec.Root)
 	}
-	r := agentSupervisorReport{Stopped: stopped, Code: -1}
+	r := runReport{Stopped: stopped, Code: -1}
 	if reaped {
-		r.Status, r.Code = agentWaitStatusText(ws), ws.ExitStatus()
+		r.Status, r.Code = waitStatusText(ws), ws.ExitStatus()
 	}
 	return report(r)
 }
 
-// agentForkExec starts the agent as spec says: directly, or, with a
+// forkExec starts the agent as spec says: directly, or, with a
 // policy, through the confining helper (this binary again, sandbox.Main),
 // which confines itself and then execs the agent in its place: the agent
 // is our child either way, with the same pid, group and parent-death
 // signal.
-func agentForkExec(spec agentSupervisorSpec, stdin uintptr) (int, error) {
+func forkExec(spec runSpec, stdin uintptr) (int, error) {
 	attr := &syscall.ProcAttr{
 		Dir:   spec.Dir,
 		Env:   spec.Env,
@@ -147,19 +153,19 @@ func agentForkExec(spec agentSupervisorSpec, stdin uintptr) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return syscall.ForkExec(agentSupervisorExe, []string{spec.Argv[0], sandbox.HelperArg, string(arg)}, attr)
+	return syscall.ForkExec(supervisorExe, []string{spec.Argv[0], sandbox.HelperArg, string(arg)}, attr)
 }
 
-// agentKillDescendants kills the agent's group, then each child of ours
+// killDescendants kills the agent's group, then each child of ours
 // until none is left: as a subreaper, every descendant whose parent dies
 // becomes our child, so no child left means no descendant left. Only
 // children are signalled, and only before they are reaped, so a pid is
 // never one recycled for someone else. It returns the agent's wait status.
-func agentKillDescendants(agent int) (ws syscall.WaitStatus, reaped bool) {
+func killDescendants(agent int) (ws syscall.WaitStatus, reaped bool) {
 	_ = syscall.Kill(-agent, syscall.SIGKILL)
-	deadline := time.Now().Add(agentReapTimeout)
+	deadline := time.Now().Add(reapTimeout)
 	for {
-		for _, c := range agentChildren() {
+		for _, c := range children() {
 			_ = syscall.Kill(c, syscall.SIGKILL)
 		}
 		for {
@@ -185,8 +191,8 @@ func agentKillDescendants(agent int) (ws syscall.WaitStatus, reaped bool) {
 	}
 }
 
-// agentChildren lists our children (zombies included) from /proc.
-func agentChildren() []int {
+// children lists our children (zombies included) from /proc.
+func children() []int {
 	self := os.Getpid()
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
@@ -218,8 +224,8 @@ func agentChildren() []int {
 	return out
 }
 
-// agentWaitStatusText is ws as os.ProcessState.String prints it.
-func agentWaitStatusText(ws syscall.WaitStatus) string {
+// waitStatusText is ws as os.ProcessState.String prints it.
+func waitStatusText(ws syscall.WaitStatus) string {
 	switch {
 	case ws.Exited():
 		return "exit status " + strconv.Itoa(ws.ExitStatus())

@@ -1,4 +1,4 @@
-package stages
+package agent
 
 import (
 	"os"
@@ -14,60 +14,60 @@ import (
 
 // The kernel's layer of the agent's confinement (DESIGN.md "The agent
 // meets the kernel"): a known CLI (claude, cursor, codex, gemini) and all
-// it starts reach, of the file system, only what agentPolicy lists: no
+// it starts reach, of the file system, only what confinePolicy lists: no
 // other process's /proc entries, no file of ours.
 
-// agentStateDirs are each CLI's own state under HOME (its login, settings,
+// stateDirs are each CLI's own state under HOME (its login, settings,
 // sessions, caches): read-write, as the CLI writes there on every run.
 // They are created when missing: a rule needs a path that exists, and the
 // CLI, confined, could not create them in HOME. claude's ~/.claude.json is
-// a file beside its directory (agentStateFiles).
-var agentStateDirs = map[string][]string{
-	AgentHarnessClaude: {".claude"},
-	AgentHarnessCursor: {".cursor", ".config/cursor"},
-	AgentHarnessCodex:  {".codex"},
-	AgentHarnessGemini: {".gemini"},
+// a file beside its directory (stateFiles).
+var stateDirs = map[string][]string{
+	HarnessClaude: {".claude"},
+	HarnessCursor: {".cursor", ".config/cursor"},
+	HarnessCodex:  {".codex"},
+	HarnessGemini: {".gemini"},
 }
 
-// AgentConfined reports whether the kernel confines harness's agent
+// Confined reports whether the kernel confines harness's agent
 // (where it has Landlock): the known CLIs. An operator's command is
 // theirs to restrict: what it needs is theirs to know.
-func AgentConfined(harness string) bool {
-	_, ok := AgentBinaries[harness]
+func Confined(harness string) bool {
+	_, ok := Binaries[harness]
 	return ok
 }
 
-// agentStateFiles are state files under HOME, read-write when they exist.
-var agentStateFiles = map[string][]string{
-	AgentHarnessClaude: {".claude.json"},
+// stateFiles are state files under HOME, read-write when they exist.
+var stateFiles = map[string][]string{
+	HarnessClaude: {".claude.json"},
 }
 
-// agentStateEnv are the variables that move a CLI's state elsewhere.
-var agentStateEnv = map[string]string{
-	AgentHarnessClaude: "CLAUDE_CONFIG_DIR",
-	AgentHarnessCodex:  "CODEX_HOME",
+// stateEnv are the variables that move a CLI's state elsewhere.
+var stateEnv = map[string]string{
+	HarnessClaude: "CLAUDE_CONFIG_DIR",
+	HarnessCodex:  "CODEX_HOME",
 }
 
-// agentPolicy is what the agent run in root (its directory, read-write)
+// confinePolicy is what the agent run in root (its directory, read-write)
 // by path with env may reach, or nil for a harness the kernel does not
 // confine.
-func agentPolicy(cfg AgentConfig, path, root string, env []string) *sandbox.Policy {
-	dirs, ok := agentStateDirs[cfg.Harness]
+func confinePolicy(cfg Config, path, root string, env []string) *sandbox.Policy {
+	dirs, ok := stateDirs[cfg.Harness]
 	if !ok {
 		return nil
 	}
-	get := func(name string) string { v, _ := agentEnvLookup(env, name); return v }
+	get := func(name string) string { v, _ := envLookup(env, name); return v }
 	p := &sandbox.Policy{ReadWrite: append([]string{root}, sandbox.SystemReadWrite...)}
 	var state []string
 	if home := get("HOME"); filepath.IsAbs(home) {
 		for _, d := range dirs {
 			state = append(state, filepath.Join(home, d))
 		}
-		for _, f := range agentStateFiles[cfg.Harness] {
+		for _, f := range stateFiles[cfg.Harness] {
 			p.ReadWrite = append(p.ReadWrite, filepath.Join(home, f))
 		}
 	}
-	if v := get(agentStateEnv[cfg.Harness]); filepath.IsAbs(v) {
+	if v := get(stateEnv[cfg.Harness]); filepath.IsAbs(v) {
 		state = append(state, v)
 	}
 	for _, d := range state {
@@ -84,9 +84,9 @@ func agentPolicy(cfg AgentConfig, path, root string, env []string) *sandbox.Poli
 	return p
 }
 
-// agentConfineEnv points the agent's temporary files into its own
+// confineEnv points the agent's temporary files into its own
 // directory (root/tmp): the host's /tmp is out of its reach.
-func agentConfineEnv(env []string, root string) ([]string, error) {
+func confineEnv(env []string, root string) ([]string, error) {
 	tmp := filepath.Join(root, "tmp")
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		return nil, err
@@ -95,13 +95,13 @@ func agentConfineEnv(env []string, root string) ([]string, error) {
 	return append(out, "TMPDIR="+tmp), nil
 }
 
-// agentHardened makes the tool non-dumpable once, before its first agent
+// hardened makes the tool non-dumpable once, before its first agent
 // runs, and says once, in the log, when the kernel has no Landlock and
 // what still holds.
-var agentHardened sync.Once
+var hardened sync.Once
 
-func agentHarden(log zerolog.Logger) {
-	agentHardened.Do(func() {
+func harden(log zerolog.Logger) {
+	hardened.Do(func() {
 		if err := sandbox.Harden(); err != nil {
 			log.Warn().Err(err).Msg("cannot mark the tool non-dumpable: an agent running as our user may read our /proc entries where the kernel has no Landlock")
 		}

@@ -1,4 +1,4 @@
-package stages
+package agent
 
 import (
 	"encoding/json"
@@ -11,15 +11,15 @@ import (
 	"github.com/the-loop/the-loop-diagnose/stages/agent/sandbox"
 )
 
-// agentAttempt mirrors a line of the fake's FAKE_AGENT_HOSTILE_OUT.
-type agentAttempt struct {
+// attempt mirrors a line of the fake's FAKE_AGENT_HOSTILE_OUT.
+type attempt struct {
 	Action, Target, Got, Err string
 	Control, OK              bool
 }
 
-// agentRequireLandlock skips where the kernel cannot confine, and fails
+// requireLandlock skips where the kernel cannot confine, and fails
 // under CI, whose machines have Landlock.
-func agentRequireLandlock(t *testing.T) {
+func requireLandlock(t *testing.T) {
 	t.Helper()
 	if ok, detail := sandbox.Available(); !ok {
 		if os.Getenv("CI") == "true" {
@@ -35,10 +35,10 @@ func agentRequireLandlock(t *testing.T) {
 // /proc entries nor any other process's, nowhere to write outside; a
 // shell it starts is confined as it is. Its answer is still used.
 func TestAgentKernelConfinesAHostileAgent(t *testing.T) {
-	agentRequireLandlock(t)
-	for _, harness := range []string{AgentHarnessClaude, AgentHarnessCodex, AgentHarnessGemini} {
+	requireLandlock(t)
+	for _, harness := range []string{HarnessClaude, HarnessCodex, HarnessGemini} {
 		t.Run(harness, func(t *testing.T) {
-			agentUseFake(t, "hostile")
+			useFake(t, "hostile")
 			host := t.TempDir()
 			eventLog := filepath.Join(host, "events.jsonl")
 			os.WriteFile(eventLog, []byte(`{"event":"x","token":"ghp_secretsecret"}`+"\n"), 0o600)
@@ -50,8 +50,8 @@ func TestAgentKernelConfinesAHostileAgent(t *testing.T) {
 			t.Setenv("FAKE_AGENT_HOSTILE_OUT", out)
 			t.Setenv("HOME", t.TempDir())
 
-			f := agentRun(t, AgentConfig{Harness: harness, Binary: agentFakeAs(t, harness)}, agentTestDossier("fp", "d"))[0]
-			if f.Failure != "" || f.Answer == nil || f.Answer.Title != agentFakeTitle {
+			f := runAgent(t, Config{Harness: harness, Binary: fakeAs(t, harness)}, testDossier("fp", "d"))[0]
+			if f.Failure != "" || f.Answer == nil || f.Answer.Title != fakeTitle {
 				t.Fatalf("the confined agent's answer was not used: %+v", f)
 			}
 			b, err := os.ReadFile(out)
@@ -60,7 +60,7 @@ func TestAgentKernelConfinesAHostileAgent(t *testing.T) {
 			}
 			var controls, denied int
 			for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-				var a agentAttempt
+				var a attempt
 				if err := json.Unmarshal([]byte(line), &a); err != nil {
 					t.Fatal(err)
 				}

@@ -1,7 +1,8 @@
-package stages
+package agent
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,13 +13,13 @@ import (
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 )
 
-// agentVerdicts are the verdicts an answer may carry; others are dropped
+// verdicts are the verdicts an answer may carry; others are dropped
 // rather than failing an otherwise useful diagnosis.
-var agentVerdicts = map[string]bool{"bug": true, "environment": true, "transient": true, "inconclusive": true}
+var verdicts = map[string]bool{"bug": true, "environment": true, "transient": true, "inconclusive": true}
 
-// agentEnvelope is the JSON object claude and cursor-agent print with
+// envelope is the JSON object claude and cursor-agent print with
 // --output-format json.
-type agentEnvelope struct {
+type envelope struct {
 	Type    string  `json:"type"`
 	Subtype string  `json:"subtype"`
 	IsError bool    `json:"is_error"`
@@ -34,7 +35,7 @@ type agentEnvelope struct {
 }
 
 // cost is what the envelope says the run cost, or nil when it says nothing.
-func (e agentEnvelope) cost() *pipeline.Cost {
+func (e envelope) cost() *pipeline.Cost {
 	if e.TotalCostUSD == nil && e.Usage == nil {
 		return nil
 	}
@@ -48,22 +49,22 @@ func (e agentEnvelope) cost() *pipeline.Cost {
 	return c
 }
 
-// agentReportedError is the CLI saying, in its own envelope, that the run
+// reportedError is the CLI saying, in its own envelope, that the run
 // failed (its API answered 529, its login expired, its turns ran out):
 // the agent's failure, not an answer about the dossier.
-type agentReportedError struct{ msg string }
+type reportedError struct{ msg string }
 
-func (e *agentReportedError) Error() string { return e.msg }
+func (e *reportedError) Error() string { return e.msg }
 
-// agentAnswer extracts the answer from a harness's stdout, and what the
+// envelopeAnswer extracts the answer from a harness's stdout, and what the
 // run cost when the harness says (even for a failed run: it was spent).
-func agentAnswer(harness string, stdout []byte) (*pipeline.Answer, *pipeline.Cost, error) {
-	result, cost, err := agentUnwrapEnvelope(stdout)
+func envelopeAnswer(harness string, stdout []byte) (*pipeline.Answer, *pipeline.Cost, error) {
+	result, cost, err := unwrapEnvelope(stdout)
 	switch {
 	case err == nil:
 		a, err := ParseAnswer([]byte(result))
 		return a, cost, err
-	case harness == AgentHarnessClaude || harness == AgentHarnessCursor || !errors.Is(err, errAgentNoEnvelope):
+	case harness == HarnessClaude || harness == HarnessCursor || !errors.Is(err, errAgentNoEnvelope):
 		return nil, cost, err
 	}
 	// An operator's command without an envelope: its stdout is the answer.
@@ -74,31 +75,31 @@ func agentAnswer(harness string, stdout []byte) (*pipeline.Answer, *pipeline.Cos
 
 var errAgentNoEnvelope = errors.New("agent output is not a JSON result envelope")
 
-// agentUnwrapEnvelope returns the envelope's result string and what the
+// unwrapEnvelope returns the envelope's result string and what the
 // run cost.
-func agentUnwrapEnvelope(stdout []byte) (string, *pipeline.Cost, error) {
-	var env agentEnvelope
+func unwrapEnvelope(stdout []byte) (string, *pipeline.Cost, error) {
+	var env envelope
 	trimmed := bytes.TrimSpace(stdout)
 	if err := json.Unmarshal(trimmed, &env); err != nil || env.Type != "result" {
-		return "", nil, fmt.Errorf("%w: %s", errAgentNoEnvelope, agentExcerpt(trimmed, 200))
+		return "", nil, fmt.Errorf("%w: %s", errAgentNoEnvelope, quoteExcerpt(trimmed, 200))
 	}
 	if env.IsError {
 		msg := ""
 		if env.Result != nil {
 			msg = *env.Result
 		}
-		return "", env.cost(), &agentReportedError{fmt.Sprintf("agent reported an error (%s): %s", agentOr(env.Subtype, "no subtype"), agentExcerpt([]byte(msg), 200))}
+		return "", env.cost(), &reportedError{fmt.Sprintf("agent reported an error (%s): %s", cmp.Or(env.Subtype, "no subtype"), quoteExcerpt([]byte(msg), 200))}
 	}
 	if env.Result == nil || strings.TrimSpace(*env.Result) == "" {
-		return "", env.cost(), fmt.Errorf("agent returned an empty result (%s)", agentOr(env.Subtype, "no subtype"))
+		return "", env.cost(), fmt.Errorf("agent returned an empty result (%s)", cmp.Or(env.Subtype, "no subtype"))
 	}
 	return *env.Result, env.cost(), nil
 }
 
-// agentMaxRescans bounds how often the object scan backs up after an
+// maxRescans bounds how often the object scan backs up after an
 // unbalanced or invalid brace region, keeping ParseAnswer linear in practice
 // on hostile input.
-const agentMaxRescans = 32
+const maxRescans = 32
 
 // ParseAnswer finds the agent's answer in its output: the first balanced
 // top-level JSON object that decodes into the answer shape with a non-empty
@@ -108,8 +109,8 @@ const agentMaxRescans = 32
 func ParseAnswer(out []byte) (*pipeline.Answer, error) {
 	sawObject := false
 	var firstReason string
-	for pos, rescans := 0, 0; pos < len(out) && rescans <= agentMaxRescans; {
-		open, end := agentNextObject(out, pos)
+	for pos, rescans := 0, 0; pos < len(out) && rescans <= maxRescans; {
+		open, end := nextObject(out, pos)
 		if open < 0 {
 			break
 		}
@@ -118,7 +119,7 @@ func ParseAnswer(out []byte) (*pipeline.Answer, error) {
 			pos, rescans = open+1, rescans+1
 			continue
 		}
-		a, reason, isJSON := agentDecodeAnswer(out[open:end])
+		a, reason, isJSON := decodeAnswer(out[open:end])
 		if a != nil {
 			return a, nil
 		}
@@ -138,18 +139,18 @@ func ParseAnswer(out []byte) (*pipeline.Answer, error) {
 		}
 		pos = end
 	}
-	excerpt := agentExcerpt(bytes.TrimSpace(out), 200)
+	excerpt := quoteExcerpt(bytes.TrimSpace(out), 200)
 	if !sawObject {
 		return nil, fmt.Errorf("agent answer is not JSON: %s", excerpt)
 	}
 	return nil, fmt.Errorf("agent answer has no usable JSON object (%s): %s", firstReason, excerpt)
 }
 
-// agentNextObject returns the [open,end) span of the next balanced {...}
+// nextObject returns the [open,end) span of the next balanced {...}
 // region at or after pos, tracking JSON strings inside it so braces in
 // strings do not count. open is -1 when there is no '{'; end is -1 when the
 // region never closes.
-func agentNextObject(out []byte, pos int) (open, end int) {
+func nextObject(out []byte, pos int) (open, end int) {
 	open = bytes.IndexByte(out[pos:], '{')
 	if open < 0 {
 		return -1, -1
@@ -185,9 +186,9 @@ func agentNextObject(out []byte, pos int) (open, end int) {
 	return open, -1
 }
 
-// agentDecodeAnswer decodes one candidate object, returning nil and a
+// decodeAnswer decodes one candidate object, returning nil and a
 // reason when it is not an answer; isJSON tells whether it was JSON at all.
-func agentDecodeAnswer(obj []byte) (a *pipeline.Answer, reason string, isJSON bool) {
+func decodeAnswer(obj []byte) (a *pipeline.Answer, reason string, isJSON bool) {
 	// The texts are decoded strictly by type (a title that is a number is no
 	// answer); the verdict's fields leniently, each on its own: a malformed
 	// verdict must cost the verdict, never the report.
@@ -218,19 +219,19 @@ func agentDecodeAnswer(obj []byte) (a *pipeline.Answer, reason string, isJSON bo
 	}
 	// A title alone is an answer, as the-loop takes it (parse_findings):
 	// the issue says what was not given. Raw output never is.
-	a.Verdict, a.Confidence, a.Evidence = agentDecodeVerdict(s.Verdict, s.Confidence, s.Evidence)
+	a.Verdict, a.Confidence, a.Evidence = decodeVerdict(s.Verdict, s.Confidence, s.Evidence)
 	return a, "", true
 }
 
-// agentDecodeVerdict reads the verdict's fields. A verdict that is not one
+// decodeVerdict reads the verdict's fields. A verdict that is not one
 // of the known words (or not a string) is "inconclusive"; a confidence that
 // is not a JSON number from 0 to 1 is none; evidence that is not a list of
 // strings is none. Each of these leaves the finding for a human (gate).
-func agentDecodeVerdict(verdict, confidence, evidence json.RawMessage) (string, *float64, []string) {
+func decodeVerdict(verdict, confidence, evidence json.RawMessage) (string, *float64, []string) {
 	v := ""
 	if len(verdict) > 0 && string(verdict) != "null" {
 		var word string
-		if json.Unmarshal(verdict, &word) == nil && agentVerdicts[strings.ToLower(strings.TrimSpace(word))] {
+		if json.Unmarshal(verdict, &word) == nil && verdicts[strings.ToLower(strings.TrimSpace(word))] {
 			v = strings.ToLower(strings.TrimSpace(word))
 		} else {
 			v = "inconclusive"
@@ -252,10 +253,10 @@ func agentDecodeVerdict(verdict, confidence, evidence json.RawMessage) (string, 
 	return v, conf, items
 }
 
-// agentExcerpt renders at most n runes of b as a quoted Go string, so
+// quoteExcerpt renders at most n runes of b as a quoted Go string, so
 // control bytes and invalid UTF-8 from a broken agent stay inert in logs
 // and reasons.
-func agentExcerpt(b []byte, n int) string {
+func quoteExcerpt(b []byte, n int) string {
 	if len(b) == 0 {
 		return `""`
 	}
@@ -272,9 +273,9 @@ func agentExcerpt(b []byte, n int) string {
 	return q
 }
 
-// agentPrintable makes s one printable line for a failure reason: invalid
+// printable makes s one printable line for a failure reason: invalid
 // UTF-8 replaced, line breaks and tabs made spaces, other controls dropped.
-func agentPrintable(s string) string {
+func printable(s string) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	return strings.Map(func(c rune) rune {
 		if c == '\n' || c == '\t' {

@@ -1,4 +1,4 @@
-package stages
+package agent
 
 import (
 	"slices"
@@ -10,7 +10,7 @@ import (
 // OPENAI_API_KEY as CODEX_API_KEY unless one is set.
 func TestCodexGetsTheUsersOpenAISetup(t *testing.T) {
 	t.Setenv("OPENAI_BASE_URL", `http://gw.internal:8080/v1?a="b"`)
-	argv, err := agentArgv(AgentConfig{Harness: AgentHarnessCodex}, "p", "/r/prompt.md", "/r/work")
+	argv, err := buildArgv(Config{Harness: HarnessCodex}, "p", "/r/prompt.md", "/r/work")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -18,19 +18,19 @@ func TestCodexGetsTheUsersOpenAISetup(t *testing.T) {
 		t.Errorf("codex argv does not set openai_base_url before the prompt: %q", argv)
 	}
 	t.Setenv("OPENAI_BASE_URL", "")
-	if argv, _ := agentArgv(AgentConfig{Harness: AgentHarnessCodex}, "p", "/r/prompt.md", "/r/work"); slices.ContainsFunc(argv, func(a string) bool { return len(a) > 15 && a[:15] == "openai_base_url" }) {
+	if argv, _ := buildArgv(Config{Harness: HarnessCodex}, "p", "/r/prompt.md", "/r/work"); slices.ContainsFunc(argv, func(a string) bool { return len(a) > 15 && a[:15] == "openai_base_url" }) {
 		t.Errorf("openai_base_url set without OPENAI_BASE_URL: %q", argv)
 	}
 
-	env := agentHarnessAdaptEnv(AgentHarnessCodex, []string{"PATH=/bin", "OPENAI_API_KEY=sk-user"})
+	env := harnessAdaptEnv(HarnessCodex, []string{"PATH=/bin", "OPENAI_API_KEY=sk-user"})
 	if !slices.Contains(env, "CODEX_API_KEY=sk-user") {
 		t.Errorf("OPENAI_API_KEY did not reach codex as CODEX_API_KEY: %q", env)
 	}
-	env = agentHarnessAdaptEnv(AgentHarnessCodex, []string{"OPENAI_API_KEY=sk-user", "CODEX_API_KEY=ck-own"})
+	env = harnessAdaptEnv(HarnessCodex, []string{"OPENAI_API_KEY=sk-user", "CODEX_API_KEY=ck-own"})
 	if slices.Contains(env, "CODEX_API_KEY=sk-user") {
 		t.Errorf("a CODEX_API_KEY of the user's own was overridden: %q", env)
 	}
-	if env := agentHarnessAdaptEnv(AgentHarnessGemini, []string{"OPENAI_API_KEY=sk-user"}); len(env) != 1 {
+	if env := harnessAdaptEnv(HarnessGemini, []string{"OPENAI_API_KEY=sk-user"}); len(env) != 1 {
 		t.Errorf("another CLI got codex's translation: %q", env)
 	}
 }

@@ -1,4 +1,4 @@
-package stages
+package agent
 
 import (
 	"bytes"
@@ -56,7 +56,7 @@ const (
 
 var openAIFormatNames = [...]string{"json_schema", "json_object", "none"}
 
-// openAISystem tells the model it has no files: AgentPrompt, shared with
+// openAISystem tells the model it has no files: Prompt, shared with
 // the CLI harnesses, mentions ./dossier.md.
 const openAISystem = `You diagnose failures of the-loop, an agent harness, from a dossier of its event log.
 You have no tools and no files: where the prompt mentions ./dossier.md, it means the dossier
@@ -85,14 +85,14 @@ var openAIAnswerSchema = map[string]any{
 // the endpoint accepts, learnt from its rejections and kept for the rest of
 // the runner's life.
 type openAIRunner struct {
-	cfg        AgentConfig
+	cfg        Config
 	svc        openai.ChatCompletionService
 	format     atomic.Int32
 	retryBound time.Duration
 }
 
 // newOpenAIRunner checks the harness's configuration and reads its key.
-func newOpenAIRunner(cfg AgentConfig, httpClient *http.Client) (*openAIRunner, error) {
+func newOpenAIRunner(cfg Config, httpClient *http.Client) (*openAIRunner, error) {
 	if cfg.Endpoint == "" {
 		return nil, errors.New("selfDiagnosis.endpoint: harness \"openai\" needs the endpoint's base URL, e.g. http://127.0.0.1:11434/v1")
 	}
@@ -107,7 +107,7 @@ func newOpenAIRunner(cfg AgentConfig, httpClient *http.Client) (*openAIRunner, e
 	}
 	key := ""
 	if cfg.APIKeyEnv != "" {
-		if err := ValidateAgentEnv([]string{cfg.APIKeyEnv}); err != nil {
+		if err := ValidateEnv([]string{cfg.APIKeyEnv}); err != nil {
 			return nil, fmt.Errorf("selfDiagnosis.apiKeyEnv: %w", err)
 		}
 		if key = os.Getenv(cfg.APIKeyEnv); key == "" {
@@ -190,7 +190,7 @@ func openAILimitBody(rc io.ReadCloser) io.ReadCloser {
 func (r *openAIRunner) run(ctx context.Context, d pipeline.Dossier) (pipeline.Finding, error) {
 	runCtx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
 	defer cancel()
-	prompt := AgentPrompt(openAIInline(d))
+	prompt := Prompt(openAIInline(d))
 	for {
 		format := r.format.Load()
 		capture := &openAICapture{}
@@ -247,7 +247,7 @@ func (r *openAIRunner) finding(d pipeline.Dossier, res *openai.ChatCompletion) p
 	if strings.TrimSpace(content) == "" {
 		f.Unusable = true
 		if c.Message.Refusal != "" {
-			f.Failure = "agent refused: " + agentExcerpt([]byte(c.Message.Refusal), 200)
+			f.Failure = "agent refused: " + quoteExcerpt([]byte(c.Message.Refusal), 200)
 		} else {
 			f.Failure = fmt.Sprintf("agent returned an empty answer (finish_reason %q)", c.FinishReason)
 		}
@@ -300,7 +300,7 @@ func (r *openAIRunner) failure(d pipeline.Dossier, err error, c *openAICapture) 
 	if msg == "" && apiErr != nil {
 		msg, code = apiErr.Message, apiErr.Code
 	}
-	quoted := agentExcerpt([]byte(msg), openAIErrorQuoted)
+	quoted := quoteExcerpt([]byte(msg), openAIErrorQuoted)
 	lower := strings.ToLower(msg + " " + code)
 	what := fmt.Sprintf("%d %s", status, http.StatusText(status))
 	switch {
@@ -343,7 +343,7 @@ func openAIErrorText(body []byte) (msg, code string) {
 	body = bytes.TrimSpace(body)
 	var m map[string]any
 	if json.Unmarshal(body, &m) != nil {
-		return agentPrintable(string(body)), ""
+		return printable(string(body)), ""
 	}
 	pick := func(m map[string]any) (string, string) {
 		msg, _ := m["message"].(string)
@@ -371,15 +371,15 @@ func openAIErrorText(body []byte) (msg, code string) {
 	return pick(m)
 }
 
-// openAIInline is d with its dossier cut to what AgentPrompt quotes
+// openAIInline is d with its dossier cut to what Prompt quotes
 // inline: the model has no ./dossier.md to read the rest from.
 func openAIInline(d pipeline.Dossier) pipeline.Dossier {
-	md := AgentCarriable(d.Markdown)
-	if len(md) <= agentInlineLimit {
+	md := Carriable(d.Markdown)
+	if len(md) <= inlineLimit {
 		return d
 	}
 	const room = 128 // for the note
-	cut := agentInlineLimit - room
+	cut := inlineLimit - room
 	for cut > 0 && !utf8.RuneStart(md[cut]) {
 		cut--
 	}

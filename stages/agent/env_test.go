@@ -1,4 +1,4 @@
-package stages
+package agent
 
 import (
 	"encoding/json"
@@ -10,9 +10,9 @@ import (
 	"testing"
 )
 
-// agentSecretEnv is a host environment full of secrets the agent must not
+// secretEnv is a host environment full of secrets the agent must not
 // see, under names a deny-list would have to guess.
-var agentSecretEnv = map[string]string{
+var secretEnv = map[string]string{
 	"GITHUB_PAT":              "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
 	"AWS_SECRET_ACCESS_KEY":   "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
 	"AWS_ACCESS_KEY_ID":       "AKIAIOSFODNN7EXAMPLE",
@@ -32,25 +32,25 @@ var agentSecretEnv = map[string]string{
 func TestAgentEnvIsAnAllowList(t *testing.T) {
 	parent := []string{"PATH=/usr/bin:/bin", "HOME=/home/runner", "LANG=C.UTF-8", "LC_ALL=C.UTF-8", "LC_TIME=de_DE.UTF-8",
 		"TZ=Europe/Berlin", "TMPDIR=/var/tmp", "ANTHROPIC_API_KEY=sk-ant-api03-xyz", "NOEQUALS"}
-	for k, v := range agentSecretEnv {
+	for k, v := range secretEnv {
 		parent = append(parent, k+"="+v)
 	}
-	// Even listed, the GitHub tokens and PWD stay out (NewAgent refuses
-	// such a list; agentEnv does not rely on that).
-	got := agentEnv(parent, []string{"ANTHROPIC_API_KEY", "GH_TOKEN", "PWD", "NOT_SET"})
+	// Even listed, the GitHub tokens and PWD stay out (New refuses
+	// such a list; allowedEnv does not rely on that).
+	got := allowedEnv(parent, []string{"ANTHROPIC_API_KEY", "GH_TOKEN", "PWD", "NOT_SET"})
 	want := []string{"PATH=/usr/bin:/bin", "HOME=/home/runner", "LANG=C.UTF-8", "LC_ALL=C.UTF-8", "LC_TIME=de_DE.UTF-8",
 		"TZ=Europe/Berlin", "TMPDIR=/var/tmp", "ANTHROPIC_API_KEY=sk-ant-api03-xyz"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("agent env = %q\nwant %q", got, want)
 	}
-	if got := agentEnv(parent, nil); slices.Contains(got, "ANTHROPIC_API_KEY=sk-ant-api03-xyz") {
+	if got := allowedEnv(parent, nil); slices.Contains(got, "ANTHROPIC_API_KEY=sk-ant-api03-xyz") {
 		t.Error("an unlisted API key reached the agent")
 	}
 }
 
-func TestNewAgentRefusesAForbiddenOrBadAgentEnv(t *testing.T) {
+func TestNewRefusesAForbiddenOrBadAgentEnv(t *testing.T) {
 	for _, bad := range [][]string{{"GH_TOKEN"}, {"GITHUB_TOKEN"}, {"GH_ENTERPRISE_TOKEN"}, {"GITHUB_ENTERPRISE_TOKEN"}, {"PWD"}, {"OLDPWD"}, {"A B"}, {""}, {"X=y"}} {
-		_, err := NewAgent(AgentConfig{Harness: "builtin", Env: bad})
+		_, err := New(Config{Harness: "builtin", Env: bad})
 		if err == nil || !strings.Contains(err.Error(), "selfDiagnosis.agentEnv") {
 			t.Errorf("Env %q: error %v, want one naming selfDiagnosis.agentEnv", bad, err)
 		}
@@ -61,36 +61,36 @@ func TestNewAgentRefusesAForbiddenOrBadAgentEnv(t *testing.T) {
 // environment, a working directory of its own (no PWD), and for claude and
 // cursor the read-only tool flags.
 func TestAgentProcessSeesNoSecretAndOnlyReadOnlyTools(t *testing.T) {
-	for k, v := range agentSecretEnv {
+	for k, v := range secretEnv {
 		t.Setenv(k, v)
 	}
 	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-api03-listed-key")
 	t.Setenv("CURSOR_API_KEY", "cursor-key-not-listed")
 	for _, harness := range []string{"claude", "cursor", "command"} {
 		t.Run(harness, func(t *testing.T) {
-			record := agentUseFake(t, "valid")
-			d := agentTestDossier("fp-env", "# Dossier\n\nworker 7 crashed\n")
-			cfg := AgentConfig{Harness: harness, Binary: agentFakeBinary, Env: []string{"ANTHROPIC_API_KEY"}}
+			record := useFake(t, "valid")
+			d := testDossier("fp-env", "# Dossier\n\nworker 7 crashed\n")
+			cfg := Config{Harness: harness, Binary: fakeBinary, Env: []string{"ANTHROPIC_API_KEY"}}
 			if harness == "command" {
-				cfg.Command = []string{agentFakeBinary, "--output-format", "json", "-p", "{prompt}"}
+				cfg.Command = []string{fakeBinary, "--output-format", "json", "-p", "{prompt}"}
 			}
-			f := agentRun(t, cfg, d)[0]
+			f := runAgent(t, cfg, d)[0]
 			if f.Answer == nil {
 				t.Fatalf("no answer: %s", f.Failure)
 			}
-			rec := agentOneRecord(t, record)
+			rec := oneRecord(t, record)
 			env := map[string]string{}
 			for _, kv := range rec.Env {
 				k, v, _ := strings.Cut(kv, "=")
 				env[k] = v
 			}
-			for k := range agentSecretEnv {
+			for k := range secretEnv {
 				if v, ok := env[k]; ok {
 					t.Errorf("%s=%s reached the agent", k, v)
 				}
 			}
 			for _, kv := range rec.Env {
-				for _, v := range agentSecretEnv {
+				for _, v := range secretEnv {
 					if strings.Contains(kv, v) {
 						t.Errorf("a secret's value reached the agent in %s", kv)
 					}
@@ -115,12 +115,12 @@ func TestAgentProcessSeesNoSecretAndOnlyReadOnlyTools(t *testing.T) {
 				claudeFlags := []string{"--tools", "Read,Grep,Glob", "--allowedTools", "Read(/" + rec.Cwd + "/**)",
 					"--disallowedTools", "Bash,Edit,Write,NotebookEdit,WebFetch,WebSearch,Task",
 					"--permission-mode", "dontAsk", "--strict-mcp-config"}
-				want := append([]string{agentFakeBinary, "-p", AgentPrompt(d), "--output-format", "json"}, claudeFlags...)
+				want := append([]string{fakeBinary, "-p", Prompt(d), "--output-format", "json"}, claudeFlags...)
 				if !reflect.DeepEqual(rec.Argv, want) {
 					t.Errorf("claude argv = %q\nwant %q", rec.Argv[3:], want[3:])
 				}
 			case "cursor":
-				want := []string{agentFakeBinary, "-p", AgentPrompt(d), "--output-format", "json",
+				want := []string{fakeBinary, "-p", Prompt(d), "--output-format", "json",
 					"--mode", "ask", "--sandbox", "enabled", "--workspace", rec.Cwd, "--trust"}
 				if !reflect.DeepEqual(rec.Argv, want) {
 					t.Errorf("cursor argv = %q\nwant %q", rec.Argv[3:], want[3:])
@@ -140,7 +140,7 @@ func TestAgentCursorConfigDeniesShellWritesAndWeb(t *testing.T) {
 	var cfg struct {
 		Permissions struct{ Allow, Deny []string }
 	}
-	if err := json.Unmarshal(agentCursorConfig(), &cfg); err != nil {
+	if err := json.Unmarshal(cursorConfig(), &cfg); err != nil {
 		t.Fatal(err)
 	}
 	if len(cfg.Permissions.Allow) != 0 {
@@ -153,17 +153,17 @@ func TestAgentCursorConfigDeniesShellWritesAndWeb(t *testing.T) {
 	}
 }
 
-// An upgrade that adds no agentEnv keeps claude's and cursor's own
+// An upgrade that adds no allowedEnv keeps claude's and cursor's own
 // credentials flowing to them: an agent that cannot authenticate fails for
 // every dossier, which is the setup's fault, never the defects'.
 func TestHarnessCredentialsNeedNoListing(t *testing.T) {
 	parent := []string{"PATH=/bin", "ANTHROPIC_API_KEY=a", "CLAUDE_CODE_OAUTH_TOKEN=b", "CURSOR_API_KEY=c", "OPENAI_API_KEY=d", "AWS_SECRET_ACCESS_KEY=e"}
 	for harness, want := range map[string][]string{
-		AgentHarnessClaude:  {"PATH=/bin", "ANTHROPIC_API_KEY=a", "CLAUDE_CODE_OAUTH_TOKEN=b"},
-		AgentHarnessCursor:  {"PATH=/bin", "CURSOR_API_KEY=c"},
-		AgentHarnessCommand: {"PATH=/bin"},
+		HarnessClaude:  {"PATH=/bin", "ANTHROPIC_API_KEY=a", "CLAUDE_CODE_OAUTH_TOKEN=b"},
+		HarnessCursor:  {"PATH=/bin", "CURSOR_API_KEY=c"},
+		HarnessCommand: {"PATH=/bin"},
 	} {
-		if got := agentEnv(parent, agentHarnessEnv[harness]); !slices.Equal(got, want) {
+		if got := allowedEnv(parent, harnessEnv[harness]); !slices.Equal(got, want) {
 			t.Errorf("%s: env %q, want %q", harness, got, want)
 		}
 	}

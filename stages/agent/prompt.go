@@ -1,4 +1,4 @@
-package stages
+package agent
 
 import (
 	"cmp"
@@ -12,45 +12,50 @@ import (
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 )
 
-// agentInlineLimit is the largest dossier quoted inside the prompt. The
+// inlineLimit is the largest dossier quoted inside the prompt. The
 // prompt travels as one argv element, which Linux caps at 128 KiB; a bigger
 // dossier is only read from ./dossier.md. It is measured after
-// AgentCarriable, which may lengthen the text.
-const agentInlineLimit = 64 << 10
+// Carriable, which may lengthen the text.
+const inlineLimit = 64 << 10
 
-// agentNULPicture stands for a NUL byte in what the agent is given: U+2400
+// nULPicture stands for a NUL byte in what the agent is given: U+2400
 // SYMBOL FOR NULL, the character made to show a NUL. It is one rune for one
 // byte, cannot be read as anything but NUL, and is not "\x00", which a log
 // also writes literally (a bytes repr, a regex) and which could only be
 // told apart by escaping every backslash in the dossier.
-const agentNULPicture = "\u2400"
+const nULPicture = "\u2400"
 
-// AgentCarriable is s made fit for an argv element, an environment value
+// SourceHeading opens the dossier's Source section (the dossier stage
+// writes it, stages.SourceHeading): a prompt whose dossier has one asks
+// the agent to cite the lines it quotes.
+const SourceHeading = "Source (lines of the service's source the evidence points at; paths relative to its source tree):"
+
+// Carriable is s made fit for an argv element, an environment value
 // and the dossier file the agent reads: exec(2) takes C strings, so a NUL
 // (valid JSON as "\u0000" in a log's error text) would end the argument
 // early or, as Go refuses it, fail the run every time. Each NUL becomes
-// agentNULPicture; nothing else changes: every other byte exec can carry,
+// nULPicture; nothing else changes: every other byte exec can carry,
 // and the log reader has already made the text valid UTF-8 (a lone
 // surrogate arrives as U+FFFD).
-func AgentCarriable(s string) string {
-	return strings.ReplaceAll(s, "\x00", agentNULPicture)
+func Carriable(s string) string {
+	return strings.ReplaceAll(s, "\x00", nULPicture)
 }
 
-// Prompt is the prompt cfg's agent is given: AgentPrompt, naming the
+// Prompt is the prompt cfg's agent is given: the package's Prompt, naming the
 // source tree it may read.
-func (cfg AgentConfig) Prompt(d pipeline.Dossier) string {
-	return agentPrompt(d, cfg.SourcePath, cfg.SourceVersion)
+func (cfg Config) Prompt(d pipeline.Dossier) string {
+	return buildPrompt(d, cfg.SourcePath, cfg.SourceVersion)
 }
 
-// AgentPrompt is the prompt for an agent given no source tree.
-func AgentPrompt(d pipeline.Dossier) string { return agentPrompt(d, "", "") }
+// Prompt is the prompt for an agent given no source tree.
+func Prompt(d pipeline.Dossier) string { return buildPrompt(d, "", "") }
 
-// agentPrompt is the prompt every process harness gives the agent, made
-// carriable (AgentCarriable) so no log text can keep it from exec. The
+// buildPrompt is the prompt every process harness gives the agent, made
+// carriable (Carriable) so no log text can keep it from exec. The
 // dossier is quoted between markers carrying a digest of its own text, so
 // the dossier cannot forge the end marker and smuggle instructions out of
 // the data block.
-func agentPrompt(d pipeline.Dossier, source, sourceVersion string) string {
+func buildPrompt(d pipeline.Dossier, source, sourceVersion string) string {
 	var b strings.Builder
 	b.WriteString(`You are diagnosing a failure of the-loop, an agent harness, from its event log.
 The evidence is in ./dossier.md in your working directory: read it.
@@ -67,11 +72,11 @@ names, tokens, or any personal or machine-identifying data.
 		fmt.Fprintf(&b, "\nthe-loop version: %s. Its installed source is at: %s\nRead that source to find the root cause of the failure.\n",
 			cmp.Or(sourceVersion, "unknown"), source)
 	}
-	if v := agentPromptVersions(d.Group); v != "" {
+	if v := promptVersions(d.Group); v != "" {
 		fmt.Fprintf(&b, "\nthe-loop version (as its records give it): %s.\n", v)
 	}
-	md := AgentCarriable(d.Markdown)
-	if len(md) <= agentInlineLimit {
+	md := Carriable(d.Markdown)
+	if len(md) <= inlineLimit {
 		sum := sha256.Sum256([]byte(md))
 		marker := "DOSSIER-DATA-" + hex.EncodeToString(sum[:6])
 		fmt.Fprintf(&b, `
@@ -106,16 +111,16 @@ Optionally add:
 	return b.String()
 }
 
-// agentPromptVersion is a version as the-loop's records write it.
-var agentPromptVersion = regexp.MustCompile(`^v?[0-9]+(\.[0-9]+){1,3}([-+][0-9A-Za-z.-]{1,20})?$`)
+// versionPattern is a version as the-loop's records write it.
+var versionPattern = regexp.MustCompile(`^v?[0-9]+(\.[0-9]+){1,3}([-+][0-9A-Za-z.-]{1,20})?$`)
 
-// agentPromptVersions are the distinct the-loop versions the group's
+// promptVersions are the distinct the-loop versions the group's
 // samples carry (their "version" field), so the agent reads the right
 // source; anything not shaped like a version is left out.
-func agentPromptVersions(g pipeline.Group) string {
+func promptVersions(g pipeline.Group) string {
 	var vs []string
 	for _, o := range g.Samples {
-		if v := o.Str("version"); agentPromptVersion.MatchString(v) && !slices.Contains(vs, v) {
+		if v := o.Str("version"); versionPattern.MatchString(v) && !slices.Contains(vs, v) {
 			vs = append(vs, v)
 		}
 	}

@@ -1,8 +1,9 @@
-package stages
+package agent
 
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -17,34 +18,34 @@ import (
 // (--output-schema). Both files live beside the prompt, outside the
 // agent's working directory.
 const (
-	agentCodexSchemaFile      = "answer-schema.json"
-	agentCodexLastMessageFile = "last-message.txt"
+	codexSchemaFile      = "answer-schema.json"
+	codexLastMessageFile = "last-message.txt"
 )
 
-// agentCodexArgv is `codex exec` read-only: the prompt is the last
+// codexArgv is `codex exec` read-only: the prompt is the last
 // argument, after "--" so a prompt can never be read as a flag. baseURL
 // is the user's OPENAI_BASE_URL, which every OpenAI client honours but
 // codex 0.171 ignores: it reads openai_base_url from its config, which
 // -c sets (a TOML string: JSON's quoting is TOML's).
-func agentCodexArgv(cfg AgentConfig, prompt, root, workDir, baseURL string) []string {
-	argv := []string{agentOr(cfg.Binary, AgentBinaries[AgentHarnessCodex]), "exec", "--json"}
-	argv = append(argv, agentCodexFlags(workDir)...)
+func codexArgv(cfg Config, prompt, root, workDir, baseURL string) []string {
+	argv := []string{cmp.Or(cfg.Binary, Binaries[HarnessCodex]), "exec", "--json"}
+	argv = append(argv, codexFlags(workDir)...)
 	if baseURL != "" {
 		q, _ := json.Marshal(baseURL)
 		argv = append(argv, "-c", "openai_base_url="+string(q))
 	}
 	argv = append(argv,
-		"--output-schema", filepath.Join(root, agentCodexSchemaFile),
-		"--output-last-message", filepath.Join(root, agentCodexLastMessageFile))
+		"--output-schema", filepath.Join(root, codexSchemaFile),
+		"--output-last-message", filepath.Join(root, codexLastMessageFile))
 	if cfg.Model != "" {
 		argv = append(argv, "-m", cfg.Model)
 	}
 	return append(argv, "--", prompt)
 }
 
-// agentCodexSchema is the answer's JSON schema for --output-schema. OpenAI's
+// codexSchema is the answer's JSON schema for --output-schema. OpenAI's
 // structured outputs (strict) want every property required and no others.
-func agentCodexSchema() []byte {
+func codexSchema() []byte {
 	str := map[string]any{"type": "string"}
 	b, _ := json.MarshalIndent(map[string]any{
 		"type": "object",
@@ -63,10 +64,10 @@ func agentCodexSchema() []byte {
 	return b
 }
 
-// agentCodexEvent is one line of `codex exec --json`: thread.started,
+// codexEvent is one line of `codex exec --json`: thread.started,
 // turn.started, item.started/updated/completed, turn.completed (with
 // usage), turn.failed (with error) and error (with message).
-type agentCodexEvent struct {
+type codexEvent struct {
 	Type    string `json:"type"`
 	Message string `json:"message"` // type "error"
 	Error   *struct {
@@ -84,8 +85,8 @@ type agentCodexEvent struct {
 	} `json:"usage"`
 }
 
-// agentCodexRun is what codex's event stream says about a run.
-type agentCodexRun struct {
+// codexRun is what codex's event stream says about a run.
+type codexRun struct {
 	events    int
 	message   string // the last agent message
 	completed bool   // a turn.completed arrived
@@ -94,13 +95,13 @@ type agentCodexRun struct {
 	cost      *pipeline.Cost
 }
 
-func agentCodexEvents(stdout []byte) agentCodexRun {
-	var run agentCodexRun
+func codexEvents(stdout []byte) codexRun {
+	var run codexRun
 	sc := bufio.NewScanner(bytes.NewReader(stdout))
-	sc.Buffer(nil, agentStdoutCap+1)
+	sc.Buffer(nil, stdoutCap+1)
 	for sc.Scan() {
 		line := bytes.TrimSpace(sc.Bytes())
-		var ev agentCodexEvent
+		var ev codexEvent
 		if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &ev) != nil || ev.Type == "" {
 			continue
 		}
@@ -135,7 +136,7 @@ func agentCodexEvents(stdout []byte) agentCodexRun {
 // reported is the CLI's own word that the run failed, or nil: a turn that
 // failed, or an error with no turn completed (an error before a
 // completed turn may be a retry notice).
-func (r agentCodexRun) reported() error {
+func (r codexRun) reported() error {
 	if !r.failed && (r.failure == "" || r.completed) {
 		return nil
 	}
@@ -143,14 +144,14 @@ func (r agentCodexRun) reported() error {
 	if !r.failed {
 		what = "error"
 	}
-	return &agentReportedError{fmt.Sprintf("agent reported an error (codex %s): %s", what, agentExcerpt([]byte(r.failure), 200))}
+	return &reportedError{fmt.Sprintf("agent reported an error (codex %s): %s", what, quoteExcerpt([]byte(r.failure), 200))}
 }
 
-// agentCodexAnswer reads codex's answer: the --output-last-message file
+// codexAnswer reads codex's answer: the --output-last-message file
 // when it holds one (codex writes it as the run ends), else the last
 // agent message of the event stream.
-func agentCodexAnswer(stdout, lastMessage []byte) (*pipeline.Answer, *pipeline.Cost, error) {
-	run := agentCodexEvents(stdout)
+func codexAnswer(stdout, lastMessage []byte) (*pipeline.Answer, *pipeline.Cost, error) {
+	run := codexEvents(stdout)
 	if err := run.reported(); err != nil {
 		return nil, run.cost, err
 	}
@@ -160,7 +161,7 @@ func agentCodexAnswer(stdout, lastMessage []byte) (*pipeline.Answer, *pipeline.C
 	}
 	if text == "" {
 		if run.events == 0 {
-			return nil, nil, fmt.Errorf("agent output is not codex's JSON events: %s", agentExcerpt(bytes.TrimSpace(stdout), 200))
+			return nil, nil, fmt.Errorf("agent output is not codex's JSON events: %s", quoteExcerpt(bytes.TrimSpace(stdout), 200))
 		}
 		return nil, run.cost, fmt.Errorf("agent returned no final message (codex, %d events)", run.events)
 	}

@@ -1,4 +1,4 @@
-package stages
+package agent
 
 import (
 	"os"
@@ -21,23 +21,23 @@ func TestSweepAgentDirs(t *testing.T) {
 		os.Chtimes(p, age, age)
 		return p
 	}
-	stale := mk(agentDirPrefix+"stale", old)
-	young := mk(agentDirPrefix+"young", time.Now())
+	stale := mk(dirPrefix+"stale", old)
+	young := mk(dirPrefix+"young", time.Now())
 	// Older than the timeout but younger than the floor.
-	recent := mk(agentDirPrefix+"recent", time.Now().Add(-agentSweepMinAge/2))
-	locked := mk(agentDirPrefix+"locked", old)
+	recent := mk(dirPrefix+"recent", time.Now().Add(-sweepMinAge/2))
+	locked := mk(dirPrefix+"locked", old)
 	other := mk("other-stale", old)
 	outside := mk("outside-target", old)
 	os.WriteFile(filepath.Join(outside, "keep"), []byte("k"), 0o600)
-	link := filepath.Join(tmp, agentDirPrefix+"link")
+	link := filepath.Join(tmp, dirPrefix+"link")
 	os.Symlink(outside, link)
-	file := filepath.Join(tmp, agentDirPrefix+"file")
+	file := filepath.Join(tmp, dirPrefix+"file")
 	os.WriteFile(file, nil, 0o600)
 	os.Chtimes(file, old, old)
 
-	unlock := agentLockDir(locked)
+	unlock := lockDir(locked)
 	os.Chtimes(locked, old, old)
-	removed := SweepAgentDirs(tmp, time.Second)
+	removed := SweepDirs(tmp, time.Second)
 	if len(removed) != 1 || removed[0] != stale {
 		t.Errorf("removed %q, want only %s", removed, stale)
 	}
@@ -48,7 +48,7 @@ func TestSweepAgentDirs(t *testing.T) {
 	}
 	// Once its run is gone, the locked one goes too.
 	unlock()
-	if removed := SweepAgentDirs(tmp, time.Second); len(removed) != 1 || removed[0] != locked {
+	if removed := SweepDirs(tmp, time.Second); len(removed) != 1 || removed[0] != locked {
 		t.Errorf("after unlock removed %q, want %s", removed, locked)
 	}
 }

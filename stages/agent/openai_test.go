@@ -1,4 +1,4 @@
-package stages
+package agent
 
 import (
 	"context"
@@ -16,9 +16,9 @@ import (
 )
 
 // openAITest is a runner against srv with the retry bound made short.
-func openAITest(t *testing.T, url string, edit func(*AgentConfig)) *openAIRunner {
+func openAITest(t *testing.T, url string, edit func(*Config)) *openAIRunner {
 	t.Helper()
-	cfg := AgentConfig{Harness: AgentHarnessOpenAI, Endpoint: url, Model: "qwen2.5-coder:7b", Timeout: 20 * time.Second, Log: zerolog.Nop()}
+	cfg := Config{Harness: HarnessOpenAI, Endpoint: url, Model: "qwen2.5-coder:7b", Timeout: 20 * time.Second, Log: zerolog.Nop()}
 	if edit != nil {
 		edit(&cfg)
 	}
@@ -38,7 +38,7 @@ func openAIFake(t *testing.T, opts openaifake.Options) *openaifake.Server {
 
 func openAIRunOne(t *testing.T, r *openAIRunner) pipeline.Finding {
 	t.Helper()
-	f, err := r.run(context.Background(), agentTestDossier("fp1", "# Dossier\n\n`worker 3 crashed: config is nil`\n"))
+	f, err := r.run(context.Background(), testDossier("fp1", "# Dossier\n\n`worker 3 crashed: config is nil`\n"))
 	if err != nil {
 		t.Fatalf("run returned %v; failures must be findings", err)
 	}
@@ -52,7 +52,7 @@ func openAIRunOne(t *testing.T, r *openAIRunner) pipeline.Finding {
 func TestOpenAIRequestAndAnswer(t *testing.T) {
 	srv := openAIFake(t, openaifake.Options{})
 	t.Setenv("TEST_OPENAI_KEY", "sk-test-123")
-	r := openAITest(t, srv.URL(), func(c *AgentConfig) {
+	r := openAITest(t, srv.URL(), func(c *Config) {
 		c.APIKeyEnv, c.PricePerMillionInput, c.PricePerMillionOutput = "TEST_OPENAI_KEY", 1, 2
 	})
 	f := openAIRunOne(t, r)
@@ -259,7 +259,7 @@ func TestOpenAIRetryAfter(t *testing.T) {
 		}
 	})
 	t.Run("the bound is at most the timeout", func(t *testing.T) {
-		cfg := AgentConfig{Endpoint: "http://127.0.0.1:1/v1", Model: "m", Timeout: 3 * time.Second}
+		cfg := Config{Endpoint: "http://127.0.0.1:1/v1", Model: "m", Timeout: 3 * time.Second}
 		if r, err := newOpenAIRunner(cfg, nil); err != nil || r.retryBound != 3*time.Second {
 			t.Fatalf("bound %v, %v: want the 3s timeout", r, err)
 		}
@@ -276,53 +276,29 @@ func TestOpenAIRetryAfter(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(200*time.Millisecond, cancel)
 		start := time.Now()
-		_, err := r.run(ctx, agentTestDossier("fp1", "# d\n"))
+		_, err := r.run(ctx, testDossier("fp1", "# d\n"))
 		if took := time.Since(start); !errors.Is(err, context.Canceled) || took > 3*time.Second {
 			t.Fatalf("err %v after %s: want the cancellation, promptly", err, took)
 		}
 	})
 }
 
-// Through the stage: a rejected key leaves the defects waiting for the
-// agent, uncharged, after one request.
-func TestOpenAIBadKeyIsTheAgentDown(t *testing.T) {
-	bad := openaifake.Unauthorized()
-	srv := openAIFake(t, openaifake.Options{Always: &bad})
-	t.Setenv("TEST_OPENAI_KEY", "sk-wrong")
-	st, err := NewAgent(AgentConfig{Harness: AgentHarnessOpenAI, Endpoint: srv.URL(), Model: "m", APIKeyEnv: "TEST_OPENAI_KEY", Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := pipeline.Collect(context.Background(), st, agentTestDossier("a", "# a\n"), agentTestDossier("b", "# b\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range out {
-		if f.Wait == nil || f.Wait.For != pipeline.WaitAgent || f.AgentRan || f.Unusable {
-			t.Fatalf("%s: wait %+v, ran %v, unusable %v: want waiting for the agent, uncharged", f.Fingerprint, f.Wait, f.AgentRan, f.Unusable)
-		}
-	}
-	if n := len(srv.Requests()); n != 1 {
-		t.Fatalf("%d requests, want 1: the agent is down", n)
-	}
-}
-
 func TestOpenAIConfigErrorsNameTheKey(t *testing.T) {
 	t.Setenv("TEST_OPENAI_UNSET", "")
 	for _, c := range []struct {
-		cfg  AgentConfig
+		cfg  Config
 		want string
 	}{
-		{AgentConfig{Model: "m"}, "selfDiagnosis.endpoint"},
-		{AgentConfig{Endpoint: "127.0.0.1:11434/v1", Model: "m"}, "selfDiagnosis.endpoint"},
-		{AgentConfig{Endpoint: "ftp://h/v1", Model: "m"}, "selfDiagnosis.endpoint"},
-		{AgentConfig{Endpoint: "http://127.0.0.1:11434/v1"}, "selfDiagnosis.model"},
-		{AgentConfig{Endpoint: "http://h/v1", Model: "m", APIKeyEnv: "TEST_OPENAI_UNSET"}, "selfDiagnosis.apiKeyEnv"},
-		{AgentConfig{Endpoint: "http://h/v1", Model: "m", APIKeyEnv: "GH_TOKEN"}, "selfDiagnosis.apiKeyEnv"},
-		{AgentConfig{Endpoint: "http://h/v1", Model: "m", PricePerMillionInput: -1}, "pricePerMillion"},
+		{Config{Model: "m"}, "selfDiagnosis.endpoint"},
+		{Config{Endpoint: "127.0.0.1:11434/v1", Model: "m"}, "selfDiagnosis.endpoint"},
+		{Config{Endpoint: "ftp://h/v1", Model: "m"}, "selfDiagnosis.endpoint"},
+		{Config{Endpoint: "http://127.0.0.1:11434/v1"}, "selfDiagnosis.model"},
+		{Config{Endpoint: "http://h/v1", Model: "m", APIKeyEnv: "TEST_OPENAI_UNSET"}, "selfDiagnosis.apiKeyEnv"},
+		{Config{Endpoint: "http://h/v1", Model: "m", APIKeyEnv: "GH_TOKEN"}, "selfDiagnosis.apiKeyEnv"},
+		{Config{Endpoint: "http://h/v1", Model: "m", PricePerMillionInput: -1}, "pricePerMillion"},
 	} {
-		c.cfg.Harness = AgentHarnessOpenAI
-		if _, err := NewAgent(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+		c.cfg.Harness = HarnessOpenAI
+		if _, err := New(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want one naming %s", c.cfg, err, c.want)
 		}
 	}
@@ -332,14 +308,14 @@ func TestOpenAIConfigErrorsNameTheKey(t *testing.T) {
 // file the model cannot read.
 func TestOpenAIInlinesABigDossierCut(t *testing.T) {
 	big := strings.Repeat("line of the log, quite long indeed\n", 4000)
-	d := openAIInline(agentTestDossier("fp", big))
-	if len(d.Markdown) > agentInlineLimit || !strings.Contains(d.Markdown, "more bytes are not shown") {
+	d := openAIInline(testDossier("fp", big))
+	if len(d.Markdown) > inlineLimit || !strings.Contains(d.Markdown, "more bytes are not shown") {
 		t.Fatalf("cut dossier is %d bytes", len(d.Markdown))
 	}
-	if p := AgentPrompt(d); !strings.Contains(p, "BEGIN DOSSIER-DATA-") {
+	if p := Prompt(d); !strings.Contains(p, "BEGIN DOSSIER-DATA-") {
 		t.Fatal("the cut dossier is not quoted inline")
 	}
-	if d := openAIInline(agentTestDossier("fp", "small\n")); d.Markdown != "small\n" {
+	if d := openAIInline(testDossier("fp", "small\n")); d.Markdown != "small\n" {
 		t.Fatal(d.Markdown)
 	}
 }

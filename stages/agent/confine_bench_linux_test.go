@@ -1,4 +1,4 @@
-package stages
+package agent
 
 import (
 	"context"
@@ -20,10 +20,10 @@ func BenchmarkAgentExecConfinement(b *testing.B) {
 	if err := os.Mkdir(work, 0o700); err != nil {
 		b.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(work, agentDossierFile), []byte("d"), 0o600)
-	env := append(agentEnv(os.Environ(), nil), "FAKE_AGENT_MODE=raw")
-	argv := []string{agentFakeBinary}
-	cfg := AgentConfig{Harness: AgentHarnessClaude}
+	os.WriteFile(filepath.Join(work, dossierFile), []byte("d"), 0o600)
+	env := append(allowedEnv(os.Environ(), nil), "FAKE_AGENT_MODE=raw")
+	argv := []string{fakeBinary}
+	cfg := Config{Harness: HarnessClaude}
 	for _, bc := range []struct {
 		name     string
 		confined bool
@@ -32,9 +32,9 @@ func BenchmarkAgentExecConfinement(b *testing.B) {
 			for b.Loop() {
 				var policy func(path string) *sandbox.Policy
 				if bc.confined {
-					policy = func(path string) *sandbox.Policy { return agentPolicy(cfg, path, root, env) }
+					policy = func(path string) *sandbox.Policy { return confinePolicy(cfg, path, root, env) }
 				}
-				res := agentExec(context.Background(), time.Minute, root, work, argv, env, policy, nil)
+				res := execute(context.Background(), time.Minute, root, work, argv, env, policy, nil)
 				if res.failure != "" {
 					b.Fatal(res.failure)
 				}

@@ -1,4 +1,4 @@
-package stages
+package agent
 
 import (
 	"os"
@@ -16,15 +16,15 @@ func TestAgentCarriableShowsNULAndKeepsEverythingElse(t *testing.T) {
 		"lone surrogate \ufffd":      "lone surrogate \ufffd",
 		`literal \x00 and \u0000`:    `literal \x00 and \u0000`, // text, not a NUL
 	} {
-		got := AgentCarriable(in)
+		got := Carriable(in)
 		if got != want {
-			t.Errorf("AgentCarriable(%q) = %q, want %q", in, got, want)
+			t.Errorf("Carriable(%q) = %q, want %q", in, got, want)
 		}
 		if strings.IndexByte(got, 0) >= 0 {
-			t.Errorf("AgentCarriable(%q) still holds a NUL", in)
+			t.Errorf("Carriable(%q) still holds a NUL", in)
 		}
-		if AgentCarriable(got) != got {
-			t.Errorf("AgentCarriable is not idempotent on %q", in)
+		if Carriable(got) != got {
+			t.Errorf("Carriable is not idempotent on %q", in)
 		}
 	}
 }
@@ -33,13 +33,13 @@ func TestAgentCarriableShowsNULAndKeepsEverythingElse(t *testing.T) {
 // under the limit grows past it when each NUL becomes three bytes, and
 // must then be left to ./dossier.md rather than overflow an argv element.
 func TestAgentPromptIsCarriableAndFitsAnArgument(t *testing.T) {
-	d := agentTestDossier("fp", "worker crashed: \x00 in name\n")
-	p := AgentPrompt(d)
+	d := testDossier("fp", "worker crashed: \x00 in name\n")
+	p := Prompt(d)
 	if strings.IndexByte(p, 0) >= 0 || !strings.Contains(p, "worker crashed: \u2400 in name") {
 		t.Errorf("prompt does not show the NUL as U+2400:\n%s", p)
 	}
-	nuls := agentTestDossier("fp", strings.Repeat("\x00", agentInlineLimit/2))
-	if bp := AgentPrompt(nuls); strings.Contains(bp, "\u2400") || len(bp) > 4096 {
+	nuls := testDossier("fp", strings.Repeat("\x00", inlineLimit/2))
+	if bp := Prompt(nuls); strings.Contains(bp, "\u2400") || len(bp) > 4096 {
 		t.Errorf("a dossier over the inline limit once carriable was quoted (%d bytes prompt)", len(bp))
 	}
 }
@@ -49,19 +49,19 @@ func TestAgentPromptIsCarriableAndFitsAnArgument(t *testing.T) {
 // agent as U+2400, in the prompt and in dossier.md alike, and the run
 // answers instead of failing in exec.
 func TestAgentRunsWithANULInTheDossier(t *testing.T) {
-	d := agentTestDossier("fp", "worker 7 crashed: name \"a\x00b\" \x01 \ufffd\n")
-	for name, cfg := range map[string]AgentConfig{
-		"claude":  {Harness: "claude", Binary: agentFakeBinary},
-		"cursor":  {Harness: "cursor", Binary: agentFakeBinary},
-		"command": {Harness: "command", Command: []string{agentFakeBinary, "--fake-mode", "raw", "-p", "{prompt}"}},
+	d := testDossier("fp", "worker 7 crashed: name \"a\x00b\" \x01 \ufffd\n")
+	for name, cfg := range map[string]Config{
+		"claude":  {Harness: "claude", Binary: fakeBinary},
+		"cursor":  {Harness: "cursor", Binary: fakeBinary},
+		"command": {Harness: "command", Command: []string{fakeBinary, "--fake-mode", "raw", "-p", "{prompt}"}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			record := agentUseFake(t, "valid")
-			f := agentRun(t, cfg, d)[0]
+			record := useFake(t, "valid")
+			f := runAgent(t, cfg, d)[0]
 			if f.Answer == nil {
 				t.Fatalf("no answer: %s", f.Failure)
 			}
-			rec := agentOneRecord(t, record)
+			rec := oneRecord(t, record)
 			if !strings.Contains(rec.Prompt, "name \"a\u2400b\" \x01 \ufffd") || strings.IndexByte(rec.Prompt, 0) >= 0 {
 				t.Errorf("the prompt the agent got does not carry the NUL as U+2400:\n%q", rec.Prompt)
 			}
@@ -73,8 +73,8 @@ func TestAgentRunsWithANULInTheDossier(t *testing.T) {
 }
 
 func TestAgentConfigNULIsNamedNotExecuted(t *testing.T) {
-	record := agentUseFake(t, "raw")
-	f := agentRun(t, AgentConfig{Harness: "command", Command: []string{agentFakeBinary, "bad\x00arg"}}, agentTestDossier("fp", "d"))[0]
+	record := useFake(t, "raw")
+	f := runAgent(t, Config{Harness: "command", Command: []string{fakeBinary, "bad\x00arg"}}, testDossier("fp", "d"))[0]
 	if !strings.Contains(f.Failure, "argument 1 of the agent's command line holds a NUL byte") {
 		t.Errorf("failure = %q, want one naming the argument", f.Failure)
 	}

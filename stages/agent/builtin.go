@@ -1,6 +1,7 @@
-package stages
+package agent
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -9,38 +10,38 @@ import (
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 )
 
-// agentSourceFields are record fields that may say where an event was
+// sourceFields are record fields that may say where an event was
 // emitted, in the order they are preferred.
-var agentSourceFields = []string{"source", "caller", "component", "logger", "module", "file"}
+var sourceFields = []string{"source", "caller", "component", "logger", "module", "file"}
 
 const (
-	agentTitleMax    = 100
-	agentClauseMax   = 80
-	agentEvidenceMax = 5
+	titleMax    = 100
+	clauseMax   = 80
+	evidenceMax = 5
 )
 
-// AgentBuiltinAnswer is the mechanical diagnosis of a group: no LLM and no
+// BuiltinAnswer is the mechanical diagnosis of a group: no LLM and no
 // subprocess, only what the log itself says, so it is deterministic and
 // works anywhere. It is written for the reader (the service's
 // maintainers): it says what fails and where, never what to run.
-func AgentBuiltinAnswer(g pipeline.Group) *pipeline.Answer {
-	event := agentOr(g.Event, "failure")
+func BuiltinAnswer(g pipeline.Group) *pipeline.Answer {
+	event := cmp.Or(g.Event, "failure")
 	template := strings.TrimSpace(g.Template)
 	clause := ""
 	if n := len(g.Samples); n > 0 {
-		clause = agentErrorClause(g.Samples[n-1].Str("error"))
+		clause = errorClause(g.Samples[n-1].Str("error"))
 	}
 	if clause == "" {
-		clause = agentErrorClause(template)
+		clause = errorClause(template)
 	}
 	title := event
 	if clause != "" && clause != event {
 		title = event + ": " + clause
 	}
-	title = agentTruncate(agentOneLine(title), agentTitleMax)
+	title = truncate(oneLine(title), titleMax)
 
 	var summary strings.Builder
-	fmt.Fprintf(&summary, "The %s event was logged as a failure %s", event, agentCount(g.Count, "time"))
+	fmt.Fprintf(&summary, "The %s event was logged as a failure %s", event, countText(g.Count, "time"))
 	if g.Retries > 0 {
 		fmt.Fprintf(&summary, " (%d of them marked will_retry)", g.Retries)
 	}
@@ -63,18 +64,18 @@ func AgentBuiltinAnswer(g pipeline.Group) *pipeline.Answer {
 		summary.WriteString(" The newest occurrence failed with \"" + clause + "\".")
 	}
 	if g.Attempt > 0 {
-		fmt.Fprintf(&summary, " Filing this report was attempted %s before.", agentCount(g.Attempt, "time"))
+		fmt.Fprintf(&summary, " Filing this report was attempted %s before.", countText(g.Attempt, "time"))
 	}
 
 	rootCause := "Not analysed: this is a mechanical summary of the event log, so the cause is not known yet."
 	if template != "" {
-		rootCause += fmt.Sprintf(" Every occurrence normalizes to the error shape \"%s\" (fingerprint %s), so they share one cause.", agentOneLine(template), g.Fingerprint)
+		rootCause += fmt.Sprintf(" Every occurrence normalizes to the error shape \"%s\" (fingerprint %s), so they share one cause.", oneLine(template), g.Fingerprint)
 	} else if g.Fingerprint != "" {
 		rootCause += fmt.Sprintf(" Every occurrence has fingerprint %s, so they share one cause.", g.Fingerprint)
 	}
 
 	fix := fmt.Sprintf("Start at the code that emits the %q event", event)
-	if src := agentSampleSource(g.Samples); src != "" {
+	if src := sampleSource(g.Samples); src != "" {
 		fix += fmt.Sprintf(" (%s)", src)
 	}
 	fix += " and the condition that makes it fail; the error under Evidence shows where it was raised."
@@ -87,8 +88,8 @@ func AgentBuiltinAnswer(g pipeline.Group) *pipeline.Answer {
 	}
 	// Evidence points at the newest samples, newest last as in the group.
 	samples := g.Samples
-	if len(samples) > agentEvidenceMax {
-		samples = samples[len(samples)-agentEvidenceMax:]
+	if len(samples) > evidenceMax {
+		samples = samples[len(samples)-evidenceMax:]
 	}
 	for _, s := range samples {
 		e := fmt.Sprintf("line %d", s.Line)
@@ -103,30 +104,30 @@ func AgentBuiltinAnswer(g pipeline.Group) *pipeline.Answer {
 	return a
 }
 
-// agentSampleSource names where the newest sample says it came from.
-func agentSampleSource(samples []pipeline.Occurrence) string {
+// sampleSource names where the newest sample says it came from.
+func sampleSource(samples []pipeline.Occurrence) string {
 	for i := len(samples) - 1; i >= 0; i-- {
-		for _, k := range agentSourceFields {
+		for _, k := range sourceFields {
 			if v := strings.TrimSpace(samples[i].Str(k)); v != "" {
-				return k + " " + agentTruncate(agentOneLine(v), 200)
+				return k + " " + truncate(oneLine(v), 200)
 			}
 		}
 	}
 	return ""
 }
 
-func agentCount(n int, unit string) string {
+func countText(n int, unit string) string {
 	if n == 1 {
 		return "once"
 	}
 	return fmt.Sprintf("%d %ss", n, unit)
 }
 
-func agentOneLine(s string) string {
+func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-func agentTruncate(s string, n int) string {
+func truncate(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
@@ -134,10 +135,10 @@ func agentTruncate(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// agentErrorClause is an error's first meaningful clause: a traceback's
+// errorClause is an error's first meaningful clause: a traceback's
 // exception line (the last unindented line, "KeyError: 'harness'"), else
 // the first non-empty line, cut at the end of its first sentence.
-func agentErrorClause(e string) string {
+func errorClause(e string) string {
 	lines := strings.Split(strings.ReplaceAll(e, "\r\n", "\n"), "\n")
 	pick := ""
 	if strings.Contains(e, "Traceback (most recent call last)") {
@@ -163,5 +164,5 @@ func agentErrorClause(e string) string {
 	if i := strings.Index(pick, "; "); i > 0 {
 		pick = pick[:i]
 	}
-	return agentTruncate(agentOneLine(pick), agentClauseMax)
+	return truncate(oneLine(pick), clauseMax)
 }

@@ -1,4 +1,4 @@
-package stages
+package supervise
 
 import (
 	"bytes"
@@ -17,9 +17,9 @@ import (
 	"github.com/the-loop/the-loop-diagnose/stages/agent/sandbox"
 )
 
-// agentSpawn starts the agent under a supervisor: this binary re-executed
+// Run starts the agent under a supervisor: this binary re-executed
 // (/proc/self/exe, the very file we run even if it was replaced since) as
-// `__agent-supervisor` (agent_supervisor_linux.go). The supervisor is a
+// `__agent-supervisor` (supervisor_linux.go, Main). The supervisor is a
 // child subreaper, so every descendant of the agent that is orphaned,
 // however it left the agent's group or session, becomes its child; it
 // kills all of them when the agent exits, when we cancel it, and when we
@@ -28,38 +28,38 @@ import (
 // Without /proc there is no supervisor (nor a way to find what it should
 // kill), and the agent runs as our child as elsewhere, with a parent-death
 // signal of its own.
-func agentSpawn(ctx context.Context, p agentProc) error {
-	if !agentSupervisorUsable() {
-		return agentRunDirect(ctx, p)
+func Run(ctx context.Context, p Proc) error {
+	if !supervisorUsable() {
+		return runDirect(ctx, p)
 	}
-	return agentRunSupervised(ctx, p)
+	return runSupervised(ctx, p)
 }
 
-// agentSupervisorExe is what the supervisor runs from.
-const agentSupervisorExe = "/proc/self/exe"
+// supervisorExe is what the supervisor runs from.
+const supervisorExe = "/proc/self/exe"
 
-var agentSupervisorUsable = sync.OnceValue(func() bool {
-	_, errExe := os.Stat(agentSupervisorExe)
+var supervisorUsable = sync.OnceValue(func() bool {
+	_, errExe := os.Stat(supervisorExe)
 	_, errStat := os.Stat("/proc/self/stat")
 	return errExe == nil && errStat == nil
 })
 
-// agentDieWithUs gives the agent SIGKILL as its parent-death signal. The
+// dieWithUs gives the agent SIGKILL as its parent-death signal. The
 // kernel sends it when the *thread* that forked the child exits, not the
 // process (Go's syscall.SysProcAttr note; golang/go#27505): Go ends a
 // thread whose goroutine exits while locked to it, so an unrelated locked
 // goroutine that later ran on our forking thread could kill the agent
 // early. Locking the thread from before the fork until the caller has
 // waited for the child (unlock) keeps the thread ours for its whole life.
-func agentDieWithUs(attr *syscall.SysProcAttr) (unlock func()) {
+func dieWithUs(attr *syscall.SysProcAttr) (unlock func()) {
 	attr.Pdeathsig = syscall.SIGKILL
 	runtime.LockOSThread()
 	return runtime.UnlockOSThread
 }
 
-// agentSupervisorSpec is what the supervisor reads from its stdin: one
+// runSpec is what the supervisor reads from its stdin: one
 // JSON line (JSON has no raw newline), then nothing until EOF.
-type agentSupervisorSpec struct {
+type runSpec struct {
 	Path string   `json:"path"`
 	Argv []string `json:"argv"`
 	Dir  string   `json:"dir"`
@@ -72,9 +72,9 @@ type agentSupervisorSpec struct {
 	Policy *sandbox.Policy `json:"policy,omitempty"`
 }
 
-// agentSupervisorReport is the one JSON line the supervisor writes to fd 3
+// runReport is the one JSON line the supervisor writes to fd 3
 // before it exits.
-type agentSupervisorReport struct {
+type runReport struct {
 	// Error: the agent could not be started (Errno its errno, if any).
 	Error string `json:"error,omitempty"`
 	Errno int    `json:"errno,omitempty"`
@@ -87,8 +87,8 @@ type agentSupervisorReport struct {
 	Stopped bool `json:"stopped,omitempty"`
 }
 
-func agentRunSupervised(ctx context.Context, p agentProc) error {
-	spec, err := json.Marshal(agentSupervisorSpec{Path: p.path, Argv: p.argv, Dir: p.dir, Env: p.env, Root: p.root, Policy: p.policy})
+func runSupervised(ctx context.Context, p Proc) error {
+	line, err := json.Marshal(runSpec{Path: p.Path, Argv: p.Argv, Dir: p.Dir, Env: p.Env, Root: p.Root, Policy: p.Policy})
 	if err != nil {
 		return err
 	}
@@ -109,15 +109,15 @@ func agentRunSupervised(ctx context.Context, p agentProc) error {
 	stop := func() { stopOnce.Do(func() { controlW.Close() }) }
 	defer stop()
 
-	cmd := exec.CommandContext(ctx, agentSupervisorExe, agentSupervisorArg)
+	cmd := exec.CommandContext(ctx, supervisorExe, supervisorArg)
 	cmd.Args[0] = os.Args[0]
 	// The supervisor holds no more than the agent gets, and pins no
 	// directory of ours: the agent could read its parent's environment
 	// and working directory under /proc.
-	cmd.Env = p.env
+	cmd.Env = p.Env
 	cmd.Dir = "/"
 	cmd.Stdin = controlR
-	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr // the agent inherits them
+	cmd.Stdout, cmd.Stderr = p.Stdout, p.Stderr // the agent inherits them
 	cmd.ExtraFiles = []*os.File{reportW}
 	// Its own group: a kill of our group (a terminal's ^C, a supervisor's
 	// kill -9 of it) reaches the supervisor only as our death, which it
@@ -131,9 +131,9 @@ func agentRunSupervised(ctx context.Context, p agentProc) error {
 		}
 		return err
 	}
-	cmd.WaitDelay = agentWaitDelay
+	cmd.WaitDelay = waitDelay
 
-	// The parent-death signal is tied to the forking thread (agentDieWithUs).
+	// The parent-death signal is tied to the forking thread (dieWithUs).
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	err = cmd.Start()
@@ -148,20 +148,20 @@ func agentRunSupervised(ctx context.Context, p agentProc) error {
 		reported <- b
 	}()
 	// A write error means the supervisor is gone; Wait says how.
-	_, _ = controlW.Write(append(spec, '\n'))
+	_, _ = controlW.Write(append(line, '\n'))
 	waitErr := cmd.Wait()
 	stop()
 	var raw []byte
 	select {
 	case raw = <-reported:
-	case <-time.After(agentWaitDelay):
+	case <-time.After(waitDelay):
 		// Only the supervisor held the other end (the agent never does),
 		// so it closed when the supervisor exited; bounded all the same.
 		reportR.Close()
 		raw = <-reported
 	}
 
-	var rep agentSupervisorReport
+	var rep runReport
 	if line := bytes.TrimSpace(raw); len(line) == 0 || json.Unmarshal(line, &rep) != nil {
 		if waitErr == nil {
 			waitErr = errors.New("exited without a report")
@@ -170,15 +170,15 @@ func agentRunSupervised(ctx context.Context, p agentProc) error {
 	}
 	switch {
 	case rep.Error != "" && rep.Errno != 0:
-		return &os.PathError{Op: "fork/exec", Path: p.path, Err: syscall.Errno(rep.Errno)}
+		return &os.PathError{Op: "fork/exec", Path: p.Path, Err: syscall.Errno(rep.Errno)}
 	case rep.Error != "":
 		return errors.New(rep.Error)
 	case rep.Status == "":
 		return fmt.Errorf("agent supervisor: no status for the agent (%v)", waitErr)
 	case rep.Code != 0:
-		return &agentExitError{status: rep.Status}
+		return &ExitError{Status: rep.Status}
 	case errors.Is(waitErr, exec.ErrWaitDelay):
-		return waitErr // exited 0, output held open: agentExec keeps the answer
+		return waitErr // exited 0, output held open: the caller keeps the answer
 	}
 	return nil
 }

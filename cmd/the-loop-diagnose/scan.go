@@ -20,6 +20,7 @@ import (
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/redact"
 	"github.com/the-loop/the-loop-diagnose/stages"
+	"github.com/the-loop/the-loop-diagnose/stages/tracker"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
@@ -350,8 +351,7 @@ func (s *scanner) githubClient() (*github.Client, error) {
 	if s.gh != nil {
 		return s.gh, nil
 	}
-	apiURL, env := githubTarget(os.Getenv, s.cfg.APIURL)
-	client, err := stages.NewGitHubClientWithTransport(apiURL, env, hostGuard(apiURL, s.metrics.transport(nil)))
+	client, err := tracker.NewClient(os.Getenv, s.cfg.APIURL, s.metrics.transport(nil))
 	if err != nil {
 		return nil, &pipeline.SetupError{Err: err} // no token, or a bad API URL: the environment will not change by itself
 	}
@@ -370,7 +370,7 @@ func (s *scanner) newPreflight() (*githubPreflight, error) {
 		return nil, err
 	}
 	return &githubPreflight{check: func(ctx context.Context) error {
-		return stages.CheckGitHub(ctx, client, s.cfg.Repo)
+		return tracker.Check(ctx, client, s.cfg.Repo)
 	}}, nil
 }
 
@@ -379,17 +379,23 @@ func (s *scanner) newPost(st *store.Store, check *githubPreflight) (pipeline.Sta
 	if err != nil {
 		return nil, err
 	}
+	gh, err := tracker.NewGitHub(client, tracker.GitHubConfig{
+		Repo: s.cfg.Repo, Now: s.now, Log: s.log,
+		WriteSpacing: s.cfg.WriteSpacing, SecondaryWait: s.cfg.SecondaryWait, MaxWait: s.cfg.MaxWait,
+		Retries: s.cfg.HTTPRetries, BackoffBase: tracker.RetryBackoff, CallTimeout: s.cfg.HTTPTimeout,
+	})
+	if err != nil {
+		return nil, &pipeline.SetupError{Err: err} // the config: a person must change it
+	}
 	return stages.NewPost(stages.PostConfig{
-		Client: client, Repo: s.cfg.Repo, Label: s.cfg.Label, Store: st, Now: s.now,
-		WriteSpacing: orNone(s.cfg.WriteSpacing), SecondaryWait: max(s.cfg.SecondaryWait, time.Nanosecond),
-		MaxWait: orNone(s.cfg.MaxWait), Retries: orNoRetries(s.cfg.HTTPRetries), CallTimeout: s.cfg.HTTPTimeout,
+		Tracker: gh, Repo: s.cfg.Repo, Label: s.cfg.Label, Store: st, Now: s.now,
 		Version: s.cfg.Version, ToolVersion: version, Log: s.log,
 		FixedUpstream: s.fixedUpstream(), Preflight: check.run, TrustedAuthors: s.cfg.TrustedAuthors,
 		Fleet: s.fleet,
 	}), nil
 }
 
-// githubPreflight is a scan's GitHub check (stages.CheckGitHub), made once,
+// githubPreflight is a scan's GitHub check (tracker.Check), made once,
 // just before the scan first needs GitHub: the first agent run or the first
 // post, whichever comes first. A scan with nothing new asks GitHub nothing,
 // and a misconfiguration still stops the scan before any agent runs.
@@ -442,22 +448,6 @@ func (s *scanner) showProgress(src *logread.LogSource, stats *logread.ReadStats)
 // progressMinBacklog is the backlog worth a progress line: below it a scan
 // is over in well under a second.
 const progressMinBacklog = 64 << 20
-
-// The post stage reads a zero as "GitHub's default" and a negative as
-// "none"; in the config a zero means none.
-func orNone(d time.Duration) time.Duration {
-	if d == 0 {
-		return -1
-	}
-	return d
-}
-
-func orNoRetries(n int) int {
-	if n == 0 {
-		return -1
-	}
-	return n
-}
 
 // fixedUpstream asks the source checkout, when one is configured, whether a
 // closed issue's fix shipped in a release newer than this deployment.

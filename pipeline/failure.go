@@ -105,3 +105,13 @@ type DeferralError struct {
 }
 
 func (e *DeferralError) Error() string { return e.Reason }
+
+// SetupCheck is one line of a setup check (doctor): what was found, or what
+// is wrong and how to fix it.
+type SetupCheck struct {
+	Name    string `json:"name"`
+	OK      bool   `json:"ok"`
+	Skipped bool   `json:"skipped,omitempty"`
+	Detail  string `json:"detail"`
+	Fix     string `json:"fix,omitempty"`
+}

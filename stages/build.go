@@ -195,7 +195,7 @@ func Build(r *pipeline.Run, read pipeline.Source[pipeline.Record], cfg Config, d
 	var check *preflight
 	if d.Post != nil {
 		post := d.Post
-		check = &preflight{check: func(ctx context.Context) error { return CheckGitHub(ctx, post.Client, post.Repo) }}
+		check = &preflight{check: post.Preflight}
 		dossiers = pipeline.Then(r, dossiers, check.beforeAgent())
 	}
 	answerKey := AgentAnswerKey(cfg.Agent.Harness, cfg.Agent.Model)
@@ -331,7 +331,7 @@ func (s *Scan) Finish(err error, cursor *store.Cursor) error {
 // Close releases the scan's part in the fleet (its claims' renewal).
 func (s *Scan) Close() { s.fleet.Close() }
 
-// preflight is a scan's GitHub check (CheckGitHub), made once, just before
+// preflight is a scan's tracker check (PostConfig.Preflight), made once, just before
 // the scan first needs GitHub: the first agent run or the first post,
 // whichever comes first. A scan with nothing new asks GitHub nothing, and
 // a misconfiguration still stops the scan before any agent runs.
@@ -342,8 +342,12 @@ type preflight struct {
 }
 
 // run makes the check the first time and returns its result every time; a
-// second caller waits for the first.
+// second caller waits for the first. No check (a tracker that needs
+// none, as in stage tests) passes.
 func (p *preflight) run(ctx context.Context) error {
+	if p.check == nil {
+		return nil
+	}
 	p.once.Do(func() { p.err = p.check(ctx) })
 	return p.err
 }

@@ -12,13 +12,8 @@ import (
 	"golang.org/x/mod/semver"
 
 	"github.com/the-loop/the-loop-diagnose/redact"
+	"github.com/the-loop/the-loop-diagnose/stages/tracker"
 	"github.com/the-loop/the-loop-diagnose/store"
-)
-
-// GitHub's limits, counted in characters.
-const (
-	PostMaxBody  = 65536
-	PostMaxTitle = 256
 )
 
 // postMarkerLineRE is a fingerprint marker line exactly as compose writes
@@ -76,8 +71,8 @@ func postFitTitle(t string) string {
 	if t == "" {
 		t = "unnamed failure"
 	}
-	if r := []rune(t); len(r) > PostMaxTitle {
-		t = string(r[:PostMaxTitle-1]) + "…"
+	if r := []rune(t); len(r) > tracker.MaxTitle {
+		t = string(r[:tracker.MaxTitle-1]) + "…"
 	}
 	return t
 }
@@ -180,7 +175,7 @@ func postCutToFit(s string, budget int, what string) (string, bool) {
 		}
 		omitted := total - utf8.RuneCountInString(kept)
 		note := fmt.Sprintf("\n\n> **Note:** this %s was cut to fit GitHub's %d-character limit; the last %d characters were left out.\n",
-			what, PostMaxBody, omitted)
+			what, tracker.MaxBody, omitted)
 		out := postCloseFences(kept) + note
 		over := utf8.RuneCountInString(out) - budget
 		if over <= 0 {

@@ -10,17 +10,19 @@ import (
 	"unicode/utf8"
 
 	"github.com/the-loop/the-loop-diagnose/redact"
+
+	"github.com/the-loop/the-loop-diagnose/stages/tracker"
 )
 
 func TestPostFitBodyLeavesSmallBodiesAlone(t *testing.T) {
 	b := postBody("fp", "```\nx\n```\n")
-	if got, cut := postFitBody(b, []string{"fp"}, PostMaxBody); cut || got != b {
+	if got, cut := postFitBody(b, []string{"fp"}, tracker.MaxBody); cut || got != b {
 		t.Fatalf("changed a body that fits: cut=%v", cut)
 	}
 }
 
 func TestPostFitBodyAddsMissingMarkers(t *testing.T) {
-	got, _ := postFitBody("just text", []string{"fp9"}, PostMaxBody)
+	got, _ := postFitBody("just text", []string{"fp9"}, tracker.MaxBody)
 	if !strings.HasSuffix(got, FingerprintMarker("fp9")+"\n"+SelfAuthoredMarker+"\n") {
 		t.Fatalf("markers not appended last: %q", got)
 	}
@@ -41,7 +43,7 @@ func TestPostFitBodyCutsTheDossierFirst(t *testing.T) {
 }
 
 func TestPostFitTitle(t *testing.T) {
-	if got := postFitTitle(strings.Repeat("é", 300)); utf8.RuneCountInString(got) != PostMaxTitle || !strings.HasSuffix(got, "…") {
+	if got := postFitTitle(strings.Repeat("é", 300)); utf8.RuneCountInString(got) != tracker.MaxTitle || !strings.HasSuffix(got, "…") {
 		t.Fatalf("title %d chars", utf8.RuneCountInString(got))
 	}
 	if got := postFitTitle(" a\nb\t "); got != "a b" {
@@ -124,7 +126,7 @@ func TestPostTallyFoldsAFleetTooLargeForOneCommentWithoutLosingCount(t *testing.
 		t.Fatalf("%d entries kept; ours %+v", len(tally.Deployments), tally.Deployments["ours"])
 	}
 	body := postOccurrenceBody("fp", tally, "1.0.0")
-	if n := utf8.RuneCountInString(body); n > PostMaxBody {
+	if n := utf8.RuneCountInString(body); n > tracker.MaxBody {
 		t.Fatalf("comment is %d characters, over GitHub's limit", n)
 	}
 	if got := postParseTally(body).totals(); got.Count != tot.Count || got.Deployments != tot.Deployments {
@@ -153,7 +155,7 @@ func FuzzPostParseTally(f *testing.F) {
 		if tot := again.totals(); tot.Count < 1 || tot.Deployments < 1 {
 			t.Fatalf("totals %+v lost our own sighting", tot)
 		}
-		if utf8.RuneCountInString(out) > PostMaxBody {
+		if utf8.RuneCountInString(out) > tracker.MaxBody {
 			t.Fatalf("comment is %d characters", utf8.RuneCountInString(out))
 		}
 	})

@@ -21,6 +21,7 @@ import (
 
 	fakegh "github.com/the-loop/the-loop-diagnose/fakes/github"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
+	"github.com/the-loop/the-loop-diagnose/stages/tracker"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
@@ -43,10 +44,12 @@ func (l *postLog) String() string {
 }
 
 type postHarness struct {
-	srv *fakegh.Server
-	st  *store.Store
-	log *postLog
-	cfg PostConfig
+	srv    *fakegh.Server
+	st     *store.Store
+	log    *postLog
+	cfg    PostConfig
+	client *github.Client
+	gh     tracker.GitHubConfig // the tracker's pacing; Repo, Now and Log come from cfg
 
 	mu  sync.Mutex
 	now time.Time
@@ -75,27 +78,46 @@ func newPostHarness(t *testing.T, opts fakegh.Options, token string) *postHarnes
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &postHarness{srv: srv, st: store.OpenMemory(), log: &postLog{}, now: time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)}
+	h := &postHarness{srv: srv, st: store.OpenMemory(), log: &postLog{}, client: client, now: time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)}
 	h.cfg = PostConfig{
-		Client:        client,
-		Repo:          srv.Repo(),
-		Store:         h.st,
-		Now:           h.clock,
-		WriteSpacing:  -1,
+		Repo:    srv.Repo(),
+		Label:   postTestLabel,
+		Store:   h.st,
+		Now:     h.clock,
+		Version: "v1.2.3",
+		Log:     zerolog.New(h.log),
+	}
+	h.gh = tracker.GitHubConfig{
 		SecondaryWait: 20 * time.Millisecond,
 		MaxWait:       3 * time.Second,
 		Retries:       3,
 		BackoffBase:   time.Millisecond,
-		Version:       "v1.2.3",
-		Log:           zerolog.New(h.log),
 	}
 	return h
+}
+
+// postTestLabel is the config's default label.
+const postTestLabel = "the-loop: self-diagnosed"
+
+// stage is the post stage on the fake GitHub, with a fresh tracker (one
+// per scan, as a scan makes one).
+func (h *postHarness) stage(t *testing.T) pipeline.Stage[pipeline.Report, pipeline.Outcome] {
+	t.Helper()
+	gc := h.gh
+	gc.Repo, gc.Now, gc.Log = h.cfg.Repo, h.cfg.Now, h.cfg.Log
+	gh, err := tracker.NewGitHub(h.client, gc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := h.cfg
+	cfg.Tracker = gh
+	return NewPost(cfg)
 }
 
 // withFreshState is another deployment: same repository and token, its own
 // empty state.
 func (h *postHarness) withFreshState() *postHarness {
-	other := &postHarness{srv: h.srv, st: store.OpenMemory(), log: h.log, cfg: h.cfg, now: h.clock()}
+	other := &postHarness{srv: h.srv, st: store.OpenMemory(), log: h.log, cfg: h.cfg, client: h.client, gh: h.gh, now: h.clock()}
 	other.cfg.Store = other.st
 	other.cfg.Now = other.clock
 	return other
@@ -105,12 +127,18 @@ func (h *postHarness) run(t *testing.T, reports ...pipeline.Report) ([]pipeline.
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	return pipeline.Collect(ctx, NewPost(h.cfg), reports...)
+	return pipeline.Collect(ctx, h.stage(t), reports...)
 }
 
 func (h *postHarness) runOne(t *testing.T, r pipeline.Report) pipeline.Outcome {
 	t.Helper()
 	out, err := h.run(t, r)
+	return onlyOutcome(t, out, err)
+}
+
+// onlyOutcome is a one-report run's outcome; the run must not fail.
+func onlyOutcome(t *testing.T, out []pipeline.Outcome, err error) pipeline.Outcome {
+	t.Helper()
 	if err != nil {
 		t.Fatalf("post: %v", err)
 	}
@@ -129,7 +157,7 @@ func (h *postHarness) state() *store.State {
 // postBody renders a body shaped like compose's, with trigger as the dossier.
 func postBody(fp, trigger string) string {
 	return "## Summary\n\nThe widget frobnicator panics.\n\n## Trigger\n\n" + trigger +
-		"\n## Environment\n\nlinux/amd64\n---\n_Filed automatically. Intended label: `" + DefaultPostLabel + "`._\n\n" +
+		"\n## Environment\n\nlinux/amd64\n---\n_Filed automatically. Intended label: `" + postTestLabel + "`._\n\n" +
 		FingerprintMarker(fp) + "\n" + SelfAuthoredMarker + "\n"
 }
 
@@ -144,7 +172,7 @@ func postReport(fp string) pipeline.Report {
 	r.Answer = &pipeline.Answer{Title: "frobnicator panics"}
 	r.Title = "[self-diagnosed] frobnicator panics on " + fp
 	r.Body = postBody(fp, "```\npanic: nil map\n```\n")
-	r.Label = DefaultPostLabel
+	r.Label = postTestLabel
 	r.Repo = "acme/widgets"
 	return r
 }
@@ -166,7 +194,7 @@ func TestPostFilesNewDefectOnceWithLabelAndMarker(t *testing.T) {
 		t.Fatalf("%d issues", len(issues))
 	}
 	is := issues[0]
-	if len(is.Labels) != 1 || is.Labels[0] != DefaultPostLabel {
+	if len(is.Labels) != 1 || is.Labels[0] != postTestLabel {
 		t.Fatalf("labels %v", is.Labels)
 	}
 	if !strings.Contains(is.Body, FingerprintMarker("fp-aaa")) || !strings.Contains(is.Body, SelfAuthoredMarker) {
@@ -206,7 +234,7 @@ func TestPostMarkerLookupUsesListEndpointNotSearch(t *testing.T) {
 		}
 	}
 	lists := h.srv.RequestsTo(fakegh.RouteListIssues)
-	if len(lists) == 0 || lists[0].Query.Get("state") != "all" || lists[0].Query.Get("labels") != DefaultPostLabel ||
+	if len(lists) == 0 || lists[0].Query.Get("state") != "all" || lists[0].Query.Get("labels") != postTestLabel ||
 		lists[0].Query.Get("sort") != "created" || lists[0].Query.Get("direction") != "desc" {
 		t.Fatalf("first lookup %+v", lists)
 	}
@@ -234,7 +262,7 @@ func TestPostTwinFiledAtTheSameMomentStandsDown(t *testing.T) {
 	h.cfg.TrustedAuthors = []string{"other-deployment"} // the fleet's other account
 	// The other deployment's issue appears between our lookup and our create.
 	h.srv.Inject(fakegh.RouteCreateIssue, fakegh.Fault{Before: func() {
-		h.srv.AddIssue(fakegh.Issue{Title: "filed elsewhere", Body: postBody("fp-twin", "x"), Login: "other-deployment", Labels: []string{DefaultPostLabel}})
+		h.srv.AddIssue(fakegh.Issue{Title: "filed elsewhere", Body: postBody("fp-twin", "x"), Login: "other-deployment", Labels: []string{postTestLabel}})
 	}})
 	o := h.runOne(t, postReport("fp-twin"))
 	if o.Status != pipeline.StatusKnown || o.Number != 1 {
@@ -256,7 +284,7 @@ func TestPostTwinFiledAtTheSameMomentStandsDown(t *testing.T) {
 func TestPostExistingOpenIssueKeepsOneOccurrenceComment(t *testing.T) {
 	h := newPostHarness(t, fakegh.Options{}, "")
 	h.cfg.TrustedAuthors = []string{"Other-Deployment"} // logins compare case-insensitively
-	n := h.srv.AddIssue(fakegh.Issue{Title: "filed elsewhere", Body: postBody("fp-x", "x"), Login: "other-deployment", Labels: []string{DefaultPostLabel}})
+	n := h.srv.AddIssue(fakegh.Issue{Title: "filed elsewhere", Body: postBody("fp-x", "x"), Login: "other-deployment", Labels: []string{postTestLabel}})
 
 	o := h.runOne(t, postReport("fp-x"))
 	if o.Status != pipeline.StatusKnown || o.Number != n || !strings.HasSuffix(o.URL, "/issues/1") {
@@ -295,7 +323,7 @@ func TestPostExistingOpenIssueKeepsOneOccurrenceComment(t *testing.T) {
 
 func TestPostOccurrenceCommentFoundAgainAfterLostState(t *testing.T) {
 	h := newPostHarness(t, fakegh.Options{}, "")
-	n := h.srv.AddIssue(fakegh.Issue{Title: "t", Body: postBody("fp-y", "x"), Login: "loop-bot", Labels: []string{DefaultPostLabel}})
+	n := h.srv.AddIssue(fakegh.Issue{Title: "t", Body: postBody("fp-y", "x"), Login: "loop-bot", Labels: []string{postTestLabel}})
 	h.runOne(t, postReport("fp-y"))
 	first := h.srv.Comments(n)
 	if len(first) != 1 {
@@ -330,7 +358,7 @@ func occurrenceCount(t *testing.T, body string) int {
 func TestPostFleetOccurrenceCommentShowsTheFleetTotals(t *testing.T) {
 	a := newPostHarness(t, fakegh.Options{}, "")
 	a.cfg.TrustedAuthors = []string{"other-deployment"}
-	n := a.srv.AddIssue(fakegh.Issue{Title: "filed elsewhere", Body: postBody("fp-f", "x"), Login: "other-deployment", Labels: []string{DefaultPostLabel}})
+	n := a.srv.AddIssue(fakegh.Issue{Title: "filed elsewhere", Body: postBody("fp-f", "x"), Login: "other-deployment", Labels: []string{postTestLabel}})
 	b := a.withFreshState()
 	b.cfg.Version = "v2.0.0"
 	var shown []int
@@ -418,7 +446,7 @@ func TestPostOccurrenceTallyEditedByAHumanNeverFailsThePost(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newPostHarness(t, fakegh.Options{}, "")
-			n := h.srv.AddIssue(fakegh.Issue{Title: "t", Body: postBody("fp-h", "x"), Login: "loop-bot", Labels: []string{DefaultPostLabel}})
+			n := h.srv.AddIssue(fakegh.Issue{Title: "t", Body: postBody("fp-h", "x"), Login: "loop-bot", Labels: []string{postTestLabel}})
 			id := h.srv.AddComment(n, "loop-bot", tc.body)
 			if o := h.runOne(t, postReport("fp-h")); o.Status != pipeline.StatusKnown {
 				t.Fatalf("outcome %+v", o)
@@ -447,7 +475,7 @@ func TestPostOccurrenceTallyEditedByAHumanNeverFailsThePost(t *testing.T) {
 func TestPostDeletedOccurrenceCommentIsRecreated(t *testing.T) {
 	t.Run("deleted before the scan", func(t *testing.T) {
 		h := newPostHarness(t, fakegh.Options{}, "")
-		n := h.srv.AddIssue(fakegh.Issue{Title: "t", Body: postBody("fp-d", "x"), Login: "loop-bot", Labels: []string{DefaultPostLabel}})
+		n := h.srv.AddIssue(fakegh.Issue{Title: "t", Body: postBody("fp-d", "x"), Login: "loop-bot", Labels: []string{postTestLabel}})
 		// The state remembers a comment a maintainer has since deleted.
 		h.st.Mutate(func(st *store.State) {
 			st.Issues.Set("fp-d", store.IssueRef{Number: n, State: "open", CommentID: 4242, CommentEditedAt: h.clock().Add(-2 * time.Hour), Occurrences: 5})
@@ -466,7 +494,7 @@ func TestPostDeletedOccurrenceCommentIsRecreated(t *testing.T) {
 	})
 	t.Run("deleted between read and edit", func(t *testing.T) {
 		h := newPostHarness(t, fakegh.Options{}, "")
-		n := h.srv.AddIssue(fakegh.Issue{Title: "t", Body: postBody("fp-d", "x"), Login: "loop-bot", Labels: []string{DefaultPostLabel}})
+		n := h.srv.AddIssue(fakegh.Issue{Title: "t", Body: postBody("fp-d", "x"), Login: "loop-bot", Labels: []string{postTestLabel}})
 		other := h.withFreshState()
 		other.runOne(t, postReport("fp-d"))
 		h.runOne(t, postReport("fp-d")) // the comment now tallies 3 + 3
@@ -487,62 +515,6 @@ func TestPostDeletedOccurrenceCommentIsRecreated(t *testing.T) {
 	})
 }
 
-func TestPostReopensIssueClosedAsCompleted(t *testing.T) {
-	h := newPostHarness(t, fakegh.Options{}, "")
-	h.runOne(t, postReport("fp-r"))
-	h.srv.SetIssueState(1, "closed", "completed")
-
-	h.advance(postOccurrenceEvery) // the issue is looked at again hourly
-	o := h.runOne(t, known(postReport("fp-r")))
-	if o.Status != pipeline.StatusKnown || !strings.Contains(o.Reason, "reopened #1") {
-		t.Fatalf("outcome %+v", o)
-	}
-	is, _ := h.srv.Issue(1)
-	if is.State != "open" {
-		t.Fatalf("issue state %q", is.State)
-	}
-	c := h.srv.Comments(1)
-	if len(c) != 1 || !strings.Contains(c[0].Body, "recurred") || !strings.Contains(c[0].Body, "v1.2.3") || !strings.Contains(c[0].Body, SelfAuthoredMarker) {
-		t.Fatalf("recurrence comment %+v", c)
-	}
-	if h.srv.CountCreates() != 1 {
-		t.Fatal("a recurrence must not file a new issue")
-	}
-}
-
-func TestPostRespectsMaintainerDismissal(t *testing.T) {
-	for name, setup := range map[string]func(*fakegh.Server) int{
-		"not planned": func(s *fakegh.Server) int {
-			return s.AddIssue(fakegh.Issue{Title: "t", Body: postBody("fp-d", "x"), Login: "loop-bot", State: "closed", StateReason: "not_planned"})
-		},
-		"wontfix label": func(s *fakegh.Server) int {
-			return s.AddIssue(fakegh.Issue{Title: "t", Body: postBody("fp-d", "x"), Login: "loop-bot", State: "closed", StateReason: "completed", Labels: []string{"wontfix"}})
-		},
-	} {
-		t.Run(name, func(t *testing.T) {
-			h := newPostHarness(t, fakegh.Options{}, "")
-			n := setup(h.srv)
-			o := h.runOne(t, postReport("fp-d"))
-			if o.Status != pipeline.StatusSettled || !strings.Contains(o.Reason, "dismissed") || o.Number != n {
-				t.Fatalf("outcome %+v", o)
-			}
-			is, _ := h.srv.Issue(n)
-			if is.State != "closed" || len(h.srv.Comments(n)) != 0 || h.srv.CountCreates() != 0 {
-				t.Fatalf("touched a dismissed issue: %+v comments %d creates %d", is, len(h.srv.Comments(n)), h.srv.CountCreates())
-			}
-			d := h.state().Dismissed["fp-d"]
-			if d.URL == "" || d.Reason == "" || d.At.IsZero() {
-				t.Fatalf("dismissal not recorded with evidence: %+v", d)
-			}
-			for _, r := range h.srv.Requests() {
-				if r.Method != http.MethodGet {
-					t.Fatalf("wrote to GitHub: %s %s", r.Method, r.Path)
-				}
-			}
-		})
-	}
-}
-
 func TestPostAmbiguousCreateIsReconciledNotDuplicated(t *testing.T) {
 	for name, fault := range map[string]fakegh.Fault{
 		"5xx after create":     fakegh.ServerErrorAfter(502),
@@ -550,7 +522,7 @@ func TestPostAmbiguousCreateIsReconciledNotDuplicated(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			h := newPostHarness(t, fakegh.Options{}, "")
-			h.cfg.CallTimeout = 200 * time.Millisecond
+			h.gh.CallTimeout = 200 * time.Millisecond
 			h.srv.Inject(fakegh.RouteCreateIssue, fault)
 			o := h.runOne(t, postReport("fp-amb"))
 			if o.Status != pipeline.StatusFiled || o.Number != 1 {
@@ -591,7 +563,7 @@ func TestPostNeverRepeatsACreateBlind(t *testing.T) {
 	}
 	// Past it, nothing listed: created again; that create's 5xx came after
 	// the work, and the lookup finds the issue.
-	h.now = h.now.Add(DefaultPostCreateSettle)
+	h.now = h.now.Add(postCreateSettle)
 	if o = h.runOne(t, postReport("fp-5")); o.Status != pipeline.StatusFiled || o.Number != 1 {
 		t.Fatalf("after the settle time: %+v", o)
 	}
@@ -605,7 +577,7 @@ func TestPostNeverRepeatsACreateBlind(t *testing.T) {
 // failure, and no later report asks GitHub anything.
 func TestPostOutageDefersTheRestOfTheScan(t *testing.T) {
 	h := newPostHarness(t, fakegh.Options{}, "")
-	h.cfg.Retries = 1
+	h.gh.Retries = 1
 	h.srv.Inject(fakegh.RouteListIssues, fakegh.ServerError(503), fakegh.ServerError(503))
 	out, err := h.run(t, postReport("fp-1"), postReport("fp-2"))
 	if err != nil {
@@ -641,7 +613,7 @@ func TestPostCrashAfterCreateIsReconciledFromIntent(t *testing.T) {
 func TestPostRateLimits(t *testing.T) {
 	t.Run("secondary without Retry-After waits SecondaryWait", func(t *testing.T) {
 		h := newPostHarness(t, fakegh.Options{}, "")
-		h.cfg.SecondaryWait = 150 * time.Millisecond
+		h.gh.SecondaryWait = 150 * time.Millisecond
 		h.srv.Inject(fakegh.RouteListIssues, fakegh.SecondaryRateLimit(-1))
 		o := h.runOne(t, postReport("fp-s"))
 		if o.Status != pipeline.StatusFiled {
@@ -703,7 +675,7 @@ func TestPostRateLimits(t *testing.T) {
 	})
 	t.Run("a wait beyond MaxWait defers the rest of the scan", func(t *testing.T) {
 		h := newPostHarness(t, fakegh.Options{}, "")
-		h.cfg.MaxWait = 100 * time.Millisecond
+		h.gh.MaxWait = 100 * time.Millisecond
 		h.srv.Inject(fakegh.RouteCreateIssue, fakegh.SecondaryRateLimit(2*time.Minute))
 		out, err := h.run(t, postReport("fp-1"), postReport("fp-2"), known(postReport("fp-3")))
 		if err != nil {
@@ -800,10 +772,10 @@ func TestPostCutsOversizedBodyKeepingMarkers(t *testing.T) {
 		t.Fatalf("outcome %+v", o)
 	}
 	is := h.srv.Issues()[0]
-	if n := utf8.RuneCountInString(is.Body); n > PostMaxBody {
+	if n := utf8.RuneCountInString(is.Body); n > tracker.MaxBody {
 		t.Fatalf("body %d characters", n)
 	}
-	if utf8.RuneCountInString(is.Title) > PostMaxTitle {
+	if utf8.RuneCountInString(is.Title) > tracker.MaxTitle {
 		t.Fatal("title too long")
 	}
 	for _, want := range []string{FingerprintMarker("fp-big"), SelfAuthoredMarker, "was cut to fit", "## Environment", "## Summary"} {
@@ -873,11 +845,11 @@ func TestPostPassesThroughWhatItMustNotPost(t *testing.T) {
 
 func TestPostHonoursCancellationDuringBackoff(t *testing.T) {
 	h := newPostHarness(t, fakegh.Options{}, "")
-	h.cfg.BackoffBase = time.Hour
+	h.gh.BackoffBase = time.Hour
 	h.srv.Inject(fakegh.RouteListIssues, fakegh.ServerError(503))
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	_, err := pipeline.Collect(ctx, NewPost(h.cfg), postReport("fp-1"))
+	_, err := pipeline.Collect(ctx, h.stage(t), postReport("fp-1"))
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("want the context's error, got %v", err)
 	}
@@ -885,7 +857,7 @@ func TestPostHonoursCancellationDuringBackoff(t *testing.T) {
 
 func TestPostSpacesWrites(t *testing.T) {
 	h := newPostHarness(t, fakegh.Options{}, "")
-	h.cfg.WriteSpacing = 120 * time.Millisecond
+	h.gh.WriteSpacing = 120 * time.Millisecond
 	if _, err := h.run(t, postReport("fp-1"), postReport("fp-2")); err != nil {
 		t.Fatal(err)
 	}

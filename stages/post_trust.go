@@ -6,8 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/google/go-github/v66/github"
-
+	"github.com/the-loop/the-loop-diagnose/stages/tracker"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
@@ -45,9 +44,9 @@ func (p *poster) trusts(login string) bool {
 // trustedMarkers are the fingerprints is counts for: its trailing markers
 // when its author is trusted, none otherwise (a stranger's marker is
 // remembered for status and logged once).
-func (p *poster) trustedMarkers(is *github.Issue) []string {
-	fps := postTrailingMarkers(is.GetBody())
-	if len(fps) == 0 || p.trusts(is.GetUser().GetLogin()) {
+func (p *poster) trustedMarkers(is *tracker.Issue) []string {
+	fps := postTrailingMarkers(is.Body)
+	if len(fps) == 0 || p.trusts(is.Author) {
 		return fps
 	}
 	for _, fp := range fps {
@@ -59,8 +58,8 @@ func (p *poster) trustedMarkers(is *github.Issue) []string {
 // ownIssue tells whether an issue read by number from the state (recorded
 // for fp) is still one to act on: written by a trusted author. Recorded by
 // an older version that believed a stranger's marker, it is not.
-func (p *poster) ownIssue(is *github.Issue, fp string) bool {
-	if p.trusts(is.GetUser().GetLogin()) {
+func (p *poster) ownIssue(is *tracker.Issue, fp string) bool {
+	if p.trusts(is.Author) {
 		return true
 	}
 	p.foreign(is, fp)
@@ -70,8 +69,8 @@ func (p *poster) ownIssue(is *github.Issue, fp string) bool {
 // foreign logs (once a scan) and remembers a stranger's issue carrying fp's
 // marker. The state keeps postMaxForeign entries, one per issue and
 // fingerprint, the most recently seen.
-func (p *poster) foreign(is *github.Issue, fp string) {
-	login := is.GetUser().GetLogin()
+func (p *poster) foreign(is *tracker.Issue, fp string) {
+	login := is.Author
 	if !ValidLogin(login) {
 		// GitHub's own never needs this; status prints it to a terminal.
 		if r := []rune(login); len(r) > 64 {
@@ -79,7 +78,7 @@ func (p *poster) foreign(is *github.Issue, fp string) {
 		}
 		login = strconv.QuoteToASCII(login)
 	}
-	key := strconv.Itoa(is.GetNumber()) + " " + fp
+	key := strconv.Itoa(is.Number) + " " + fp
 	if p.warned == nil {
 		p.warned = map[string]bool{}
 	}
@@ -87,19 +86,19 @@ func (p *poster) foreign(is *github.Issue, fp string) {
 		return
 	}
 	p.warned[key] = true
-	p.cfg.Log.Warn().Str("login", login).Int("issue", is.GetNumber()).Str("fingerprint", fp).
+	p.cfg.Log.Warn().Str("login", login).Int("issue", is.Number).Str("fingerprint", fp).
 		Msg("an issue by an author that is not trusted carries a fingerprint marker: ignored (selfDiagnosis.trustedAuthors lists the fleet's other accounts)")
 	// In memory: the scan's state write keeps it (a write per entry would
 	// let a flood of planted issues cost a write each).
 	p.cfg.Store.Mutate(func(st *store.State) {
 		i := slices.IndexFunc(st.ForeignMarkers, func(f store.ForeignMarker) bool {
-			return f.Number == is.GetNumber() && f.Fingerprint == fp
+			return f.Number == is.Number && f.Fingerprint == fp
 		})
 		if i >= 0 {
 			st.ForeignMarkers = slices.Delete(st.ForeignMarkers, i, i+1)
 		}
 		st.ForeignMarkers = append(st.ForeignMarkers, store.ForeignMarker{
-			Number: is.GetNumber(), URL: is.GetHTMLURL(), Login: login, Fingerprint: fp, At: p.cfg.Now()})
+			Number: is.Number, URL: is.URL, Login: login, Fingerprint: fp, At: p.cfg.Now()})
 		// Oldest first: the last seen, and of one scan's the newest issues,
 		// are what is kept.
 		slices.SortStableFunc(st.ForeignMarkers, func(a, b store.ForeignMarker) int {

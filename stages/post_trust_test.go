@@ -12,6 +12,8 @@ import (
 	fakegh "github.com/the-loop/the-loop-diagnose/fakes/github"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/store"
+
+	"github.com/the-loop/the-loop-diagnose/stages/tracker"
 )
 
 func TestPostTrailingMarkersCountOnlyWhereTheToolWritesThem(t *testing.T) {
@@ -94,7 +96,7 @@ func FuzzPostTrailingMarkers(f *testing.F) {
 		// What the tool files, with that text in its body, counts for the
 		// tool's fingerprint alone.
 		if utf8.ValidString(before) && utf8.ValidString(after) {
-			filed, _ := postFitBody(postBody(fp, "```\n"+before+"\n```\n")+after+"\n", []string{fp}, PostMaxBody)
+			filed, _ := postFitBody(postBody(fp, "```\n"+before+"\n```\n")+after+"\n", []string{fp}, tracker.MaxBody)
 			if got := postTrailingMarkers(filed); !slices.Equal(got, []string{fp}) {
 				t.Fatalf("a filed body counts for %q, want only %q:\n%q", got, fp, filed)
 			}

@@ -19,6 +19,7 @@ import (
 	"github.com/the-loop/the-loop-diagnose/stages"
 	"github.com/the-loop/the-loop-diagnose/stages/agent"
 	"github.com/the-loop/the-loop-diagnose/stages/agent/sandbox"
+	"github.com/the-loop/the-loop-diagnose/stages/tracker"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
@@ -45,7 +46,7 @@ func cmdDoctor(ctx context.Context, args []string, io stdio) error {
 	if err != nil {
 		return err
 	}
-	checks := []stages.SetupCheck{{Name: "config", OK: true, Detail: orFlags(cfg.File) + " is valid"}}
+	checks := []pipeline.SetupCheck{{Name: "config", OK: true, Detail: orFlags(cfg.File) + " is valid"}}
 	checks = append(checks, doctorEventLog(cfg)...)
 	checks = append(checks, doctorStore(ctx, cfg))
 	checks = append(checks, doctorGitHub(ctx, cfg)...)
@@ -91,8 +92,8 @@ func cmdDoctor(ctx context.Context, args []string, io stdio) error {
 
 // doctorEventLog: the event log is readable, and diagnosis.* events have
 // somewhere to go (eventsTargetFor, the scan's own rule).
-func doctorEventLog(cfg Config) []stages.SetupCheck {
-	read := stages.SetupCheck{Name: "event log"}
+func doctorEventLog(cfg Config) []pipeline.SetupCheck {
+	read := pipeline.SetupCheck{Name: "event log"}
 	if f, err := os.Open(cfg.EventLog); err != nil {
 		read.Detail = err.Error()
 		read.Fix = "let this user read " + cfg.EventLog
@@ -112,7 +113,7 @@ func doctorEventLog(cfg Config) []stages.SetupCheck {
 			read.OK, read.Detail = true, fmt.Sprintf("%s is readable (%d bytes)", cfg.EventLog, info.Size())
 		}
 	}
-	events := stages.SetupCheck{Name: "events", OK: true}
+	events := pipeline.SetupCheck{Name: "events", OK: true}
 	switch target := eventsTargetFor(cfg.EventLog, cfg.EventsPath); {
 	case !cfg.EventLogEnabled:
 		events.Detail = "diagnosis.* events are not written (eventLog.enabled is false)"
@@ -127,7 +128,7 @@ func doctorEventLog(cfg Config) []stages.SetupCheck {
 	default:
 		events.Detail = "diagnosis.* events are appended to " + target
 	}
-	return []stages.SetupCheck{read, events}
+	return []pipeline.SetupCheck{read, events}
 }
 
 // appendable reports whether this user may append to path (or create it in
@@ -145,8 +146,8 @@ func appendable(path string) bool {
 
 // doctorStore: the store opens and this user may write it (a write rolled
 // back), with its schema version.
-func doctorStore(ctx context.Context, cfg Config) stages.SetupCheck {
-	c := stages.SetupCheck{Name: "store"}
+func doctorStore(ctx context.Context, cfg Config) pipeline.SetupCheck {
+	c := pipeline.SetupCheck{Name: "store"}
 	st, err := store.OpenDSN(cfg.StatePath, cfg.Store, false)
 	if errors.Is(err, store.ErrLocked) {
 		c.OK, c.Detail = true, "the state of "+cfg.StatePath+" is in use by a running scan (it holds "+cfg.StatePath+".lock), which writes it"
@@ -167,25 +168,24 @@ func doctorStore(ctx context.Context, cfg Config) stages.SetupCheck {
 }
 
 // doctorGitHub: the token, the repository, the right to create issues,
-// the label (stages.CheckGitHubSetup).
-func doctorGitHub(ctx context.Context, cfg Config) []stages.SetupCheck {
-	apiURL, env := githubTarget(os.Getenv, cfg.APIURL)
-	client, err := stages.NewGitHubClientWithTransport(apiURL, env, hostGuard(apiURL, nil))
+// the label (tracker.CheckSetup).
+func doctorGitHub(ctx context.Context, cfg Config) []pipeline.SetupCheck {
+	client, err := tracker.NewClient(os.Getenv, cfg.APIURL, nil)
 	if err != nil {
-		out := []stages.SetupCheck{{Name: "token", Detail: err.Error(),
+		out := []pipeline.SetupCheck{{Name: "token", Detail: err.Error(),
 			Fix: "set GH_TOKEN or GITHUB_TOKEN (GH_ENTERPRISE_TOKEN on an Enterprise host) to a token that may create issues in " + cfg.Repo}}
-		for _, name := range stages.GitHubSetupChecks[1:] {
-			out = append(out, stages.SetupCheck{Name: name, Skipped: true, Detail: "not checked: no token"})
+		for _, name := range tracker.SetupChecks[1:] {
+			out = append(out, pipeline.SetupCheck{Name: name, Skipped: true, Detail: "not checked: no token"})
 		}
 		return out
 	}
-	return stages.CheckGitHubSetup(ctx, client, cfg.Repo, cfg.Label)
+	return tracker.CheckSetup(ctx, client, cfg.Repo, cfg.Label)
 }
 
 // doctorAgent: the harness's binary is found, the agent can be confined,
 // and a one-line probe answers valid JSON within the timeout.
-func doctorAgent(ctx context.Context, cfg Config, log zerolog.Logger, noProbe bool) []stages.SetupCheck {
-	bin := stages.SetupCheck{Name: "agent binary", OK: true}
+func doctorAgent(ctx context.Context, cfg Config, log zerolog.Logger, noProbe bool) []pipeline.SetupCheck {
+	bin := pipeline.SetupCheck{Name: "agent binary", OK: true}
 	source := resolveAgentSource(cfg) // once: it may ask the-loop's python
 	name := agent.Binaries[cfg.Harness]
 	if cfg.Harness == agent.HarnessCommand && len(cfg.Command) > 0 {
@@ -202,14 +202,14 @@ func doctorAgent(ctx context.Context, cfg Config, log zerolog.Logger, noProbe bo
 	} else {
 		bin.Detail = fmt.Sprintf("harness %s: %s", cfg.Harness, path)
 	}
-	box := stages.SetupCheck{Name: "agent sandbox", OK: true, Detail: "harness " + cfg.Harness + " runs no process: nothing to confine"}
+	box := pipeline.SetupCheck{Name: "agent sandbox", OK: true, Detail: "harness " + cfg.Harness + " runs no process: nothing to confine"}
 	if name != "" {
 		box.OK, box.Detail = agentConfinement(cfg.Harness)
 		if !box.OK {
 			box.Fix = "run the-loop-diagnose where /proc is mounted"
 		}
 	}
-	probe := stages.SetupCheck{Name: "agent probe"}
+	probe := pipeline.SetupCheck{Name: "agent probe"}
 	switch {
 	case noProbe:
 		probe.Skipped, probe.Detail = true, "not run (--no-agent)"
@@ -220,8 +220,8 @@ func doctorAgent(ctx context.Context, cfg Config, log zerolog.Logger, noProbe bo
 	}
 	// The source is advice, not a failure: without one the agent still
 	// diagnoses from the dossier alone, as the-loop does when it has none.
-	src := stages.SetupCheck{Name: "agent source", OK: true, Detail: source.String()}
-	return []stages.SetupCheck{bin, box, src, probe}
+	src := pipeline.SetupCheck{Name: "agent source", OK: true, Detail: source.String()}
+	return []pipeline.SetupCheck{bin, box, src, probe}
 }
 
 // agentConfinement says whether the agent can be confined here: on Linux a
@@ -247,8 +247,8 @@ func agentConfinement(harness string) (ok bool, detail string) {
 // doctorProbe runs the agent once on a dossier of one line, as a scan
 // would (same harness, flags, environment and timeout), and wants a valid
 // answer back.
-func doctorProbe(ctx context.Context, cfg Config, src AgentSource, log zerolog.Logger) stages.SetupCheck {
-	c := stages.SetupCheck{Name: "agent probe"}
+func doctorProbe(ctx context.Context, cfg Config, src AgentSource, log zerolog.Logger) pipeline.SetupCheck {
+	c := pipeline.SetupCheck{Name: "agent probe"}
 	agent, err := stages.NewAgent(agentConfig(cfg, src, log, redact.FromEnvironment(cfg.StateRoot).Scrub))
 	if err != nil {
 		c.Detail, c.Fix = err.Error(), "fix the agent's config keys the message names"

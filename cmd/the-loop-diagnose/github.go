@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"os"
-	"time"
 
 	"github.com/google/go-github/v66/github"
 
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/stages"
+	"github.com/the-loop/the-loop-diagnose/stages/tracker"
 )
 
 // The scanner's GitHub: its client, made once, and the post stage's
@@ -20,8 +20,7 @@ func (s *scanner) githubClient() (*github.Client, error) {
 	if s.gh != nil {
 		return s.gh, nil
 	}
-	apiURL, env := githubTarget(os.Getenv, s.cfg.APIURL)
-	client, err := stages.NewGitHubClientWithTransport(apiURL, env, hostGuard(apiURL, s.metrics.transport(nil)))
+	client, err := tracker.NewClient(os.Getenv, s.cfg.APIURL, s.metrics.transport(nil))
 	if err != nil {
 		return nil, &pipeline.SetupError{Err: err} // no token, or a bad API URL: the environment will not change by itself
 	}
@@ -39,29 +38,22 @@ func (s *scanner) postConfig() (*stages.PostConfig, error) {
 	if err != nil {
 		return nil, err
 	}
+	gh, err := tracker.NewGitHub(client, tracker.GitHubConfig{
+		Repo: s.cfg.Repo, Now: s.now, Log: s.log,
+		WriteSpacing: s.cfg.WriteSpacing, SecondaryWait: s.cfg.SecondaryWait, MaxWait: s.cfg.MaxWait,
+		Retries: s.cfg.HTTPRetries, BackoffBase: tracker.RetryBackoff, CallTimeout: s.cfg.HTTPTimeout,
+	})
+	if err != nil {
+		return nil, &pipeline.SetupError{Err: err} // the config: a person must change it
+	}
 	return &stages.PostConfig{
-		Client: client, Repo: s.cfg.Repo, Label: s.cfg.Label,
-		WriteSpacing: orNone(s.cfg.WriteSpacing), SecondaryWait: max(s.cfg.SecondaryWait, time.Nanosecond),
-		MaxWait: orNone(s.cfg.MaxWait), Retries: orNoRetries(s.cfg.HTTPRetries), CallTimeout: s.cfg.HTTPTimeout,
+		Tracker: gh, Repo: s.cfg.Repo, Label: s.cfg.Label,
 		Version: s.cfg.Version, ToolVersion: version, Log: s.log,
 		FixedUpstream: s.fixedUpstream(), TrustedAuthors: s.cfg.TrustedAuthors,
+		// The builder runs this once per scan, before the first agent run
+		// or post, whichever comes first.
+		Preflight: func(ctx context.Context) error { return tracker.Check(ctx, client, s.cfg.Repo) },
 	}, nil
-}
-
-// The post stage reads a zero as "GitHub's default" and a negative as
-// "none"; in the config a zero means none.
-func orNone(d time.Duration) time.Duration {
-	if d == 0 {
-		return -1
-	}
-	return d
-}
-
-func orNoRetries(n int) int {
-	if n == 0 {
-		return -1
-	}
-	return n
 }
 
 // fixedUpstream asks the source checkout, when one is configured, whether a

@@ -1,4 +1,4 @@
-package stages
+package tracker
 
 import (
 	"context"
@@ -68,31 +68,31 @@ func TestNewGitHubClientPublicHost(t *testing.T) {
 	}
 }
 
-// CheckGitHubSetup's answers for what the fake can model, each filing
+// CheckSetup's answers for what the fake can model, each filing
 // nothing: a working bot token, a GitHub App's (no /user), a classic
 // token's scopes, the label there already, a reader (may not create
 // issues, nor the label), a repository that does not exist.
-func TestCheckGitHubSetup(t *testing.T) {
+func TestCheckSetup(t *testing.T) {
 	srv := fakegh.New(fakegh.Options{})
 	t.Cleanup(srv.Close)
 	srv.AddToken("reader", fakegh.Token{Login: "reader", ReadOnly: true})
 	srv.AddToken("classic", fakegh.Token{Login: "classic-bot", Triage: true, Scopes: []string{"repo", "read:org"}})
-	check := func(token, repo string) map[string]SetupCheck {
+	check := func(token, repo string) map[string]pipeline.SetupCheck {
 		t.Helper()
 		c, err := NewGitHubClient(srv.APIURL(), ghEnv(map[string]string{"GH_ENTERPRISE_TOKEN": token}))
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := map[string]SetupCheck{}
-		for _, ch := range CheckGitHubSetup(context.Background(), c, repo, "the-loop: self-diagnosed") {
+		got := map[string]pipeline.SetupCheck{}
+		for _, ch := range CheckSetup(context.Background(), c, repo, "the-loop: self-diagnosed") {
 			got[ch.Name] = ch
 		}
-		if len(got) != len(GitHubSetupChecks) {
-			t.Fatalf("%d checks, want %d: %+v", len(got), len(GitHubSetupChecks), got)
+		if len(got) != len(SetupChecks) {
+			t.Fatalf("%d checks, want %d: %+v", len(got), len(SetupChecks), got)
 		}
 		return got
 	}
-	all := func(got map[string]SetupCheck) bool {
+	all := func(got map[string]pipeline.SetupCheck) bool {
 		for _, ch := range got {
 			if !ch.OK {
 				return false

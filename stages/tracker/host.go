@@ -1,4 +1,4 @@
-package main
+package tracker
 
 import (
 	"fmt"
@@ -6,10 +6,18 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/the-loop/the-loop-diagnose/stages"
+	"github.com/google/go-github/v66/github"
 )
 
-// githubTarget resolves the GitHub API URL and the environment the client
+// NewClient is the GitHub client a command uses: the API URL and token
+// resolved as Target does, every request held to that URL's host
+// (hostGuard), over transport (nil: the default).
+func NewClient(getenv func(string) string, cfgAPIURL string, transport http.RoundTripper) (*github.Client, error) {
+	apiURL, env := Target(getenv, cfgAPIURL)
+	return NewGitHubClientWithTransport(apiURL, env, hostGuard(apiURL, transport))
+}
+
+// Target resolves the GitHub API URL and the environment the client
 // takes its token from.
 //
 // The URL: GITHUB_API_URL, else selfDiagnosis.apiURL, else from GH_HOST as
@@ -23,7 +31,7 @@ import (
 // pointed elsewhere (api.github.com, another host), the client sees no
 // Enterprise token and takes GH_TOKEN / GITHUB_TOKEN. GH_HOST itself is
 // consumed here: the URL carries the host.
-func githubTarget(getenv func(string) string, cfgAPIURL string) (apiURL string, env func(string) string) {
+func Target(getenv func(string) string, cfgAPIURL string) (apiURL string, env func(string) string) {
 	ghHost := normHost(getenv("GH_HOST"))
 	enterpriseHost := ghHost != "" && ghHost != "github.com"
 	apiURL = getenv("GITHUB_API_URL")
@@ -31,7 +39,7 @@ func githubTarget(getenv func(string) string, cfgAPIURL string) (apiURL string, 
 		apiURL = cfgAPIURL
 	}
 	if apiURL == "" {
-		apiURL = stages.DefaultGitHubAPI
+		apiURL = DefaultGitHubAPI
 		if enterpriseHost {
 			apiURL = "https://" + ghHost + "/api/v3/"
 		}
@@ -93,3 +101,7 @@ func hostGuard(apiURL string, next http.RoundTripper) http.RoundTripper {
 		return next.RoundTrip(req)
 	})
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

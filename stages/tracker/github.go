@@ -1,4 +1,4 @@
-package stages
+package tracker
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 const DefaultGitHubAPI = "https://api.github.com/"
 
 // ghRequestTimeout bounds one HTTP exchange in a client NewGitHubClient
-// builds; the post stage also bounds each call with its own deadline.
+// builds; GitHub also bounds each call with its own deadline (CallTimeout).
 const ghRequestTimeout = 60 * time.Second
 
 // NewGitHubClient builds a go-github client for apiURL (the caller resolves
@@ -192,14 +192,14 @@ func ghSecondaryWait(resp *http.Response, known *time.Duration, floor time.Durat
 	return floor
 }
 
-// CheckGitHub is the scan's preflight: one list-issues request that fails
+// Check is the scan's preflight: one list-issues request that fails
 // with the SetupError a misconfiguration (bad token, unknown repository,
 // issues disabled) would give at the first post — but before any agent has
 // run, so a misconfigured cron job costs no LLM call per scan. A GitHub
 // that is down (5xx, the network) is an *OutageError: no agent runs for an
 // issue that cannot be filed, and the scan's defects wait. Rate limits are
-// the post stage's business.
-func CheckGitHub(ctx context.Context, c *github.Client, repo string) error {
+// the GitHub tracker's business at the first post.
+func Check(ctx context.Context, c *github.Client, repo string) error {
 	owner, name, ok := strings.Cut(repo, "/")
 	if !ok {
 		return &pipeline.SetupError{Area: "GitHub", Cause: fmt.Sprintf("repository %q is not owner/name", repo),
@@ -221,43 +221,33 @@ func CheckGitHub(ctx context.Context, c *github.Client, repo string) error {
 	return nil
 }
 
-// SetupCheck is one line of a setup check (doctor): what was found, or what
-// is wrong and how to fix it.
-type SetupCheck struct {
-	Name    string `json:"name"`
-	OK      bool   `json:"ok"`
-	Skipped bool   `json:"skipped,omitempty"`
-	Detail  string `json:"detail"`
-	Fix     string `json:"fix,omitempty"`
-}
+// SetupChecks name CheckSetup's checks, in order.
+var SetupChecks = []string{"token", "repository", "create issues", "label"}
 
-// GitHubSetupChecks name CheckGitHubSetup's checks, in order.
-var GitHubSetupChecks = []string{"token", "repository", "create issues", "label"}
-
-// CheckGitHubSetup checks, filing nothing, what filing needs: the token is
+// CheckSetup checks, filing nothing, what filing needs: the token is
 // accepted (and whose it is), repo exists with issues enabled, the token
 // may create issues there, and label exists or may be created. May the
 // token create issues is asked of GitHub itself: a create without a title,
 // which GitHub refuses as forbidden (403, 404) before it looks at the body,
 // and as invalid (422) only when the token may create issues. A check that
 // cannot run for an earlier one's failure is skipped.
-func CheckGitHubSetup(ctx context.Context, c *github.Client, repo, label string) []SetupCheck {
-	fail := func(name string, err error) SetupCheck {
+func CheckSetup(ctx context.Context, c *github.Client, repo, label string) []pipeline.SetupCheck {
+	fail := func(name string, err error) pipeline.SetupCheck {
 		f := ghClassify(err, repo, name != "token", 0)
 		switch {
 		case f.setup != nil:
-			return SetupCheck{Name: name, Detail: f.setup.Cause, Fix: f.setup.Fix}
+			return pipeline.SetupCheck{Name: name, Detail: f.setup.Cause, Fix: f.setup.Fix}
 		case f.kind == ghTransient:
-			return SetupCheck{Name: name, Detail: "GitHub cannot be reached: " + err.Error(), Fix: "check selfDiagnosis.apiURL (GITHUB_API_URL, GH_HOST) and the network, then run doctor again"}
+			return pipeline.SetupCheck{Name: name, Detail: "GitHub cannot be reached: " + err.Error(), Fix: "check selfDiagnosis.apiURL (GITHUB_API_URL, GH_HOST) and the network, then run doctor again"}
 		case f.kind == ghRateLimited:
-			return SetupCheck{Name: name, Detail: "GitHub's rate limit: " + err.Error(), Fix: fmt.Sprintf("run doctor again in %s", max(f.wait, time.Minute).Round(time.Second))}
+			return pipeline.SetupCheck{Name: name, Detail: "GitHub's rate limit: " + err.Error(), Fix: fmt.Sprintf("run doctor again in %s", max(f.wait, time.Minute).Round(time.Second))}
 		}
-		return SetupCheck{Name: name, Detail: err.Error(), Fix: "see GitHub's message above"}
+		return pipeline.SetupCheck{Name: name, Detail: err.Error(), Fix: "see GitHub's message above"}
 	}
-	var out []SetupCheck
-	rest := func(why string) []SetupCheck {
-		for _, n := range GitHubSetupChecks[len(out):] {
-			out = append(out, SetupCheck{Name: n, Skipped: true, Detail: "not checked: " + why})
+	var out []pipeline.SetupCheck
+	rest := func(why string) []pipeline.SetupCheck {
+		for _, n := range SetupChecks[len(out):] {
+			out = append(out, pipeline.SetupCheck{Name: n, Skipped: true, Detail: "not checked: " + why})
 		}
 		return out
 	}
@@ -270,16 +260,16 @@ func CheckGitHubSetup(ctx context.Context, c *github.Client, repo, label string)
 		if resp != nil && resp.Header.Get("X-OAuth-Scopes") != "" {
 			who += " (classic token, scopes: " + resp.Header.Get("X-OAuth-Scopes") + ")"
 		}
-		out = append(out, SetupCheck{Name: "token", OK: true, Detail: who})
+		out = append(out, pipeline.SetupCheck{Name: "token", OK: true, Detail: who})
 	case errors.As(err, &er) && er.Response != nil && er.Response.StatusCode == http.StatusForbidden:
 		// A GitHub App's installation token may not read /user.
-		out = append(out, SetupCheck{Name: "token", OK: true, Detail: "accepted (a GitHub App's token: it may not read /user; its login is learned at its first issue)"})
+		out = append(out, pipeline.SetupCheck{Name: "token", OK: true, Detail: "accepted (a GitHub App's token: it may not read /user; its login is learned at its first issue)"})
 	default:
 		out = append(out, fail("token", err))
 		return rest("the token is not accepted")
 	}
 	if !ok || owner == "" || name == "" {
-		out = append(out, SetupCheck{Name: "repository", Detail: fmt.Sprintf("repository %q is not owner/name", repo),
+		out = append(out, pipeline.SetupCheck{Name: "repository", Detail: fmt.Sprintf("repository %q is not owner/name", repo),
 			Fix: "set selfDiagnosis.repo to the repository issues go to, as owner/name"})
 		return rest("no repository")
 	}
@@ -290,24 +280,24 @@ func CheckGitHubSetup(ctx context.Context, c *github.Client, repo, label string)
 		return rest("no repository")
 	case !r.GetHasIssues():
 		e := ghSetupError(http.StatusGone, repo, "")
-		out = append(out, SetupCheck{Name: "repository", Detail: e.Cause, Fix: e.Fix})
+		out = append(out, pipeline.SetupCheck{Name: "repository", Detail: e.Cause, Fix: e.Fix})
 		return rest("issues are disabled")
 	case r.GetArchived():
-		out = append(out, SetupCheck{Name: "repository", Detail: repo + " is archived: it takes no new issues",
+		out = append(out, pipeline.SetupCheck{Name: "repository", Detail: repo + " is archived: it takes no new issues",
 			Fix: "unarchive " + repo + ", or point selfDiagnosis.repo at a repository that takes issues"})
 		return rest("the repository is archived")
 	}
-	out = append(out, SetupCheck{Name: "repository", OK: true, Detail: repo + " exists, issues enabled"})
+	out = append(out, pipeline.SetupCheck{Name: "repository", OK: true, Detail: repo + " exists, issues enabled"})
 
 	created, _, err := c.Issues.Create(ctx, owner, name, &github.IssueRequest{Title: github.String("")})
 	switch {
 	case errors.As(err, &er) && er.Response != nil && er.Response.StatusCode == http.StatusUnprocessableEntity:
-		out = append(out, SetupCheck{Name: "create issues", OK: true,
+		out = append(out, pipeline.SetupCheck{Name: "create issues", OK: true,
 			Detail: "the token may create issues in " + repo + " (a create without a title was refused as invalid, not as forbidden: nothing was filed)"})
 	case err != nil:
 		out = append(out, fail("create issues", err))
 	default:
-		out = append(out, SetupCheck{Name: "create issues",
+		out = append(out, pipeline.SetupCheck{Name: "create issues",
 			Detail: fmt.Sprintf("GitHub filed an issue without a title (#%d), which it should have refused", created.GetNumber()),
 			Fix:    "close " + created.GetHTMLURL()})
 	}
@@ -316,15 +306,15 @@ func CheckGitHubSetup(ctx context.Context, c *github.Client, repo, label string)
 	perms := r.GetPermissions()
 	switch {
 	case err == nil:
-		out = append(out, SetupCheck{Name: "label", OK: true, Detail: fmt.Sprintf("label %q exists", label)})
+		out = append(out, pipeline.SetupCheck{Name: "label", OK: true, Detail: fmt.Sprintf("label %q exists", label)})
 	case !errors.As(err, &er) || er.Response == nil || er.Response.StatusCode != http.StatusNotFound:
 		out = append(out, fail("label", err))
 	case perms == nil:
-		out = append(out, SetupCheck{Name: "label", OK: true, Detail: fmt.Sprintf("label %q does not exist yet; the first issue creates it if the token may (GitHub does not say what this token may do)", label)})
+		out = append(out, pipeline.SetupCheck{Name: "label", OK: true, Detail: fmt.Sprintf("label %q does not exist yet; the first issue creates it if the token may (GitHub does not say what this token may do)", label)})
 	case perms["triage"] || perms["push"] || perms["maintain"] || perms["admin"]:
-		out = append(out, SetupCheck{Name: "label", OK: true, Detail: fmt.Sprintf("label %q does not exist yet; the token may create it (the first issue does)", label)})
+		out = append(out, pipeline.SetupCheck{Name: "label", OK: true, Detail: fmt.Sprintf("label %q does not exist yet; the token may create it (the first issue does)", label)})
 	default:
-		out = append(out, SetupCheck{Name: "label", Detail: fmt.Sprintf("label %q does not exist and the token may not create it (no triage access): issues would be filed without it", label),
+		out = append(out, pipeline.SetupCheck{Name: "label", Detail: fmt.Sprintf("label %q does not exist and the token may not create it (no triage access): issues would be filed without it", label),
 			Fix: fmt.Sprintf("create the label %q in %s, or give the token triage (or write) access", label, repo)})
 	}
 	return out

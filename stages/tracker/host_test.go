@@ -1,4 +1,4 @@
-package main
+package tracker
 
 import (
 	"net/http"
@@ -29,7 +29,7 @@ func TestGitHubTarget(t *testing.T) {
 		for k, v := range tc.env {
 			env[k] = v
 		}
-		url, get := githubTarget(func(k string) string { return env[k] }, tc.cfgAPI)
+		url, get := Target(func(k string) string { return env[k] }, tc.cfgAPI)
 		if url != tc.wantURL {
 			t.Errorf("%s: API URL %q, want %q", tc.name, url, tc.wantURL)
 		}

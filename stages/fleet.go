@@ -189,7 +189,7 @@ func (f *FleetScan) Admit(ctx context.Context, d pipeline.Dossier) (pipeline.Dos
 		return d, err
 	}
 	if !ok {
-		d.Verdict, d.Reason = pipeline.VerdictDeferred, budget.DiagnosesReason + " (fleet-wide)"
+		d.Verdict, d.Reason = pipeline.VerdictDeferred, budget.DiagnosesReason+" (fleet-wide)"
 		return d, nil
 	}
 	f.mu.Lock()

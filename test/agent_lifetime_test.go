@@ -131,8 +131,10 @@ func lifetimeDeployment(t *testing.T, mode string) (d *deployment, pidFile, tmp 
 // supervisor; and not the run's temporary directory. The next scan
 // diagnoses the defect and files it.
 func TestSIGKILLOfTheToolLeavesNoAgentProcessOrDirectory(t *testing.T) {
+	t.Parallel()
 	for mode, n := range map[string]int{"sleep": 1, "setsid": 2} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			d, pidFile, tmp := lifetimeDeployment(t, mode)
 			cmd := d.command("run")
 			if err := cmd.Start(); err != nil {
@@ -171,6 +173,7 @@ func TestSIGKILLOfTheToolLeavesNoAgentProcessOrDirectory(t *testing.T) {
 
 // A timeout kills the agent, its group and a daemon that left the group.
 func TestAgentTimeoutKillsADaemonThatLeftItsGroup(t *testing.T) {
+	t.Parallel()
 	d, pidFile, tmp := lifetimeDeployment(t, "setsid")
 	cfg, _ := os.ReadFile(d.config)
 	os.WriteFile(d.config, []byte(strings.Replace(string(cfg), "timeoutSeconds: 20", "timeoutSeconds: 2", 1)), 0o644)
@@ -203,6 +206,7 @@ func TestAgentTimeoutKillsADaemonThatLeftItsGroup(t *testing.T) {
 // An agent that answers and exits 0 but leaves a daemon behind: the
 // answer is filed and the daemon is killed, not left to init.
 func TestAnAgentsDaemonDiesWhenTheAgentExits(t *testing.T) {
+	t.Parallel()
 	d, pidFile, tmp := lifetimeDeployment(t, "setsid-answer")
 	start := time.Now()
 	res := d.run("run")

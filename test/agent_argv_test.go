@@ -15,6 +15,7 @@ import (
 // NUL byte (the dossier quotes the error as the body does, control
 // characters dropped), never one that would have failed exec three times.
 func TestAnErrorWithANULIsDiagnosedWithThePromptInArgv(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	runs := filepath.Join(t.TempDir(), "agent-runs.jsonl")
 	d := newDeployment(t, gh, deployOpts{

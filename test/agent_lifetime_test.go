@@ -131,8 +131,10 @@ func lifetimeDeployment(t *testing.T, mode string) (d *deployment, pidFile, tmp 
 // supervisor; and not the run's temporary directory. The next scan
 // diagnoses the defect and files it.
 func TestSIGKILLOfTheToolLeavesNoAgentProcessOrDirectory(t *testing.T) {
+	t.Parallel()
 	for mode, n := range map[string]int{"sleep": 1, "setsid": 2} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			d, pidFile, tmp := lifetimeDeployment(t, mode)
 			cmd := d.command("run")
 			if err := cmd.Start(); err != nil {
@@ -171,11 +173,14 @@ func TestSIGKILLOfTheToolLeavesNoAgentProcessOrDirectory(t *testing.T) {
 
 // A timeout kills the agent, its group and a daemon that left the group.
 func TestAgentTimeoutKillsADaemonThatLeftItsGroup(t *testing.T) {
+	t.Parallel()
 	d, pidFile, tmp := lifetimeDeployment(t, "setsid")
 	cfg, _ := os.ReadFile(d.config)
-	os.WriteFile(d.config, []byte(strings.Replace(string(cfg), "timeoutSeconds: 20", "timeoutSeconds: 2", 1)), 0o644)
+	// Long enough for the agent to have started its daemon before the
+	// timeout, on a machine busy with the tests running beside this one.
+	os.WriteFile(d.config, []byte(strings.Replace(string(cfg), "timeoutSeconds: 20", "timeoutSeconds: 5", 1)), 0o644)
 	res := d.run("run")
-	if res.code != 1 || !strings.Contains(res.stderr, "agent timed out after 2s") {
+	if res.code != 1 || !strings.Contains(res.stderr, "agent timed out after 5s") {
 		t.Fatalf("exit %d, want 1 with a timeout\n%s", res.code, res.stderr)
 	}
 	// The run is over: what is still alive of what it started is left.
@@ -203,6 +208,7 @@ func TestAgentTimeoutKillsADaemonThatLeftItsGroup(t *testing.T) {
 // An agent that answers and exits 0 but leaves a daemon behind: the
 // answer is filed and the daemon is killed, not left to init.
 func TestAnAgentsDaemonDiesWhenTheAgentExits(t *testing.T) {
+	t.Parallel()
 	d, pidFile, tmp := lifetimeDeployment(t, "setsid-answer")
 	start := time.Now()
 	res := d.run("run")

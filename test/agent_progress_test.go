@@ -14,6 +14,7 @@ import (
 // redrawn each second and erased before the next line; a pipe never gets
 // it.
 func TestAgentRunShowsOnATerminal(t *testing.T) {
+	t.Parallel()
 	script, err := exec.LookPath("script")
 	if err != nil {
 		t.Skip("script(1) is not installed: no terminal to test the agent's status line on")

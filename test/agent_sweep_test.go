@@ -16,6 +16,7 @@ import (
 // the agent timeout; a sweep spares a live run's (locked) directory, a
 // young one, a symbolic link and anything not named as ours.
 func TestTheNextScanSweepsWhatADeadRunLeft(t *testing.T) {
+	t.Parallel()
 	d, pidFile, tmp := lifetimeDeployment(t, "sleep")
 	cmd := d.command("run")
 	if err := cmd.Start(); err != nil {

@@ -20,6 +20,7 @@ const attackerText = "cc @acme/security-team @octocat see acme/infra#7 #3 GH-12 
 // allow-listed fields holding structures reach the issue, and none of it may
 // notify anyone, cross-link another issue, hide text or leak a secret.
 func TestALogLineCannotActThroughTheIssue(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{harness: "builtin"})
 	pat := "ghp_" + strings.Repeat("Xk4q", 9)

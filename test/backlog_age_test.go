@@ -53,6 +53,7 @@ func historyLog(now time.Time) (lines []string, defects int) {
 // backlog unfiled, and one scan a day files all 36 within ceil(36/3) = 12
 // days, each once.
 func TestAFourMonthLogIsFiledAtTheCapsPaceAndNothingIsPruned(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{maxPerDay: 3})
 	lines, defects := historyLog(t0)
@@ -88,6 +89,7 @@ func TestAFourMonthLogIsFiledAtTheCapsPaceAndNothingIsPruned(t *testing.T) {
 // only just begun waiting: none leaves the backlog, the scan after the
 // outage files them all.
 func TestDefectsWithOldRecordsOutliveAnOutage(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{})
 	old := t0.AddDate(0, 0, -40)

@@ -13,6 +13,7 @@ import (
 // killed while their agent runs never let the budget spend more than its
 // cap (here 2 of 5 defects), however often they are killed.
 func TestKilledScansNeverOverspendTheDiagnosisBudget(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	record := filepath.Join(t.TempDir(), "runs.jsonl")
 	d := newDeployment(t, gh, deployOpts{agentMode: "slow", env: []string{"FAKE_AGENT_RECORD=" + record},
@@ -61,6 +62,7 @@ func TestKilledScansNeverOverspendTheDiagnosisBudget(t *testing.T) {
 // a post that fails (GitHub rejects the body once) or a rerun never runs
 // the agent again for that defect.
 func TestAFailedPostNeverPaysForTheDiagnosisAgain(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	record := filepath.Join(t.TempDir(), "runs.jsonl")
 	d := newDeployment(t, gh, deployOpts{env: []string{"FAKE_AGENT_RECORD=" + record}})
@@ -85,6 +87,7 @@ func TestAFailedPostNeverPaysForTheDiagnosisAgain(t *testing.T) {
 // summed in status, and caps the day's runs: once the day's spend reaches
 // maxAgentCostPerDay, the next defect waits for the spend to roll off.
 func TestAgentCostIsRecordedShownAndCapped(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	// The fake agent prints claude's result envelope, cost and usage
 	// included, when asked for --output-format json.

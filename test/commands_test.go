@@ -27,6 +27,7 @@ func canonicalEntries(d *deployment, key string) []string {
 // error naming it, and a filed one is found again on GitHub, not filed
 // twice.
 func TestForgetMakesADefectNewAgain(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{agentMode: "garbage"})
 	line := failure(t0, "dispatch.failed", "boom: the queue refused the delivery")
@@ -85,6 +86,7 @@ func TestForgetMakesADefectNewAgain(t *testing.T) {
 // help COMMAND and COMMAND --help print that command's usage and its own
 // flags on stdout and exit 0; help alone lists every command.
 func TestHelpPrintsOneCommandsFlags(t *testing.T) {
+	t.Parallel()
 	d := newDeployment(t, nil, deployOpts{})
 	list := d.bare("help")
 	if list.code != 0 || list.stderr != "" {

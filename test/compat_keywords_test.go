@@ -32,6 +32,7 @@ func withControlKeywords(t *testing.T, d *deployment, keywords string) {
 // with the-loop's marker, as the-loop's own scan writes them; the shipped
 // defaults still are.
 func TestDeploymentControlKeywordsAreDefanged(t *testing.T) {
+	t.Parallel()
 	const keywords = "      start: loop-go\n      stop: \"halt the loop\"\n      pause: \"\"\n"
 	armed := []string{"loop-go", "halt the loop", "the-loop start", "the-loop stop", "the-loop execute"}
 	check := func(t *testing.T, text string) {
@@ -50,6 +51,7 @@ func TestDeploymentControlKeywordsAreDefanged(t *testing.T) {
 	logText := "deploy hook failed: say loop-go or Halt The Loop, or the-loop start / THE-LOOP STOP, 12 times"
 
 	t.Run("log text", func(t *testing.T) {
+		t.Parallel()
 		gh := newGitHub(t)
 		d := newDeployment(t, gh, deployOpts{harness: "builtin"})
 		withControlKeywords(t, d, keywords)
@@ -65,6 +67,7 @@ func TestDeploymentControlKeywordsAreDefanged(t *testing.T) {
 	})
 
 	t.Run("agent answer", func(t *testing.T) {
+		t.Parallel()
 		gh := newGitHub(t)
 		answer := `{"title":"loop-go is armed","summary":"Post loop-go or halt the loop, or the-loop start.",` +
 			`"root_cause":"the LOOP-GO keyword; HALT  THE LOOP; the-loop execute","suggested_fix":"never say loop-go"}`
@@ -82,6 +85,7 @@ func TestDeploymentControlKeywordsAreDefanged(t *testing.T) {
 	})
 
 	t.Run("a keyword the-loop cannot read is an error", func(t *testing.T) {
+		t.Parallel()
 		d := newDeployment(t, nil, deployOpts{harness: "builtin"})
 		withControlKeywords(t, d, "      start: [a, b]\n")
 		res := d.run("run", "--dry-run")

@@ -53,6 +53,7 @@ func newSwitchedDeployment(t *testing.T, gh *fakegh.Server, o switchOpts) *deplo
 // the-loop's lock does: a person can `cat` it, and a scan that finds the
 // lock held names the holder. Released, the file is removed.
 func TestSwitchedLockFileHoldsTheHoldersPID(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newSwitchedDeployment(t, gh, switchOpts{agentEnv: []string{"FAKE_AGENT_DELAY"}, env: []string{"FAKE_AGENT_DELAY=3s"}})
 	d.appendLog(failure(t0, "worker.crashed", "worker crashed on nil config"))
@@ -111,6 +112,7 @@ func TestSwitchedLockFileHoldsTheHoldersPID(t *testing.T) {
 // hourly scans. Scans where the agent was down (it exits on the first
 // dossier) count nothing and charge nothing.
 func TestSwitchedMaxRetriesCapsAgentRunsPerDefect(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		extra string
@@ -120,6 +122,7 @@ func TestSwitchedMaxRetriesCapsAgentRunsPerDefect(t *testing.T) {
 		{"maxRetries 2", "  maxRetries: 2\n", 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			gh := newGitHub(t)
 			record := filepath.Join(t.TempDir(), "agent-runs.jsonl")
 			d := newSwitchedDeployment(t, gh, switchOpts{extra: tc.extra,
@@ -199,6 +202,7 @@ func fakeInstall(t *testing.T, layout bool) (bin, pkg string) {
 // in the dossier's Source section, and said by status. sourcePath
 // overrides it; with no the-loop on PATH status says there is none and why.
 func TestSwitchedAgentReadsTheInstalledSource(t *testing.T) {
+	t.Parallel()
 	const sysPath = "PATH=/usr/bin:/bin"
 	trace := "poll failed: Traceback (most recent call last):\n  File \"/opt/loop/venv/lib/python3.12/site-packages/the_loop/core/poller.py\", line 3, in poll\n    raise RuntimeError(\"poll ledger is read-only\")\nRuntimeError: poll ledger is read-only"
 	layoutBin, layoutPkg := fakeInstall(t, true)
@@ -218,6 +222,7 @@ func TestSwitchedAgentReadsTheInstalledSource(t *testing.T) {
 		{"not installed", sysPath, "", "", "", "no the-loop on PATH"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			gh := newGitHub(t)
 			record := filepath.Join(t.TempDir(), "agent-runs.jsonl")
 			d := newSwitchedDeployment(t, gh, switchOpts{extra: tc.extra,
@@ -276,6 +281,7 @@ func quoteInner(s string) string { q := quote(s); return q[1 : len(q)-1] }
 // files, charges and writes nothing. the-loop's dry run shows each
 // diagnosis whatever the cap.
 func TestSwitchedDryRunPreviewsEveryDiagnosis(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newSwitchedDeployment(t, gh, switchOpts{theLoopOpts: theLoopOpts{maxPerDay: 1}})
 	for i := range 8 {
@@ -309,6 +315,7 @@ func TestSwitchedDryRunPreviewsEveryDiagnosis(t *testing.T) {
 // the-loop's limits: the error cut at 800 characters, the dossier at most
 // 6,000, however long and many the records.
 func TestSwitchedPromptSeesNoMoreThanTheIssue(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	record := filepath.Join(t.TempDir(), "agent-runs.jsonl")
 	d := newSwitchedDeployment(t, gh, switchOpts{agentEnv: []string{"FAKE_AGENT_RECORD"}, env: []string{"FAKE_AGENT_RECORD=" + record}})

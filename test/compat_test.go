@@ -109,6 +109,7 @@ func (d *deployment) bare(args ...string) result {
 // writing: nothing the-loop filed is filed again, and no second ledger
 // appears at ./.the-loop/self-diagnosis.json.
 func TestTheLoopsLedgerUnderStateRootIsTheOneUsed(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newTheLoopDeployment(t, gh, theLoopOpts{root: "var/loop"})
 	old := "tmux send-keys exited 1: client is read-only"
@@ -144,8 +145,10 @@ func TestTheLoopsLedgerUnderStateRootIsTheOneUsed(t *testing.T) {
 // The config is found as the-loop finds it: $THE_LOOP_CLI_CONFIG before
 // ./.the-loop/cli-config.yaml before ~/.the-loop/cli-config.yaml.
 func TestTheConfigIsFoundWhereTheLoopFindsIt(t *testing.T) {
+	t.Parallel()
 	for _, where := range []string{"cwd", "env", "home"} {
 		t.Run(where, func(t *testing.T) {
+			t.Parallel()
 			gh := newGitHub(t)
 			d := newTheLoopDeployment(t, gh, theLoopOpts{root: "state", where: where})
 			if where == "env" {
@@ -167,6 +170,7 @@ func TestTheConfigIsFoundWhereTheLoopFindsIt(t *testing.T) {
 // and deferred on stdout, failed on stderr, and a scan with nothing to act
 // on (or no log yet) says so on stdout.
 func TestOutcomeLinesAreTheLoops(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newTheLoopDeployment(t, gh, theLoopOpts{maxPerDay: 1})
 	os.Remove(d.log)
@@ -214,6 +218,7 @@ func TestOutcomeLinesAreTheLoops(t *testing.T) {
 
 // With no repo set, the-loop files on its own upstream.
 func TestTheDefaultRepoIsTheLoopsUpstream(t *testing.T) {
+	t.Parallel()
 	gh := fakegh.New(fakegh.Options{Repo: "MadaraUchiha-314/the-loop"})
 	t.Cleanup(gh.Close)
 	d := newTheLoopDeployment(t, gh, theLoopOpts{noRepo: true})
@@ -230,6 +235,7 @@ func TestTheDefaultRepoIsTheLoopsUpstream(t *testing.T) {
 // Posting while disabled is refused in the-loop's words, naming the file
 // that was read — or, when there is none, the last place looked.
 func TestTheDisabledMessageNamesTheConfig(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newTheLoopDeployment(t, gh, theLoopOpts{disabled: true})
 	d.appendLog(failure(t0, "dispatch.failed", "boom"))
@@ -251,6 +257,7 @@ func TestTheDisabledMessageNamesTheConfig(t *testing.T) {
 // A dry run whose agent fails shows the dossier it would have sent and
 // exits 0: a preview, not a failed scan. It writes nothing.
 func TestADryRunWithAFailingAgentShowsTheDossier(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newTheLoopDeployment(t, gh, theLoopOpts{agentMode: "exit", disabled: true})
 	d.appendLog(failure(t0, "dispatch.failed", "worker lost its lease on /home/alice/w/queue.db"), failure(t0, "queue.failed", "queue wedged"))
@@ -274,6 +281,7 @@ func TestADryRunWithAFailingAgentShowsTheDossier(t *testing.T) {
 // the-loop's own settlement (poll.comment_settled, will_retry false at
 // info, no error) is not a failure; its give-ups are.
 func TestTheLoopsSettlementIsNotAFailure(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newTheLoopDeployment(t, gh, theLoopOpts{})
 	settled := fmt.Sprintf(`{"ts":%q,"source":"poll","event":"poll.comment_settled","level":"info","pid":42,"work_item":"github:acme/private#7","comment_id":99,"actor":"alice","outcome":"session-paused","will_retry":false}`,
@@ -296,6 +304,7 @@ func TestTheLoopsSettlementIsNotAFailure(t *testing.T) {
 // own fingerprint(), as in fingerprint/legacy_golden_test.go): the tool
 // files none of those defects again.
 func TestTheLoopsReportedUnicodeAndNonStringErrorsAreNotFiledAgain(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newTheLoopDeployment(t, gh, theLoopOpts{root: "var/loop"})
 	ts := t0.Format("2006-01-02T15:04:05.000Z")

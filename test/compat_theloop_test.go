@@ -77,6 +77,7 @@ func checkTheLoopEvent(t *testing.T, e map[string]any, keys ...string) {
 // never for a deferral; posted (url); deferred (fingerprint, trigger);
 // failed (stage agent | post, attempt: this attempt's number); pid always.
 func TestEventsCarryTheLoopsFields(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{maxPerDay: 1})
 	d.appendLog(
@@ -111,6 +112,7 @@ func TestEventsCarryTheLoopsFields(t *testing.T) {
 	}
 
 	t.Run("failed: agent", func(t *testing.T) {
+		t.Parallel()
 		d := newDeployment(t, newGitHub(t), deployOpts{agentMode: "garbage"})
 		d.appendLog(failure(t0, "worker.crashed", "worker crashed on nil config"))
 		for i := 0; i < 2; i++ {
@@ -129,6 +131,7 @@ func TestEventsCarryTheLoopsFields(t *testing.T) {
 	})
 
 	t.Run("failed: post", func(t *testing.T) {
+		t.Parallel()
 		gh := newGitHub(t)
 		d := newDeployment(t, gh, deployOpts{})
 		gh.Inject(fakegh.RouteCreateIssue, fakegh.Unprocessable("body is too long"))
@@ -150,6 +153,7 @@ func TestEventsCarryTheLoopsFields(t *testing.T) {
 // entry retry needs) and under the-loop's own, so either tool's status and
 // scan see it.
 func TestAbandonmentHasTheLoopsShape(t *testing.T) {
+	t.Parallel()
 	d := newDeployment(t, newGitHub(t), deployOpts{agentMode: "garbage"})
 	line := failure(t0, "worker.crashed", "worker crashed on nil config at /home/josé/w 12")
 	d.appendLog(line)
@@ -191,6 +195,7 @@ func TestAbandonmentHasTheLoopsShape(t *testing.T) {
 // posted holds the-loop's millisecond timestamps (its _to_epoch reads
 // them; more fraction digits are not read by Python before 3.11).
 func TestStateReadsAsTheLoopsOwn(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{})
 	lines := []string{

@@ -16,6 +16,7 @@ import (
 // fails with exit 1 on the line that names what is wrong (and its fix); a
 // working one passes with exit 0.
 func TestDoctorNamesWhatIsWrongAndFilesNothing(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		gh      fakegh.Options
@@ -42,6 +43,7 @@ func TestDoctorNamesWhatIsWrongAndFilesNothing(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			gh := fakegh.New(tc.gh)
 			t.Cleanup(gh.Close)
 			gh.AddToken("reader-token", fakegh.Token{Login: "reader", ReadOnly: true})
@@ -82,6 +84,7 @@ func TestDoctorNamesWhatIsWrongAndFilesNothing(t *testing.T) {
 // doctor --json is the same checks for a machine; a bad config is a usage
 // error (exit 2) naming the key.
 func TestDoctorJSONAndConfigErrors(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{})
 	d.appendLog(info(t0, "job.completed"))
@@ -123,6 +126,7 @@ func TestDoctorJSONAndConfigErrors(t *testing.T) {
 // stays, and names its schema version; an unreachable one fails with its
 // fix.
 func TestDoctorChecksAPostgreSQLStore(t *testing.T) {
+	t.Parallel()
 	url := pgtest.Start(t)
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{extra: fmt.Sprintf("  store: %s\n", quote(url))})

@@ -38,6 +38,7 @@ func openIssues(gh *fakegh.Server) []fakegh.Issue {
 // filed before are closed as duplicates of the first deployment's, with a
 // link, and ten scans later one issue is open for the defect.
 func TestTwoDeploymentsSeeingVariantsInDifferentOrdersKeepOneIssue(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	opts := deployOpts{harness: "builtin", maxPerDay: 100}
 	a, b := newDeployment(t, gh, opts), newDeployment(t, gh, opts)
@@ -96,6 +97,7 @@ func TestTwoDeploymentsSeeingVariantsInDifferentOrdersKeepOneIssue(t *testing.T)
 // issue, named by the first variant, and later scans seeing new variants
 // add occurrences to it: the same issue across ten scans.
 func TestADefectsVariantsStayOneIssueAcrossTenScans(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{harness: "builtin", maxPerDay: 100})
 	users := []string{"oracle", "postgres", "deploy", "nagios", "ubuntu", "admin", "git", "ftp", "test", "guest", "pi", "jenkins", "mysql", "www"}
@@ -128,6 +130,7 @@ func TestADefectsVariantsStayOneIssueAcrossTenScans(t *testing.T) {
 // deferred waits under the new name and is filed once, and nothing is
 // filed twice.
 func TestAStateWrittenByTheV2ReleaseFilesNothingAgain(t *testing.T) {
+	t.Parallel()
 	stateWrittenByAnOlderRelease(t, "v2:", "store.failed", "open /srv/loop/state/queue.db: database is locked",
 		"tmux.failed", "tmux send-keys failed: no server running on /tmp/tmux-1000/default")
 }
@@ -135,6 +138,7 @@ func TestAStateWrittenByTheV2ReleaseFilesNothingAgain(t *testing.T) {
 // The same from the v3 release, for texts whose v4 template differs from
 // v3's (a quoted name no code has, a login at a host).
 func TestAStateWrittenByTheV3ReleaseFilesNothingAgain(t *testing.T) {
+	t.Parallel()
 	stateWrittenByAnOlderRelease(t, "v3:", "git.worktree.failed", "git worktree remove '~scratch-area': fatal: not a working tree",
 		"queue.claim.failed", "claim rejected: lease owned by deploy@build-07.(none) is newer")
 }

@@ -12,6 +12,7 @@ import (
 // titled by the record's message and error, with the mapped fields in its
 // records, and nothing for the lines that are not failures.
 func TestEveryFormatPresetFilesItsFailuresInADryRun(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		format string
 		titles []string // one per defect: what its title names
@@ -31,6 +32,7 @@ func TestEveryFormatPresetFilesItsFailuresInADryRun(t *testing.T) {
 		{"otel", []string{"order push failed: requests.exceptions.HTTPError"}, []string{`"event":"order push failed"`, `"level":"error"`}, []string{"erp slow", "order sync"}},
 	} {
 		t.Run(c.format, func(t *testing.T) {
+			t.Parallel()
 			d := newDeployment(t, nil, deployOpts{harness: "builtin", eventLog: "  format: " + c.format + "\n"})
 			b, err := os.ReadFile(filepath.Join("..", "testdata", "formats", c.format+".jsonl"))
 			if err != nil {
@@ -75,6 +77,7 @@ func TestEveryFormatPresetFilesItsFailuresInADryRun(t *testing.T) {
 
 // A format the tool does not know is a config error naming the key.
 func TestAnUnknownFormatIsAConfigError(t *testing.T) {
+	t.Parallel()
 	d := newDeployment(t, nil, deployOpts{harness: "builtin", eventLog: "  format: log4j\n"})
 	res := d.run("run", "--dry-run")
 	if res.code != 2 || !strings.Contains(res.stderr, "eventLog.format") || !strings.Contains(res.stderr, "pino") {

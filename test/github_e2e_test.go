@@ -83,12 +83,22 @@ func fingerprintsOnGitHub(gh *fakegh.Server) map[string][]int {
 }
 
 func TestTwoRunsStartedTogetherOnOneStatePostEachDefectOnce(t *testing.T) {
+	t.Parallel()
 	want := expectedFingerprints(t, killDefects())
 	for _, slowLookup := range []bool{false, true} {
 		gh := newGitHub(t)
+		oneEnded := make(chan struct{})
+		var once sync.Once
 		if slowLookup {
-			// Stretch the first run so the second surely starts inside it.
-			gh.Inject(fakegh.RouteListIssues, fakegh.Slow(300*time.Millisecond))
+			// Stretch the first run so the second surely starts inside it:
+			// its first marker lookup is held until the other run has ended,
+			// however slowly that one starts.
+			gh.Inject(fakegh.RouteListIssues, fakegh.Fault{Before: func() {
+				select {
+				case <-oneEnded:
+				case <-time.After(30 * time.Second):
+				}
+			}})
 		}
 		d := newDeployment(t, gh, deployOpts{})
 		d.appendLog(killDefects()...)
@@ -106,6 +116,7 @@ func TestTwoRunsStartedTogetherOnOneStatePostEachDefectOnce(t *testing.T) {
 				defer wg.Done()
 				cmd.Wait()
 				codes[i] = cmd.ProcessState.ExitCode()
+				once.Do(func() { close(oneEnded) })
 			}()
 		}
 		wg.Wait()
@@ -157,6 +168,7 @@ func toolVersion(t *testing.T, d *deployment) string {
 }
 
 func TestFleetFilesOnceAndTheSecondDeploymentKeepsOneOccurrenceComment(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	first := newDeployment(t, gh, deployOpts{})
 	second := newDeployment(t, gh, deployOpts{})
@@ -303,6 +315,7 @@ func occurrencesIn(t *testing.T, reqBody []byte) int {
 const secretToken = "ghp_T0pS3cretV4lue9f8e7d6c5b4a"
 
 func TestSetupFailuresStopWithOneClearMessageAndChargeNoDefect(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		setup func(t *testing.T) (*fakegh.Server, deployOpts)
@@ -343,6 +356,7 @@ func TestSetupFailuresStopWithOneClearMessageAndChargeNoDefect(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			gh, opts := tc.setup(t)
 			d := newDeployment(t, gh, opts)
 			if tc.name == "404 repository not found" {
@@ -388,6 +402,7 @@ func TestSetupFailuresStopWithOneClearMessageAndChargeNoDefect(t *testing.T) {
 }
 
 func TestSetupFixedFilesWhatWaited(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{env: []string{"GH_TOKEN=" + secretToken}})
 	d.appendLog(killDefects()...)
@@ -401,6 +416,7 @@ func TestSetupFixedFilesWhatWaited(t *testing.T) {
 }
 
 func TestClosedAsCompletedIsReopenedWhenTheDefectRecurs(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{})
 	errText := "queue full: dropped work item after 3 attempts"
@@ -428,6 +444,7 @@ func TestClosedAsCompletedIsReopenedWhenTheDefectRecurs(t *testing.T) {
 }
 
 func TestClosedAsNotPlannedIsRespected(t *testing.T) {
+	t.Parallel()
 	errText := "worker crashed: nil pointer dereference in scheduler.pick"
 	fp := expectedFingerprints(t, []string{failure(t0, "worker.crashed", errText)})[0]
 	gh := newGitHub(t)
@@ -467,7 +484,9 @@ func TestClosedAsNotPlannedIsRespected(t *testing.T) {
 // scan, and the next scan after the wait files the log's three defects,
 // each once.
 func TestASecondaryRateLimitOnACreateIsARefusalNotADoubt(t *testing.T) {
+	t.Parallel()
 	t.Run("longer than the scan waits", func(t *testing.T) {
+		t.Parallel()
 		gh := newGitHub(t)
 		gh.Inject(fakegh.RouteCreateIssue, fakegh.SecondaryRateLimitAs(http.StatusTooManyRequests, 30*time.Second, -1))
 		d := newDeployment(t, gh, deployOpts{extra: "  maxWaitSeconds: 1\n"})
@@ -502,6 +521,7 @@ func TestASecondaryRateLimitOnACreateIsARefusalNotADoubt(t *testing.T) {
 		}
 	})
 	t.Run("within the scan's wait", func(t *testing.T) {
+		t.Parallel()
 		gh := newGitHub(t)
 		gh.Inject(fakegh.RouteCreateIssue, fakegh.SecondaryRateLimit(time.Second))
 		d := newDeployment(t, gh, deployOpts{})
@@ -514,6 +534,7 @@ func TestASecondaryRateLimitOnACreateIsARefusalNotADoubt(t *testing.T) {
 }
 
 func TestPrimaryRateLimitDefersTheScanWithoutChargingAnyDefect(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	gh.Inject(fakegh.RouteCreateIssue, fakegh.PrimaryRateLimit(2*time.Hour))
 	d := newDeployment(t, gh, deployOpts{})
@@ -544,6 +565,7 @@ func TestPrimaryRateLimitDefersTheScanWithoutChargingAnyDefect(t *testing.T) {
 }
 
 func TestASetupFailureStopsTheScanBeforeAnyAgentRuns(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	runs := filepath.Join(t.TempDir(), "agent-runs.jsonl")
 	d := newDeployment(t, gh, deployOpts{env: []string{"GH_TOKEN=wrong-token", "FAKE_AGENT_RECORD=" + runs}})

@@ -152,6 +152,7 @@ func incremental(t *testing.T, d *deployment, recurring []string, at time.Time) 
 // on an empty state (within 2×), and each issue filed writes at most 64 KiB:
 // the state is looked up and written per row, never read or rewritten whole.
 func TestGrowthIncrementalScanAndBytesPerIssueDoNotGrowWithTheState(t *testing.T) {
+	t.Parallel()
 	known := growthKnown(t)
 	const reps = 5
 	times, reads := map[int][]time.Duration{}, map[int][]int64{}

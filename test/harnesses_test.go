@@ -74,11 +74,13 @@ func argAfter(argv []string, flag string) string {
 // neither gets a flag that runs tools unasked. What the run used (tokens)
 // is kept as its cost.
 func TestCodexAndGeminiFileAnIssueReadOnly(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ cli, tokens string }{
 		{cli: "codex", tokens: "24763 tokens in, 122 out"},
 		{cli: "gemini", tokens: "8123 tokens in, 1012 out"},
 	} {
 		t.Run(tc.cli, func(t *testing.T) {
+			t.Parallel()
 			gh := newGitHub(t)
 			d := newDeployment(t, gh, deployOpts{harness: tc.cli, agentMode: "valid",
 				env: []string{cliOnPath(t, tc.cli)}, extra: "  model: m-1\n"})
@@ -130,11 +132,13 @@ func TestCodexAndGeminiFileAnIssueReadOnly(t *testing.T) {
 // the scan says so and exits 1, the defect waits with the CLI's reason,
 // nothing is charged or abandoned; once the login works it is filed.
 func TestCodexAndGeminiAuthErrorsLeaveTheDefectWaiting(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ cli, reason string }{
 		{cli: "codex", reason: "401 Unauthorized"},
 		{cli: "gemini", reason: "Please set an Auth method"},
 	} {
 		t.Run(tc.cli, func(t *testing.T) {
+			t.Parallel()
 			gh := newGitHub(t)
 			d := newDeployment(t, gh, deployOpts{harness: tc.cli, agentMode: "error",
 				env: []string{cliOnPath(t, tc.cli)}})
@@ -171,8 +175,10 @@ func TestCodexAndGeminiAuthErrorsLeaveTheDefectWaiting(t *testing.T) {
 // agent message, gemini's response) is the dossier's failure, charged to
 // it as a retry: the agent itself worked.
 func TestCodexAndGeminiUnusableAnswersAreTheDossiers(t *testing.T) {
+	t.Parallel()
 	for _, cli := range []string{"codex", "gemini"} {
 		t.Run(cli, func(t *testing.T) {
+			t.Parallel()
 			gh := newGitHub(t)
 			d := newDeployment(t, gh, deployOpts{harness: cli, agentMode: "garbage", env: []string{cliOnPath(t, cli)}})
 			d.appendLog(failure(t0, "dispatch.failed", "handler panicked: nil map write"))

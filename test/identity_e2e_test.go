@@ -12,6 +12,7 @@ import (
 // writes the issue (the builtin one quotes the error, a careless one echoes
 // the whole dossier), and whatever the repository is called.
 func TestAPrivateRepositoryNamedByTheWorkItemNeverReachesTheIssue(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewSource(13))
 	owners := []string{"initech", "globex-labs", "umbrella", "hooli", "vandelay", "wonka-industries"}
 	repos := []string{"secret-payroll", "hr_portal", "merger-plans", "payroll", "Ledger2", "client-x-data"}
@@ -21,6 +22,7 @@ func TestAPrivateRepositoryNamedByTheWorkItemNeverReachesTheIssue(t *testing.T) 
 		owner, repo := owners[k], repos[k]
 		num := fmt.Sprint(2 + rng.Intn(3000))
 		t.Run(owner+"/"+repo, func(t *testing.T) {
+			t.Parallel()
 			gh := newGitHub(t)
 			d := newDeployment(t, gh, agent)
 			errText := fmt.Sprintf("gh issue view %s --repo %s/%s failed: HTTP 404: Not Found (https://api.github.com/repos/%s/%s/issues/%s)", num, owner, repo, owner, repo, num)

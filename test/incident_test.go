@@ -51,6 +51,7 @@ func replayFingerprints(t *testing.T, d *deployment) map[int64]string {
 // fingerprint, and files no issue of its own; one with nothing before it
 // keeps its own.
 func TestGiveUpEndingAnIncidentFilesNoIssueOfItsOwn(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{harness: "builtin", maxPerDay: 10})
 	wi, deliv := "github:tarnwick/relay-hub#318", "0f3b6c2e-7d41-4a9e-b5c8-63e2d1f0a947"
@@ -74,6 +75,7 @@ func TestGiveUpEndingAnIncidentFilesNoIssueOfItsOwn(t *testing.T) {
 // state: a give-up written after the run that filed its failure joins that
 // issue. The state holds no correlation value in clear.
 func TestACronRunLinksAGiveUpToThePreviousRunsFailure(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{harness: "builtin", maxPerDay: 10})
 	wi, deliv := "github:tarnwick/relay-hub#318", "0f3b6c2e-7d41-4a9e-b5c8-63e2d1f0a947"
@@ -102,6 +104,7 @@ func TestACronRunLinksAGiveUpToThePreviousRunsFailure(t *testing.T) {
 // A watcher keeps its incident index across scans: a give-up in one scan
 // links to the failure the previous scan read.
 func TestWatcherLinksAGiveUpToThePreviousScansFailure(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{harness: "builtin", maxPerDay: 10})
 	wi, deliv := "github:tarnwick/relay-hub#318", "0f3b6c2e-7d41-4a9e-b5c8-63e2d1f0a947"
@@ -139,6 +142,7 @@ func TestWatcherLinksAGiveUpToThePreviousScansFailure(t *testing.T) {
 // fake GitHub and counts the open issues per true defect. Run with -v for
 // the figures.
 func TestOpenIssuesPerDefectOnADeploymentShapedLog(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		lines int
 		seed  int64
@@ -151,6 +155,7 @@ func TestOpenIssuesPerDefectOnADeploymentShapedLog(t *testing.T) {
 		{20000, 5, 1.05},
 	} {
 		t.Run(fmt.Sprintf("%d-lines-seed-%d", tc.lines, tc.seed), func(t *testing.T) {
+			t.Parallel()
 			gh := newGitHub(t)
 			d := newDeployment(t, gh, bulkDeployOpts)
 			defects := fileGeneratedLog(t, d, tc.lines, tc.seed)
@@ -164,6 +169,7 @@ func TestOpenIssuesPerDefectOnADeploymentShapedLog(t *testing.T) {
 // first filed is found by the second through the issue's marker, whatever
 // variant each saw first.
 func TestTwoDeploymentsFileOneIssuePerDefect(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	a, b := newDeployment(t, gh, bulkDeployOpts), newDeployment(t, gh, bulkDeployOpts)
 	defects := fileGeneratedLog(t, a, 20000, 6)

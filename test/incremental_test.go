@@ -47,6 +47,7 @@ func (w *watcher) waitScans(n int) {
 }
 
 func TestAScanWithNothingToPostAsksGitHubNothing(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{})
 	d.appendLog(info(t0, "dispatch.started"), info(t0.Add(time.Second), "dispatch.finished"))
@@ -72,6 +73,7 @@ func TestAScanWithNothingToPostAsksGitHubNothing(t *testing.T) {
 }
 
 func TestAWatcherPicksUpAStateChangedBehindItsBack(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{})
 	d.appendLog(info(t0, "dispatch.started"))
@@ -134,6 +136,7 @@ func (d *deployment) occurrences() int {
 // Killed, it loses nothing: the next scan reads those lines again from the
 // committed cursor and counts them once; stopped, it has written all.
 func TestAWatcherWritesRecurrencesBehindAndLosesNothingWhenKilled(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{})
 	errText := "queue full: dropped work item after 3 attempts"

@@ -392,6 +392,7 @@ func killPoints() []killPoint {
 }
 
 func TestKillAnywhereThenRerunFilesEachDefectExactlyOnce(t *testing.T) {
+	t.Parallel()
 	want := expectedFingerprints(t, killDefects())
 	if len(want) != 3 {
 		t.Fatalf("the fixture should hold 3 distinct defects, fingerprints: %v", want)
@@ -566,6 +567,7 @@ func assertOneIssuePerDefect(t *testing.T, d *deployment, gh *fakegh.Server, wan
 // event and its count commit together; the create's intent and its
 // reservation before the create).
 func TestKilledManyTimesTheDailyCapHoldsAndEveryIssueIsTold(t *testing.T) {
+	t.Parallel()
 	defects := append(killDefects(),
 		failure(t0.Add(3*time.Second), "db.failed", "db query failed: deadlock detected on table jobs"),
 		failure(t0.Add(4*time.Second), "auth.failed", "token refresh failed: unexpected end of JSON input"))
@@ -576,6 +578,7 @@ func TestKilledManyTimesTheDailyCapHoldsAndEveryIssueIsTold(t *testing.T) {
 	}
 	for _, seed := range seeds {
 		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+			t.Parallel()
 			rng := rand.New(rand.NewSource(seed))
 			gh := newGitHub(t)
 			d := newDeployment(t, gh, deployOpts{maxPerDay: maxPerDay})

@@ -18,6 +18,7 @@ func openAIHarness(srv *openaifake.Server) string {
 // answer, sending the key from the variable apiKeyEnv names as a Bearer
 // token and asking for the answer's JSON schema.
 func TestTheOpenAIHarnessFilesAnIssue(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	srv := openaifake.New(openaifake.Options{})
 	t.Cleanup(srv.Close)
@@ -65,6 +66,7 @@ func TestTheOpenAIHarnessFilesAnIssue(t *testing.T) {
 // waits for the agent, nothing is charged, and once the key works it is
 // filed.
 func TestTheOpenAIHarnessWithABadKeyWaitsForTheAgent(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	srv := openaifake.New(openaifake.Options{})
 	t.Cleanup(srv.Close)
@@ -87,6 +89,7 @@ func TestTheOpenAIHarnessWithABadKeyWaitsForTheAgent(t *testing.T) {
 
 // The harness's keys are checked with errors naming the key.
 func TestTheOpenAIHarnessConfigErrorsNameTheKey(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ harness, want string }{
 		{"openai\n  model: m", "selfDiagnosis.endpoint"},
 		{"openai\n  endpoint: \"localhost:11434/v1\"\n  model: m", "selfDiagnosis.endpoint"},

@@ -45,6 +45,7 @@ func nothingCharged(t *testing.T, d *deployment, scan int) {
 }
 
 func TestAGitHubOutageOfThreeScansLosesNothing(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	record := filepath.Join(t.TempDir(), "runs.jsonl")
 	d := newDeployment(t, gh, deployOpts{env: []string{"FAKE_AGENT_RECORD=" + record}})
@@ -80,6 +81,7 @@ func TestAGitHubOutageOfThreeScansLosesNothing(t *testing.T) {
 }
 
 func TestAnAgentOutageOfThreeScansLosesNothing(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	record := filepath.Join(t.TempDir(), "runs.jsonl")
 	// The agent's provider answers "quota exceeded" for three scans.
@@ -115,6 +117,7 @@ func TestAnAgentOutageOfThreeScansLosesNothing(t *testing.T) {
 // client gave up (twice in a row if the tool sent it again): never sent
 // again while the listing may not show it yet; one open issue.
 func TestACreateSlowerThanTheTimeoutFilesOneIssue(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{extra: "  httpTimeoutSeconds: 1\n"})
 	d.appendLog(killDefects()[0])
@@ -159,6 +162,7 @@ func TestACreateSlowerThanTheTimeoutFilesOneIssue(t *testing.T) {
 
 // A 429 after GitHub applied the create: the lookup finds it; one issue.
 func TestATooManyRequestsAfterAnAppliedCreateFilesOneIssue(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{})
 	d.appendLog(killDefects()[0])
@@ -175,6 +179,7 @@ func TestATooManyRequestsAfterAnAppliedCreateFilesOneIssue(t *testing.T) {
 // sent again by an older version, two deployments at once): the next
 // lookup keeps the oldest and closes the other as its duplicate, linked.
 func TestAnyLookupSettlesTwins(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{extra: "  httpTimeoutSeconds: 1\n"})
 	d.appendLog(killDefects()[0])

@@ -34,6 +34,7 @@ func sibling(t *testing.T, d *deployment, name string) *deployment {
 // b.json) are fully independent: each has its own database, neither takes
 // the other's defects for known, each files its own, once.
 func TestTwoStatePathsInOneDirectoryAreIndependent(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	base := newDeployment(t, gh, deployOpts{maxPerDay: 5})
 	a, b := sibling(t, base, "a"), sibling(t, base, "b")
@@ -84,6 +85,7 @@ func TestTwoStatePathsInOneDirectoryAreIndependent(t *testing.T) {
 // is refused for the one that did not create it, saying what to do; the
 // one it belongs to takes it over.
 func TestASharedDatabaseFromAnOlderReleaseIsRefused(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	base := newDeployment(t, gh, deployOpts{})
 	a, b := sibling(t, base, "a"), sibling(t, base, "b")

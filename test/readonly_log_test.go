@@ -16,8 +16,10 @@ import (
 // diagnosis.* events go to selfDiagnosis.eventsPath when set, or are
 // skipped with one warning — never a failed run.
 func TestAReadOnlyEventLogNeverFailsARun(t *testing.T) {
+	t.Parallel()
 	for _, eventsPath := range []string{"", "events-elsewhere.jsonl"} {
 		t.Run("eventsPath="+eventsPath, func(t *testing.T) {
+			t.Parallel()
 			gh := newGitHub(t)
 			extra := ""
 			if eventsPath != "" {

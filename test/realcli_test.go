@@ -155,6 +155,7 @@ func (r *realRun) checkHostile(t *testing.T, calls int, outside ...string) {
 // event log and the tool's environ, a Grep over /proc and a fetch, gets
 // none of them; the diagnosis it then gives is filed.
 func TestRealClaudeHostileModelIsConfined(t *testing.T) {
+	t.Parallel()
 	r := newRealRun(t, "claude", "ANTHROPIC_API_KEY=sk-ant-fake", "ANTHROPIC_BASE_URL=")
 	r.d.env = append(r.d.env, "ANTHROPIC_BASE_URL="+r.srv)
 	pwned := filepath.Join(r.d.dir, "pwned.txt")
@@ -199,6 +200,7 @@ func TestRealClaudeHostileModelIsConfined(t *testing.T) {
 // codex, set up as an OpenAI user already is (OPENAI_BASE_URL and
 // OPENAI_API_KEY), diagnoses and its answer is filed.
 func TestRealCodexFilesADiagnosis(t *testing.T) {
+	t.Parallel()
 	r := newRealRun(t, "codex", "OPENAI_API_KEY=sk-fake")
 	r.d.env = append(r.d.env, "OPENAI_BASE_URL="+r.srv+"/v1")
 	r.run(t, func(int) []provider.Step { return []provider.Step{{Text: realAnswer}} })
@@ -219,6 +221,7 @@ func codexExec(js string) provider.Call {
 // outside (shell and patch), an escalation and a fetch, gets none of
 // them; the diagnosis it then gives is filed.
 func TestRealCodexHostileModelIsConfined(t *testing.T) {
+	t.Parallel()
 	r := newRealRun(t, "codex", "OPENAI_API_KEY=sk-fake")
 	r.d.env = append(r.d.env, "OPENAI_BASE_URL="+r.srv+"/v1")
 	pwned, patched := filepath.Join(r.d.dir, "pwned.txt"), filepath.Join(r.d.dir, "patched.txt")
@@ -263,6 +266,7 @@ func newGeminiRun(t *testing.T) *realRun {
 
 // gemini, set up as the README says, diagnoses and its answer is filed.
 func TestRealGeminiFilesADiagnosis(t *testing.T) {
+	t.Parallel()
 	r := newGeminiRun(t)
 	r.run(t, func(int) []provider.Step { return []provider.Step{{Text: realAnswer}} })
 	t.Logf("gemini offered its model: %v; requests %v", r.model.Tools(), r.model.Paths())
@@ -273,6 +277,7 @@ func TestRealGeminiFilesADiagnosis(t *testing.T) {
 // event log and the tool's environ, a grep over /proc, a listing of the
 // deployment and fetches, gets none of them; its diagnosis is filed.
 func TestRealGeminiHostileModelIsConfined(t *testing.T) {
+	t.Parallel()
 	r := newGeminiRun(t)
 	pwned := filepath.Join(r.d.dir, "pwned.txt")
 	var calls int

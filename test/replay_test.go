@@ -10,6 +10,7 @@ import (
 )
 
 func TestReplayPrintsEachStageAndWritesNothing(t *testing.T) {
+	t.Parallel()
 	d := newDeployment(t, nil, deployOpts{harness: "builtin"})
 	d.appendLog(info(t0, "dispatch.started"),
 		failure(t0.Add(time.Second), "dispatch.failed", "HTTP 422: validation failed for pr #12"),

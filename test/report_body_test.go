@@ -12,6 +12,7 @@ import (
 // sample records, the traceback as real lines, the deployment's versions,
 // and nothing addressed to the operator.
 func TestFiledIssueReadsLikeABugReport(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{harness: "builtin"})
 	const traceback = "Traceback (most recent call last):\n" +

@@ -25,6 +25,7 @@ func copytruncate(t *testing.T, log, copyName string) {
 }
 
 func TestCopytruncateThenRegrowthPastTheCursorFilesEveryDefectOnce(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{maxPerDay: 10})
 	d.appendLog(failure(t0, "dispatch.failed", "claude exited 1: open /tmp/x/dossier.md: no such file or directory"))
@@ -64,6 +65,7 @@ func TestCopytruncateThenRegrowthPastTheCursorFilesEveryDefectOnce(t *testing.T)
 // from the beginning, and say on stderr which file and that lines may have
 // been missed.
 func TestALogReplacedWithoutACopyIsReadFromTheStartWithAWarning(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{maxPerDay: 10})
 	d.appendLog(failure(t0, "dispatch.failed", "claude exited 1: open /tmp/x/dossier.md: no such file or directory"))
@@ -86,6 +88,7 @@ func TestALogReplacedWithoutACopyIsReadFromTheStartWithAWarning(t *testing.T) {
 // A sibling named like the log whose first bytes are not the ones the
 // cursor remembers is some other file: it is not read as the copy.
 func TestASiblingThatIsNotTheCopyIsNotRead(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{maxPerDay: 10})
 	d.appendLog(failure(t0, "dispatch.failed", "claude exited 1: open /tmp/x/dossier.md: no such file or directory"))

@@ -18,6 +18,7 @@ import (
 )
 
 func TestNewDefectFilesExactlyOneIssueAndARerunFilesNothing(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{})
 	d.appendLog(info(t0, "dispatch.started"),
@@ -66,6 +67,7 @@ func TestNewDefectFilesExactlyOneIssueAndARerunFilesNothing(t *testing.T) {
 }
 
 func TestRetriesWithVolatileTokensAreOneIssue(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{})
 	for i := 0; i < 5; i++ {
@@ -85,6 +87,7 @@ func TestRetriesWithVolatileTokensAreOneIssue(t *testing.T) {
 }
 
 func TestDailyCapDefersTheFourthDefectUntilTheWindowMoves(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{maxPerDay: 3})
 	for i, op := range []string{"push", "fetch", "clone", "rebase"} {
@@ -145,6 +148,7 @@ func TestDailyCapDefersTheFourthDefectUntilTheWindowMoves(t *testing.T) {
 // retried, and abandoned at its maxRetries-th failed run (3), as the-loop
 // abandons it: each one was a paid run.
 func TestGarbageAgentIsRetriedThenAbandonedAndNothingPosted(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{agentMode: "garbage"})
 	d.appendLog(failure(t0, "dispatch.failed", "boom"))
@@ -188,6 +192,7 @@ func TestGarbageAgentIsRetriedThenAbandonedAndNothingPosted(t *testing.T) {
 }
 
 func TestHeldLockSkipsTheScan(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{})
 	d.appendLog(failure(t0, "dispatch.failed", "boom"))
@@ -206,6 +211,7 @@ func TestHeldLockSkipsTheScan(t *testing.T) {
 }
 
 func TestCorruptLinesAreCountedAndSkipped(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{})
 	d.appendLog(`{"event":"broken",`, "not json at all", "", `[1,2]`, "{\"event\":\"x\",\"level\":\"error\",\"error\":\"\xff\"}",
@@ -223,6 +229,7 @@ func TestCorruptLinesAreCountedAndSkipped(t *testing.T) {
 }
 
 func TestDryRunLeavesStateByteIdenticalAndPostsNothing(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{})
 	d.appendLog(failure(t0, "dispatch.failed", "first defect"))
@@ -251,6 +258,7 @@ func TestDryRunLeavesStateByteIdenticalAndPostsNothing(t *testing.T) {
 }
 
 func TestDisabledRefusesToPost(t *testing.T) {
+	t.Parallel()
 	d := newDeployment(t, nil, deployOpts{})
 	cfg, _ := os.ReadFile(d.config)
 	os.WriteFile(d.config, bytes.Replace(cfg, []byte("enabled: true"), []byte(`enabled: "true"`), 1), 0o644)
@@ -265,6 +273,7 @@ func TestDisabledRefusesToPost(t *testing.T) {
 }
 
 func TestMalformedConfigNamesTheKeyAndRunsNothing(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{})
 	cfg, _ := os.ReadFile(d.config)
@@ -280,6 +289,7 @@ func TestMalformedConfigNamesTheKeyAndRunsNothing(t *testing.T) {
 }
 
 func TestSigtermDuringWatchLeavesAValidStateFile(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	runs := filepath.Join(t.TempDir(), "agent-runs.jsonl")
 	d := newDeployment(t, gh, deployOpts{env: []string{"FAKE_AGENT_RECORD=" + runs}})
@@ -323,6 +333,7 @@ func TestSigtermDuringWatchLeavesAValidStateFile(t *testing.T) {
 // defects the-loop reported (under its own, unversioned fingerprints) are
 // not filed again, whichever of their occurrences the-loop had seen.
 func TestSwitchingFromTheLoopNeverRefilesItsDefects(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{})
 	// One defect to this tool; two to the-loop, whose normalizer keeps short
@@ -354,6 +365,7 @@ func TestSwitchingFromTheLoopNeverRefilesItsDefects(t *testing.T) {
 // The agent reads text from a log that anyone may have written into: a
 // prompt injection there must not find the GitHub token in its environment.
 func TestTheAgentNeverGetsTheGitHubToken(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	runs := filepath.Join(t.TempDir(), "agent-runs.jsonl")
 	d := newDeployment(t, gh, deployOpts{env: []string{"FAKE_AGENT_RECORD=" + runs, "GITHUB_TOKEN=another-token"}})

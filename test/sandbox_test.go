@@ -99,6 +99,7 @@ func agentRecords(t *testing.T, path string) []struct {
 // filed. The agent saw none of the host's secrets, nor the GitHub token,
 // nor PWD, and nothing it printed leaks a secret anywhere the tool writes.
 func TestACompromisedAgentCannotSuppressADefectOrSeeSecrets(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	runs := filepath.Join(t.TempDir(), "agent-runs.jsonl")
 	d := newDeployment(t, gh, deployOpts{agentMode: "compromised", env: secretsEnv("FAKE_AGENT_RECORD=" + runs)})
@@ -174,6 +175,7 @@ func TestACompromisedAgentCannotSuppressADefectOrSeeSecrets(t *testing.T) {
 // Agent text that is kept (evidence in the ledger, the state and the
 // diagnosis.settled event) is scrubbed; the tool's files are 0600.
 func TestSettledAgentEvidenceIsScrubbedInLedgerStateAndEvents(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	evidence, _ := json.Marshal([]string{
 		"`git fetch failed: could not resolve host github.com` shows DNS is down; I used " + planted[0],
@@ -214,6 +216,7 @@ func TestSettledAgentEvidenceIsScrubbedInLedgerStateAndEvents(t *testing.T) {
 // the tail kept, and a token) is scrubbed in the failure reason the tool
 // prints, keeps in the state and appends as diagnosis.failed.
 func TestAFailingAgentsStderrIsScrubbedEverywhere(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{agentMode: "leak-exit"})
 	d.appendLog(failure(t0, "dispatch.failed", "handler panicked: nil map write"))
@@ -240,8 +243,10 @@ func TestAFailingAgentsStderrIsScrubbedEverywhere(t *testing.T) {
 // A symbolic link at the state path or the ledger path is refused with an
 // error naming it; what it points at is left as it was.
 func TestSymlinkedStateOrLedgerIsRefused(t *testing.T) {
+	t.Parallel()
 	for _, which := range []string{"state", "ledger"} {
 		t.Run(which, func(t *testing.T) {
+			t.Parallel()
 			gh := newGitHub(t)
 			d := newDeployment(t, gh, deployOpts{agentMode: "verdict", env: []string{
 				"FAKE_AGENT_VERDICT=environment", "FAKE_AGENT_CONFIDENCE=0.95",
@@ -277,6 +282,7 @@ func TestSymlinkedStateOrLedgerIsRefused(t *testing.T) {
 // status says whether the kernel confines the agent: for a known CLI, the
 // Landlock ABI or that there is none; an operator's command, not at all.
 func TestStatusSaysWhetherTheKernelConfinesTheAgent(t *testing.T) {
+	t.Parallel()
 	ok, detail := sandbox.Available()
 	d := newDeployment(t, nil, deployOpts{harness: "claude"})
 	res := d.run("status")

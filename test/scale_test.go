@@ -33,6 +33,7 @@ func (d *deployment) mustRun(args ...string) result {
 }
 
 func TestRotationFinishesTheOldFileThenReadsTheNewOne(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{})
 	d.appendLog(failure(t0, "dispatch.failed", "claude exited 1: open /tmp/x/dossier.md: no such file or directory"))
@@ -65,6 +66,7 @@ func TestRotationFinishesTheOldFileThenReadsTheNewOne(t *testing.T) {
 }
 
 func TestTruncationRestartsFromTheBeginningWithAWarning(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{})
 	d.appendLog(failure(t0, "dispatch.failed", "claude exited 1: open /tmp/x/dossier.md: no such file or directory"),
@@ -86,6 +88,7 @@ func TestTruncationRestartsFromTheBeginningWithAWarning(t *testing.T) {
 // A scan killed before it finishes must not move the cursor: the next scan
 // reads the same records again and loses nothing.
 func TestCrashBeforeTheCursorAdvancesLosesNothing(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{})
 	d.appendLog(failure(t0, "dispatch.failed", "claude exited 1: open /tmp/x/dossier.md: no such file or directory"))
@@ -140,6 +143,7 @@ func waitForAgent(t *testing.T, record string) int {
 
 // A pipe has no cursor: it is read once, whole, and nothing is remembered.
 func TestDryRunReadsALogFromAPipe(t *testing.T) {
+	t.Parallel()
 	d := newDeployment(t, nil, deployOpts{harness: "builtin"})
 	d.appendLog(info(t0, "dispatch.started"),
 		failure(t0.Add(time.Second), "dispatch.failed", "claude exited 1: open /tmp/x/dossier.md: no such file or directory"))
@@ -181,6 +185,7 @@ func notFiled(gh *fakegh.Server, texts ...string) []string {
 // Rotated twice between two scans: the file the cursor was in, the whole
 // file rotated after it, then the new log — nothing in between is lost.
 func TestTwoRotationsBetweenScansLoseNothing(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{maxPerDay: 10})
 	d.appendLog(failure(t0, "dispatch.failed", "claude exited 1: open /tmp/x/dossier.md: no such file or directory"))
@@ -222,6 +227,7 @@ func TestTwoRotationsBetweenScansLoseNothing(t *testing.T) {
 // logrotate's copytruncate: the log is copied to a sibling, then truncated
 // in place. The lines written since the last scan are in the copy only.
 func TestCopytruncateRotationLosesNothing(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{maxPerDay: 10})
 	d.appendLog(failure(t0, "dispatch.failed", "claude exited 1: open /tmp/x/dossier.md: no such file or directory"))
@@ -254,6 +260,7 @@ func TestCopytruncateRotationLosesNothing(t *testing.T) {
 // Progress is for a person at a terminal: a large backlog scanned by cron
 // (stderr not a terminal) prints none.
 func TestNoProgressWhenStderrIsNotATerminal(t *testing.T) {
+	t.Parallel()
 	d := newDeployment(t, nil, deployOpts{harness: "builtin"})
 	f, err := os.Create(d.log)
 	if err != nil {
@@ -274,6 +281,7 @@ func TestNoProgressWhenStderrIsNotATerminal(t *testing.T) {
 
 // The same scan on a terminal shows it (script(1) provides the terminal).
 func TestProgressOnATerminal(t *testing.T) {
+	t.Parallel()
 	script, err := exec.LookPath("script")
 	if err != nil {
 		t.Skip("script(1) is not installed: no terminal to test progress on")

@@ -18,6 +18,7 @@ import (
 // the file, line and key and the key meant; before, the rule loaded with no
 // regex and settled real defects as environment failures.
 func TestConfigTypoExitsTwo(t *testing.T) {
+	t.Parallel()
 	d := newDeployment(t, nil, deployOpts{extra: "  environmentRules:\n    - name: vpn\n      eror: \"dial tcp\"\n      reason: vpn down\n"})
 	res := d.run("run", "--dry-run")
 	if res.code != 2 || !strings.Contains(res.stderr, d.config+":") ||
@@ -54,6 +55,7 @@ func TestConfigTypoExitsTwo(t *testing.T) {
 // fake speaks plain HTTP, so the API URL comes from selfDiagnosis.apiURL;
 // GH_HOST's own https://HOST/api/v3/ is TestGitHubTarget's.
 func TestEnterpriseTokenOnlyToItsHost(t *testing.T) {
+	t.Parallel()
 	failing := failure(t0, "dispatch.failed", "claude exited 1: open /tmp/the-loop-8f3a1c/dossier.md: no such file or directory")
 
 	gh := fakegh.New(fakegh.Options{Tokens: map[string]fakegh.Token{"ent-token": {Login: "loop-bot", Triage: true}}})
@@ -85,6 +87,7 @@ func TestEnterpriseTokenOnlyToItsHost(t *testing.T) {
 // token, no apiURL or GITHUB_API_URL is set, and every request it gets is
 // under /api/v3/ with that token.
 func TestGHHostNamesTheAPI(t *testing.T) {
+	t.Parallel()
 	gh := fakegh.New(fakegh.Options{TLS: true, Tokens: map[string]fakegh.Token{"ent-token": {Login: "ghe-bot", Triage: true}}})
 	t.Cleanup(gh.Close)
 	ca := filepath.Join(t.TempDir(), "ca.pem")
@@ -116,6 +119,7 @@ func TestGHHostNamesTheAPI(t *testing.T) {
 // and mode, the stop line its reason, the agent's took is a duration with
 // its unit, and a failed defect is an error-level line.
 func TestWatchJSONLogs(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{})
 	d.appendLog(failure(t0, "dispatch.failed", "claude exited 1: bad request"))
@@ -160,6 +164,7 @@ func TestWatchJSONLogs(t *testing.T) {
 }
 
 func TestBadLogFlagsExitTwo(t *testing.T) {
+	t.Parallel()
 	d := newDeployment(t, nil, deployOpts{})
 	for _, args := range [][]string{{"--log-level", "loud"}, {"--log-format", "xml"}} {
 		if res := d.run(append([]string{"run", "--dry-run"}, args...)...); res.code != 2 || !strings.Contains(res.stderr, args[0]) {
@@ -171,6 +176,7 @@ func TestBadLogFlagsExitTwo(t *testing.T) {
 // Under --log-format json a config error and a failed run end in JSON
 // lines too, with the exit code kept.
 func TestJSONLogsToTheEnd(t *testing.T) {
+	t.Parallel()
 	d := newDeployment(t, nil, deployOpts{extra: "  maxRetires: 2\n"})
 	res := d.run("run", "--dry-run", "--log-format", "json")
 	if res.code != 2 {
@@ -187,6 +193,7 @@ func TestJSONLogsToTheEnd(t *testing.T) {
 // status says when the state does not exist yet, and its JSON names the
 // tool's version; version --json is machine-readable.
 func TestStatusAndVersionSayWhatTheyKnow(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{harness: "builtin"})
 	res := d.run("status")
@@ -213,6 +220,7 @@ func TestStatusAndVersionSayWhatTheyKnow(t *testing.T) {
 // working directory; the-loop's eventLog.path is the working directory's,
 // as the-loop opens it.
 func TestConfigReadFromAnotherDirectory(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	root := t.TempDir()
 	etc, work := filepath.Join(root, "etc"), filepath.Join(root, "work")

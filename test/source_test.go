@@ -13,6 +13,7 @@ import (
 // service's source that wrote the failure's message, named by its path
 // relative to the tree, and the prompt asks for a root cause citing it.
 func TestTheDossierQuotesTheSourceLineAMessageComesFrom(t *testing.T) {
+	t.Parallel()
 	src := t.TempDir()
 	file := filepath.Join(src, "internal", "lease", "lease.go")
 	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
@@ -76,6 +77,7 @@ func aborted(int) bool { return true }
 }
 
 func TestASourcePathThatIsNoDirectoryIsAConfigError(t *testing.T) {
+	t.Parallel()
 	d := newDeployment(t, nil, deployOpts{extra: "  sourcePath: " + quote(filepath.Join(t.TempDir(), "missing")) + "\n"})
 	res := d.run("run", "--now", t0.Format(time.RFC3339))
 	if res.code == 0 || !strings.Contains(res.stderr, "selfDiagnosis.sourcePath") {

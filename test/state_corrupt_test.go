@@ -10,11 +10,13 @@ import (
 // disk, cut off by a crash mid-copy) stops the scan with an error naming it:
 // taken as empty it would rerun every agent and reset the daily cap.
 func TestAnEmptyOrCutOffStateFileStopsTheScan(t *testing.T) {
+	t.Parallel()
 	for name, content := range map[string]string{
 		"zero bytes": "",
 		"cut off":    `{"reported": {"v3:0123456789abcdef": {"url": "https://github.com/acme/widgets/issues/1", "num`,
 	} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			gh := newGitHub(t)
 			d := newDeployment(t, gh, deployOpts{})
 			d.appendLog(failure(t0, "dispatch.failed", "claude exited 1: open /tmp/x/dossier.md: no such file or directory"))

@@ -18,6 +18,7 @@ import (
 // truth, and asserts the fail-safe: a real defect is never settled away.
 // Run with -v to see the figures.
 func TestNoRealDefectIsSettledOnAGeneratedLog(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{harness: "builtin", maxPerDay: 1000,
 		extra: "  maxDiagnosesPerScan: 1000\n  maxDiagnosesPerDay: 1000\n"})

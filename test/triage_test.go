@@ -38,6 +38,7 @@ func ledger(t *testing.T, d *deployment) []map[string]any {
 }
 
 func TestMachineSettlesWhatItCanAndOnlyTheRealDefectReachesAHuman(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{})
 	ts := func(s int) string { return t0.Add(time.Duration(s) * time.Second).Format(time.RFC3339Nano) }
@@ -96,6 +97,7 @@ func TestMachineSettlesWhatItCanAndOnlyTheRealDefectReachesAHuman(t *testing.T) 
 }
 
 func TestAgentVerdictsSettleOnlyWhenConfidentWithEvidence(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, verdict, confidence, evidence string
 		filed                               bool
@@ -109,6 +111,7 @@ func TestAgentVerdictsSettleOnlyWhenConfidentWithEvidence(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			gh := newGitHub(t)
 			d := newDeployment(t, gh, deployOpts{agentMode: "verdict", env: []string{
 				"FAKE_AGENT_VERDICT=" + tc.verdict, "FAKE_AGENT_CONFIDENCE=" + tc.confidence, "FAKE_AGENT_EVIDENCE=" + tc.evidence}})
@@ -124,6 +127,7 @@ func TestAgentVerdictsSettleOnlyWhenConfidentWithEvidence(t *testing.T) {
 }
 
 func TestAFloodOfOneEventTypeCannotStarveAnother(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{maxPerDay: 3})
 	for i := 0; i < 40; i++ {
@@ -158,6 +162,7 @@ func TestAFloodOfOneEventTypeCannotStarveAnother(t *testing.T) {
 }
 
 func TestADiagnosedButCappedFindingIsFiledNextDayWithoutAnotherAgentRun(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	runs := filepath.Join(t.TempDir(), "agent-runs.jsonl")
 	d := newDeployment(t, gh, deployOpts{maxPerDay: 3, env: []string{"FAKE_AGENT_RECORD=" + runs}})

@@ -82,6 +82,7 @@ func foreignMarkers(t *testing.T, d *deployment) []struct {
 }
 
 func TestAStrangersIssueWithTheDefectsMarkerDoesNotStopItBeingFiled(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, stranger, event, errText string
 		closeIt                        bool
@@ -91,6 +92,7 @@ func TestAStrangersIssueWithTheDefectsMarkerDoesNotStopItBeingFiled(t *testing.T
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			line := failure(t0, tc.event, tc.errText)
 			fp := expectedFingerprints(t, []string{line})[0]
 			gh := newGitHub(t)
@@ -153,6 +155,7 @@ func TestAStrangersIssueWithTheDefectsMarkerDoesNotStopItBeingFiled(t *testing.T
 // not make that issue the planted fingerprint's, and the issue stays its
 // own defect's.
 func TestAMarkerQuotedInAnIssueOfTheToolsDoesNotMakeItAnotherDefects(t *testing.T) {
+	t.Parallel()
 	lineA := failure(t0, "queue.failed", "queue worker: upstream said please file nothing")
 	lineB := failure(t0.Add(time.Minute), "dispatch.failed", "dispatch failed: webhook 502 from api host")
 	fpB := expectedFingerprints(t, []string{lineB})[0]
@@ -198,6 +201,7 @@ func TestAMarkerQuotedInAnIssueOfTheToolsDoesNotMakeItAnotherDefects(t *testing.
 // A fleet filing with several bot accounts: an account listed in
 // trustedAuthors counts as the tool's own, and only then.
 func TestATrustedFleetAccountsIssueIsKnownAndNoTwinIsFiled(t *testing.T) {
+	t.Parallel()
 	line := failure(t0, "dispatch.failed", "dispatch failed: claude exited 1: rate limited by provider")
 	fp := expectedFingerprints(t, []string{line})[0]
 	gh := newGitHub(t)

@@ -64,6 +64,7 @@ func get(url string) (int, string) {
 }
 
 func TestWatchFollowsNewLinesAndServesMetrics(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{})
 	d.appendLog(info(t0, "dispatch.started"))
@@ -141,6 +142,7 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 func TestDryRunWatchPrintsOnlyWhatIsNew(t *testing.T) {
+	t.Parallel()
 	d := newDeployment(t, nil, deployOpts{harness: "builtin"})
 	d.appendLog(failure(t0, "dispatch.failed", "first defect"))
 	cmd := d.command("watch", "--dry-run")
@@ -170,6 +172,7 @@ func TestDryRunWatchPrintsOnlyWhatIsNew(t *testing.T) {
 }
 
 func TestASecondSignalAbortsAndLeavesAValidState(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{agentMode: "slow"}) // the agent never answers
 	d.appendLog(failure(t0, "dispatch.failed", "boom"))

@@ -56,6 +56,7 @@ func statusCount(gh *fakegh.Server, route fakegh.Route, status int) int {
 // off, /healthz says why, and the pending defect is filed once the token
 // works again — once.
 func TestAWatcherRidesOutARejectedToken(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	gh.RemoveToken("test-token")
 	runs := filepath.Join(t.TempDir(), "agent-runs.jsonl")
@@ -96,6 +97,7 @@ func TestAWatcherRidesOutARejectedToken(t *testing.T) {
 // GitHub answering 5xx (an outage) stops each scan before any agent runs,
 // charging no defect; the watcher files once GitHub is back.
 func TestAWatcherRidesOutAGitHubOutage(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	gh.SetOutage(http.StatusBadGateway)
 	runs := filepath.Join(t.TempDir(), "agent-runs.jsonl")
@@ -131,6 +133,7 @@ func TestAWatcherRidesOutAGitHubOutage(t *testing.T) {
 // A watcher started before the-loop wrote its first line waits for the log
 // and reads it from its start once it appears.
 func TestAWatcherStartedBeforeTheLogExistsFilesWhenItAppears(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, troubleOpts)
 	w := startWatcher(t, d)
@@ -150,6 +153,7 @@ func TestAWatcherStartedBeforeTheLogExistsFilesWhenItAppears(t *testing.T) {
 
 // For cron a log not written yet is nothing to diagnose, not an error.
 func TestARunBeforeTheLogExistsHasNothingToDiagnose(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, deployOpts{})
 	res := d.run("run")
@@ -164,6 +168,7 @@ func TestARunBeforeTheLogExistsHasNothingToDiagnose(t *testing.T) {
 // What a person must fix ends the watcher, saying what: here a state file
 // that exists but is empty.
 func TestAWatcherStopsOnACorruptStateFile(t *testing.T) {
+	t.Parallel()
 	gh := newGitHub(t)
 	d := newDeployment(t, gh, troubleOpts)
 	d.appendLog(failure(t0, "dispatch.failed", "boom"))

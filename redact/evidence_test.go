@@ -87,7 +87,11 @@ func TestStandInValues(t *testing.T) {
 		"  db-password: ENC[AES256_GCM,data:"+g.rnd(b64, 12)+"=,iv:"+g.rnd(b64, 43)+"=,type:str]",
 		"  secret: ops_"+g.rnd(alnum, 12)+"..[Redacted]",
 		`"kms_key_id": "555ea4a3-d53a-4412-9c66-3a7cb667b0d6",`,
+		"-----BEGIN PRIVATE KEY-----\nyour key here\n-----END PRIVATE KEY-----",
+		"-----BEGIN OPENSSH PRIVATE KEY-----\n...\n-----END OPENSSH PRIVATE KEY-----",
 	)
+	_, body := g.pem("PRIVATE KEY", false)
+	mustMask(t, "-----BEGIN PRIVATE KEY-----\n"+body[:40]+"\n-----END PRIVATE KEY-----", body[:40], "private-key")
 	pw := g.rnd(alnum, 14)
 	mustMask(t, "curl --user admin:"+pw+" https://api.example.test/", pw, "")
 	sk := g.rnd(alnum, 24)

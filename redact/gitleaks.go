@@ -33,7 +33,11 @@ type glRule struct {
 	// keyword in Go's regexp (its counted repetitions make a large program).
 	value      *regexp.Regexp
 	valueGroup int // the secret's group in value
-	minValue   int // the shortest value run its pattern takes
+	// caseName is the name part, kept for the few rules whose keyword is
+	// case-sensitive ((?-i:ETSY|[Ee]tsy)): the code's name check reads the
+	// lower-cased text, so SetSysctl would hold "etsy".
+	caseName *regexp.Regexp
+	minValue int // the shortest value run its pattern takes
 	// wordStart: the pattern opens with \b and one of its keywords
 	// (\b(ey…): a keyword inside a word (key, they) cannot start a match.
 	wordStart bool
@@ -52,9 +56,19 @@ type glCatalogue struct {
 	words  []string            // trie pattern number → keyword
 	trie   *ahocorasick.Trie   // every keyword, matched on lower-cased text
 	global []*config.Allowlist // gitleaks' global allow-list
+	// providerNames: the words that name a rule's provider in a key
+	// (its keywords of four or more letters, its id's first word), for
+	// rulesNamedBy.
+	providerNames []providerName
 	// coveredPrefix[i]: prefixRules[i] is a prefix gitleaks has a rule
 	// for (one of its keywords starts it), so tokens.go leaves it alone.
 	coveredPrefix []bool
+}
+
+// providerName is a word naming rule's provider.
+type providerName struct {
+	name string
+	rule int // index in glCatalogue.rules
 }
 
 var (
@@ -69,8 +83,9 @@ var gitleaksSkip = map[string]bool{"private-key": true}
 
 // pathFree are rules gitleaks runs only on files of one kind whose text
 // reaches logs as it is: a Kubernetes Secret's YAML printed by kubectl
-// or a failed apply.
-var pathFree = map[string]bool{"kubernetes-secret-yaml": true}
+// or a failed apply, a NuGet.Config's <add key="ClearTextPassword"> in a
+// restore's output (its allow-list names the documentation's examples).
+var pathFree = map[string]bool{"kubernetes-secret-yaml": true, "nuget-config-password": true}
 
 // gitleaks compiles the default rule set once, on first use: a process that
 // never scrubs (a scan with nothing new) pays nothing for it.
@@ -99,6 +114,9 @@ func gitleaks() *glCatalogue {
 			gr := glRule{Rule: r, wordStart: keywordOpens(src, r.Keywords), wholeText: strings.Contains(src, `\n`) || strings.Contains(src, "(?s") || strings.Contains(src, `[\s\S]`)}
 			if k := strings.Index(src, semiGenericName+semiGenericOperator); k >= 0 && strings.HasPrefix(src, "(?i)") {
 				head := regexp.MustCompile(src[:k+len(semiGenericName)])
+				if strings.Contains(src[:k], "(?-i:") {
+					gr.caseName = regexp.MustCompile(src[:k+len(semiGenericName)] + "$")
+				}
 				gr.value = regexp.MustCompile("(?i)^" + src[k+len(semiGenericName):])
 				gr.valueGroup = r.SecretGroup - head.NumSubexp()
 				gr.minValue = 6 // every catalogue value pattern takes six or more
@@ -122,6 +140,19 @@ func gitleaks() *glCatalogue {
 			}
 		}
 		c.trie = ahocorasick.NewTrieBuilder().AddStrings(c.words).Build()
+		for i, r := range c.rules {
+			if r.RuleID == "generic-api-key" {
+				continue
+			}
+			if p, _, _ := strings.Cut(r.RuleID, "-"); len(p) >= 4 && !genericKeywords[p] {
+				c.providerNames = append(c.providerNames, providerName{p, i})
+			}
+			for _, k := range r.Keywords {
+				if len(k) >= 4 && !genericKeywords[k] && strings.Trim(k, "abcdefghijklmnopqrstuvwxyz") == "" {
+					c.providerNames = append(c.providerNames, providerName{k, i})
+				}
+			}
+		}
 		c.coveredPrefix = make([]bool, len(prefixRules))
 		for i, pr := range prefixRules {
 			p := strings.ToLower(pr.prefix)
@@ -237,6 +268,109 @@ func findGitleaks(sc *scan) {
 	}
 }
 
+// providerRejected reports whether rules (a provider's, never
+// generic-api-key) is not empty and none of them takes v written plainly
+// after lead (lead+v: "meraki_token = "+v, "="+run): v is not in the
+// format the community's catalogue gives that provider's credential, or
+// its entropy is below the rule's threshold. That is evidence the value
+// is not one (a Telegram token of the wrong length after
+// telegram_api_token=, a sk-ant- string not in Anthropic's format), and
+// this package's looser detectors defer to it. The value is judged
+// written plainly, not where it stands, so a rule's terminator does not
+// reject a real key followed by ':' or ')'.
+func providerRejected(rules []int, lead, v string) bool {
+	if len(rules) == 0 {
+		return false
+	}
+	c := gitleaks()
+	text := lead + v
+	for _, i := range rules {
+		r := &c.rules[i]
+		for _, m := range r.Regex.FindAllStringSubmatchIndex(text, -1) {
+			ss, se := secretOf(m, r.SecretGroup, m[0], m[1])
+			if ss >= 0 && se > ss && (r.Entropy == 0 || shannonEntropy(text[ss:se]) > r.Entropy) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// genericKeywords are generic-api-key's keywords: words any key holds,
+// which name no provider.
+var genericKeywords = map[string]bool{"access": true, "api": true, "auth": true, "key": true,
+	"credential": true, "creds": true, "passwd": true, "password": true, "secret": true, "token": true}
+
+// rulesNamedBy returns the rules a key name names as a token's: each of
+// its words but "API key" or "access token" words holds one of the
+// rule's keywords of four or more letters (meraki, telegr, sumo) or the
+// provider word its id opens with (databricks-api-token). STRIPE_PW or
+// stripeRefreshToken name another of the provider's credentials, whose
+// format the catalogue does not give.
+func rulesNamedBy(key string) []int {
+	var buf [8]string
+	c := gitleaks()
+	var rules []int
+	named := false
+	for _, w := range splitWords(key, buf[:0]) {
+		if tokenWords[w] {
+			continue
+		}
+		if _, ok := strongWords[w]; ok {
+			return nil // password, secret: no provider's token format
+		}
+		var these []int
+		for _, pn := range c.providerNames {
+			if strings.Contains(w, pn.name) && !slices.Contains(these, pn.rule) {
+				these = append(these, pn.rule)
+			}
+		}
+		if !named {
+			rules, named = these, true
+		} else {
+			rules = slices.DeleteFunc(rules, func(r int) bool { return !slices.Contains(these, r) })
+		}
+		if len(rules) == 0 {
+			return nil
+		}
+	}
+	return rules
+}
+
+// tokenWords are the words a key naming a provider's API token may hold
+// besides the provider's name.
+var tokenWords = map[string]bool{"api": true, "access": true, "key": true, "token": true, "apikey": true, "bot": true}
+
+// rulesOpening returns the rules one of whose keywords opens run
+// (sk-ant-api03, sntryu_, xoxb): the run itself names the provider.
+func rulesOpening(run string) []int {
+	c := gitleaks()
+	lower := asciiLower(run[:min(len(run), 32)])
+	var rules []int
+	for _, w := range c.words {
+		if len(w) >= 3 && strings.HasPrefix(lower, w) {
+			for _, i := range c.byKey[w] {
+				if c.rules[i].RuleID != "generic-api-key" {
+					rules = append(rules, i)
+				}
+			}
+		}
+	}
+	return rules
+}
+
+// rulesWithID returns the rules whose id opens with prefix.
+func rulesWithID(prefix string) []int {
+	c := gitleaks()
+	var rules []int
+	for i := range c.rules {
+		if strings.HasPrefix(c.rules[i].RuleID, prefix) {
+			rules = append(rules, i)
+		}
+	}
+	return rules
+}
+
 // valueReach is how far past a semi-generic rule's operator its value can
 // end: the operator, five quotes or spaces, 150 characters, the end.
 const valueReach = 200
@@ -315,7 +449,7 @@ func (c *glCatalogue) run(sc *scan, r *glRule, w window) {
 		// One anchored match at the operator, as indexes of the window
 		// (the name before it is the match's start).
 		m := r.value.FindStringSubmatchIndex(s[w.op:w.end])
-		if m == nil {
+		if m == nil || r.caseName != nil && !r.caseName.MatchString(s[w.start:w.op]) {
 			return
 		}
 		off := w.op - w.start
@@ -342,19 +476,7 @@ func (c *glCatalogue) run(sc *scan, r *glRule, w window) {
 			ms++
 		}
 		sc.glSeen = append(sc.glSeen, window{start: w.start + ms, end: w.start + me})
-		ss, se := ms, me
-		if len(m) >= 4 {
-			if g := r.SecretGroup; g > 0 && 2*g+1 < len(m) {
-				ss, se = m[2*g], m[2*g+1]
-			} else {
-				for g := 1; 2*g+1 < len(m); g++ {
-					if m[2*g] >= 0 && m[2*g+1] > m[2*g] {
-						ss, se = m[2*g], m[2*g+1]
-						break
-					}
-				}
-			}
-		}
+		ss, se := secretOf(m, r.SecretGroup, ms, me)
 		if ss < 0 || se <= ss {
 			continue
 		}
@@ -367,6 +489,23 @@ func (c *glCatalogue) run(sc *scan, r *glRule, w window) {
 		}
 		sc.glFound = append(sc.glFound, glFinding{rule: r, ms: w.start + ms, me: w.start + me, ss: w.start + ss, se: w.start + se})
 	}
+}
+
+// secretOf is the secret in match m, as detect takes it: the rule's
+// secret group, else the first non-empty group, else the match [ms,me).
+func secretOf(m []int, group, ms, me int) (int, int) {
+	if len(m) < 4 {
+		return ms, me
+	}
+	if group > 0 && 2*group+1 < len(m) {
+		return m[2*group], m[2*group+1]
+	}
+	for g := 1; 2*g+1 < len(m); g++ {
+		if m[2*g] >= 0 && m[2*g+1] > m[2*g] {
+			return m[2*g], m[2*g+1]
+		}
+	}
+	return ms, me
 }
 
 // glFinding is a gitleaks match waiting for its allow-lists.
@@ -409,6 +548,9 @@ func allowGitleaks(sc *scan, own []span) {
 				excused = append(excused, window{start: f.ss, end: f.se})
 			}
 			continue
+		}
+		if generic && providerRejected(rulesNamedBy(s[f.ms:f.ss]), s[f.ms:f.ss], secret) {
+			continue // meraki_token = <not Meraki's format>: Meraki's rule decided
 		}
 		sc.add(f.ss, f.se, f.rule.RuleID)
 	}
@@ -542,7 +684,11 @@ func genericKeyNamesSecret(prefix, secret string) bool {
 		// some_api_token_123, todo_secret_do_not_commit: a strong secret
 		// word inside the name, and a value shaped like a credential.
 		var buf [8]string
-		for _, w := range splitWords(key, buf[:0]) {
+		words := splitWords(key, buf[:0])
+		if namesNoCredential(words) {
+			return false
+		}
+		for _, w := range words {
 			if _, strong := strongWords[w]; strong && w != "pwd" && credentialShaped(secret) && !uuidShaped(secret) && !hexRest(secret) {
 				return true
 			}

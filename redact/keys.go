@@ -54,7 +54,9 @@ func findPrivateKeys(sc *scan) {
 		}
 		bodyEnd := len(s) // no END line: cut off, secret to the end
 		next := lineEnd
+		closed := false
 		if j := strings.Index(s[lineEnd:], "-----END "); j >= 0 {
+			closed = true
 			bodyEnd = lineEnd + j
 			next = bodyEnd + len("-----END ")
 			if k := strings.Index(s[next:min(len(s), next+64)], "-----"); k >= 0 {
@@ -62,7 +64,11 @@ func findPrivateKeys(sc *scan) {
 			}
 		}
 		bs, be := trimBlock(s, lineEnd, bodyEnd)
-		if bs < be && !isPlaceholderAt(s, bs) {
+		// A whole block whose body is a word ("...", "anything", "<key>")
+		// holds no key: the smallest, an Ed25519 key in PKCS#8, is 64
+		// base64 characters.
+		stub := closed && be-bs < 32 && len(strings.Join(strings.Fields(s[bs:be]), "")) < 16
+		if bs < be && !isPlaceholderAt(s, bs) && !stub {
 			sc.add(bs, be, "private-key")
 		}
 		lo, off = next, max(next, bodyEnd)

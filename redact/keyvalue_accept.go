@@ -60,6 +60,9 @@ var trivialValues = map[string]bool{
 	"bool": true, "int": true, "bearer": true, "basic": true, "|": true, ">": true, "-": true,
 	"env": true, "file": true, "secret": true, "password": true, "token": true, "***": true,
 	"empty": true, "missing": true, "invalid": true, "expired": true, "set": true, "unset": true,
+	// Documentation's stand-ins: curl --user "username:password", secretKey: foo.
+	"user": true, "username": true, "pass": true, "foo": true, "bar": true,
+	"baz": true, "foobar": true, "example": true, "placeholder": true, "dummy": true,
 }
 
 func classifyKey(name string) (keyClass, string) {
@@ -71,6 +74,9 @@ func classifyKey(name string) (keyClass, string) {
 	last := words[len(words)-1]
 	if len(words) >= 2 && sharedKeyWords[words[len(words)-2]] || len(words) == 1 && publicGlued(last) {
 		return keyNone, "" // public_key, publishableKey, foreignKey: meant to be seen
+	}
+	if namesNoCredential(words) {
+		return keyNone, "" // fakeToken, dummy_password, csrf_token: the name says so
 	}
 	switch last {
 	case "authorization":
@@ -129,6 +135,29 @@ func classifyKey(name string) (keyClass, string) {
 		return keyStrong, "password"
 	}
 	return keyNone, ""
+}
+
+// fakeWords in a key's name declare its value made up: test code's
+// fakeToken, dummy_password, example_api_key, mockSecret. Words that
+// describe a real value gone wrong (invalid, wrong, old) are not among
+// them: a mistyped password is close to the real one.
+var fakeWords = map[string]bool{"fake": true, "dummy": true, "mock": true, "bogus": true,
+	"example": true, "sample": true, "placeholder": true, "nonmatching": true}
+
+// antiForgeryWords name a form's anti-forgery token (csrf_token, Rails'
+// authenticity_token): a per-session nonce that grants nothing without
+// the session cookie, which is masked.
+var antiForgeryWords = map[string]bool{"csrf": true, "xsrf": true, "authenticity": true}
+
+// namesNoCredential reports whether a key's words declare its value made
+// up or an anti-forgery nonce.
+func namesNoCredential(words []string) bool {
+	for i, w := range words {
+		if fakeWords[w] || antiForgeryWords[w] || w == "non" && i+1 < len(words) && fakeWords["non"+words[i+1]] {
+			return true
+		}
+	}
+	return false
 }
 
 var englishPass = map[string]bool{"bypass": true, "compass": true, "surpass": true, "trespass": true,
@@ -271,8 +300,10 @@ func acceptValue(sc *scan, kp keyPair) {
 		}
 		return
 	}
-	if class == keyWeak && namesSecret(v) {
-		return // key="ClearTextPassword": the attribute names the secret
+	if namesSecret(v) || strings.EqualFold(v, s[ks:nameEnd]) {
+		// key="ClearTextPassword", secretKey: api-key: the value names a
+		// secret; access_token=ACCESS_TOKEN repeats its key.
+		return
 	}
 	switch {
 	case sep == ' ':
@@ -308,12 +339,18 @@ func acceptValue(sc *scan, kp keyPair) {
 		// In a URL query, key=, sig=, auth= name the credential the URL
 		// carries (?key=AIza..., &sig=...): any credential-shaped value.
 		inQuery := sep == '=' && ks > 0 && (s[ks-1] == '?' || s[ks-1] == '&')
+		if uuidShaped(v) {
+			return // kms_key_id, key_id: a UUID names a key, it is not one
+		}
 		if !looseValue(v, quoted, class, label) && !(inQuery && len(v) >= 8 && credentialShaped(v)) {
 			return
 		}
 	case sep == ':' && !quoted && !quotedKey && !tight && !atLineStart(s, ks) && !looseValue(v, false, class, label):
 		// "error: invalid token: signature mismatch" is prose, not YAML.
 		return
+	}
+	if providerRejected(rulesNamedBy(s[ks:nameEnd]), s[ks:nameEnd]+" = ", s[vs:ve]) {
+		return // telegram_api_token = <not a Telegram token>: gitleaks' rule for it read the value
 	}
 	sc.add(vs, ve, label)
 }
@@ -593,8 +630,14 @@ func trivialValue(v string) bool {
 			return true // [PASSWORD], [Redacted]: a word in brackets stands for the value
 		}
 	}
-	if strings.Trim(v, "*xX.") == "" {
-		return true // already masked by the program: ****, xxxx
+	if strings.Trim(v, "*xX.") == "" || len(v) <= 8 && strings.Trim(v, v[:1]) == "" && !isDigit(v[0]) {
+		return true // already masked by the program (****, xxxx) or filler (yyy)
+	}
+	if u, pw, ok := strings.Cut(v, ":"); ok && u != "" && trivialValue(u) && trivialValue(pw) {
+		return true // username:password, xxx:yyy: a pair of stand-ins
+	}
+	if strings.HasPrefix(v, "ENC[") || strings.Contains(strings.ToLower(v), "[redacted") {
+		return true // SOPS ciphertext; a value a program already masked in part
 	}
 	return placeholderValue(v)
 }

@@ -503,7 +503,7 @@ func loginValue(sc *scan, key string, ke int) {
 			return
 		}
 		v := s[p+1 : p+1+end]
-		if strings.ContainsAny(v, " \t\n") || isPlaceholderAt(s, p+1) || strings.HasPrefix(v, "$") || strings.HasPrefix(v, "%") {
+		if strings.ContainsAny(v, " \t\n") || isPlaceholderAt(s, p+1) || trivialValue(v) {
 			return
 		}
 		sc.add(p+1, p+1+end, "user")

@@ -81,7 +81,7 @@ func (g *sgen) keyName(words ...string) string {
 	}
 	w := strings.Fields(g.pick(words...))
 	if g.r.Intn(2) == 0 {
-		w = append([]string{g.pick("db", "smtp", "redis", "admin", "app", "mysql root", "ldap bind", "service", "stripe", "mail", "registry")}, w...)
+		w = append([]string{g.pick("db", "smtp", "redis", "admin", "app", "mysql root", "ldap bind", "service", "billing", "mail", "registry")}, w...)
 	}
 	w = strings.Fields(strings.Join(w, " "))
 	switch g.r.Intn(6) {

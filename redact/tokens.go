@@ -175,9 +175,10 @@ func findTokens(sc *scan) {
 			continue
 		}
 		if label, covered := matchPrefix(run); label != "" {
-			if covered && sc.gitleaksSaw(start, end) {
+			if covered && sc.gitleaksSaw(start, end) || providerRejected(rulesOpening(run), "=", run) {
 				// gitleaks' rule for this prefix read the run and decided
-				// (its allow-list knows placeholders and published examples).
+				// (its allow-list knows placeholders and published examples;
+				// its pattern, the provider's format).
 				continue
 			}
 			if label == "private-key" {
@@ -327,7 +328,7 @@ func dottedToken(sc *scan, start, end int) (int, bool) {
 	case len(run) >= 10 && strings.HasPrefix(s[end:], ".atlasv1."):
 		// Terraform Cloud / HCP: ID.atlasv1.SECRET, all three parts secret.
 		e, lens := parts(3)
-		if len(lens) == 3 && lens[2] >= 40 {
+		if len(lens) == 3 && lens[2] >= 40 && !placeholderValue(s[e-lens[2]:e]) {
 			sc.add(start, e, "terraform-token")
 			return e, true
 		}
@@ -363,7 +364,7 @@ func findTelegramTokens(sc *scan) {
 			e++
 		}
 		rest := s[colon+1 : e]
-		if len(rest) >= 30 && (strings.HasPrefix(rest, "AA") || looksSecret(rest)) {
+		if len(rest) >= 30 && (strings.HasPrefix(rest, "AA") || looksSecret(rest)) && !providerRejected(rulesWithID("telegram-"), "telegram=", s[ds:e]) {
 			sc.add(ds, e, "telegram-token")
 			off = e
 		}
@@ -389,7 +390,7 @@ func findAzureClientSecrets(sc *scan) {
 		for e < len(s) && (runChar(s[e]) || s[e] == '.' || s[e] == '~') {
 			e++
 		}
-		if e-(q+2) >= 30 {
+		if e-(q+2) >= 30 && !placeholderValue(s[q+2:e]) && !providerRejected(rulesWithID("azure-ad-client-secret"), "=", s[start:e]) {
 			sc.add(start, e, "azure-client-secret")
 			off = e
 		}

@@ -239,6 +239,6 @@ func TestProviderPrefixExamples(t *testing.T) {
 		}
 	}
 	g := newGen()
-	tok := "ntn_" + g.rnd(alnum, 46)
+	tok := "ntn_" + g.rnd("0123456789", 11) + g.rnd(alnum, 35) // Notion's format, as gitleaks gives it
 	mustMask(t, "notion said "+tok+" is invalid", tok, "")
 }

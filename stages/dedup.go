@@ -19,14 +19,13 @@ import (
 // the stage, not a setting (no config key sets it).
 const GroupSamples = 20
 
-// Policy is what dedup decides with: the diagnosis budgets and the
-// mechanical triage checks. (Abandoning is persist's: RetriesExhausted.)
+// Policy is what dedup decides with: the diagnosis budgets (budget.Limits
+// has their meaning) and the mechanical triage checks. (Abandoning is
+// persist's: RetriesExhausted.)
 type Policy struct {
-	MaxDiagnosesPerScan int // agent runs per scan (default 5)
-	MaxDiagnosesPerDay  int // agent runs per rolling 24 h (default 20)
-	// MaxAgentCostPerDay is the agents' spend (USD, as their harnesses
-	// report it) per rolling 24 h; 0 means no cap.
-	MaxAgentCostPerDay float64
+	MaxDiagnosesPerScan int
+	MaxDiagnosesPerDay  int
+	MaxAgentCostPerDay  float64 // USD; 0 means no cap
 	// Backlog brings back defects deferred by earlier scans; a watcher woken
 	// by new lines leaves them for the interval scan.
 	Backlog bool

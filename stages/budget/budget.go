@@ -26,9 +26,9 @@ const Window = 24 * time.Hour
 // Limits are the caps. The config (selfDiagnosis.maxIssuesPerDay,
 // maxDiagnosesPerScan, maxDiagnosesPerDay, maxAgentCostPerDay) sets them.
 type Limits struct {
-	MaxIssuesPerDay     int
-	MaxDiagnosesPerScan int
-	MaxDiagnosesPerDay  int
+	MaxIssuesPerDay     int // issues this deployment files per Window
+	MaxDiagnosesPerScan int // agent runs one scan may start
+	MaxDiagnosesPerDay  int // agent runs per Window
 	// MaxAgentCostPerDay is the agents' spend (USD, as their harnesses
 	// report it) per Window; 0 means no cap.
 	MaxAgentCostPerDay float64

@@ -96,6 +96,8 @@ func TestStandInValues(t *testing.T) {
 	mustMask(t, "curl --user admin:"+pw+" https://api.example.test/", pw, "")
 	sk := g.rnd(alnum, 24)
 	mustMask(t, "secretKey: "+sk, sk, "")
+	mustMask(t, "password: SuperSecret", "SuperSecret", "password") // a person's password, not a name
+	mustMask(t, "DB_PASSWORD=MyPassword", "MyPassword", "")
 }
 
 // gitleaks' semi-generic rules whose keyword is case-sensitive

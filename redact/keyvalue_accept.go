@@ -300,7 +300,7 @@ func acceptValue(sc *scan, kp keyPair) {
 		}
 		return
 	}
-	if namesSecret(v) || strings.EqualFold(v, s[ks:nameEnd]) {
+	if namesSecret(v) && (class == keyWeak || secretRef(v)) || strings.EqualFold(v, s[ks:nameEnd]) {
 		// key="ClearTextPassword", secretKey: api-key: the value names a
 		// secret; access_token=ACCESS_TOKEN repeats its key.
 		return
@@ -479,6 +479,14 @@ func namesSecret(v string) bool {
 	}
 	c, _ := classifyKey(v)
 	return c != keyNone
+}
+
+// secretRef: after a strong key, only a name written as a reference is
+// taken for one — words joined by - or _ in one case (api-key,
+// DB_PASSWORD) — as people's passwords are written SuperSecret or
+// MyPassword1.
+func secretRef(v string) bool {
+	return strings.ContainsAny(v, "-_") && (strings.ToLower(v) == v || strings.ToUpper(v) == v)
 }
 
 // encodedBase64End returns the end of the percent-encoded base64 value at

@@ -29,9 +29,8 @@ const (
 	ClassCancelled
 )
 
-// Classify names err's failure class; nil is ClassDefect's zero concern
-// and callers check it first. A setup error wins over the others it may
-// wrap.
+// Classify names err's failure class (nil, too, is ClassDefect: callers
+// check for nil first). A setup error wins over the others it may wrap.
 func Classify(err error) Class {
 	var setup *SetupError
 	var outage *OutageError

@@ -49,6 +49,8 @@ func (h *memHarness) runOne(t *testing.T, r pipeline.Report) pipeline.Outcome {
 	return onlyOutcome(t, out, err)
 }
 
+func (h *memHarness) advance(d time.Duration) { h.now = h.now.Add(d) }
+
 func (h *memHarness) state() store.State {
 	var c store.State
 	h.st.View(func(st *store.State) { c = *st })
@@ -232,5 +234,77 @@ func TestPostValidatesItsConfig(t *testing.T) {
 	h.cfg.Tracker = nil
 	if _, err := h.run(t, postReport("fp-v")); err == nil || !strings.Contains(err.Error(), "tracker") {
 		t.Fatalf("no tracker: %v", err)
+	}
+}
+
+func TestPostPassesThroughWhatItMustNotPost(t *testing.T) {
+	h := newMemHarness(t)
+	failed := postReport("fp-f")
+	failed.Failure = "agent timed out"
+	deferred := postReport("fp-d")
+	deferred.Verdict = pipeline.VerdictDeferred
+	abandoned := postReport("fp-a")
+	abandoned.Verdict = pipeline.VerdictAbandoned
+	settled := postReport("fp-s")
+	settled.Verdict = pipeline.VerdictSettled
+	out, err := h.run(t, failed, deferred, abandoned, settled, known(postReport("fp-k")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []pipeline.Status{pipeline.StatusFailed, pipeline.StatusDeferred, pipeline.StatusSkipped, pipeline.StatusSettled, pipeline.StatusKnown}
+	for i, o := range out {
+		if o.Status != want[i] {
+			t.Errorf("%s: status %s, want %s", o.Fingerprint, o.Status, want[i])
+		}
+	}
+	if out[0].Error != "agent timed out" {
+		t.Fatalf("failure not carried: %+v", out[0])
+	}
+	if n := len(h.mem.Calls()); n != 0 {
+		t.Fatalf("%d requests for reports that must not be posted", n)
+	}
+}
+
+func TestPostCrashAfterCreateIsReconciledFromIntent(t *testing.T) {
+	h := newMemHarness(t)
+	// A previous run wrote its intent, created the issue, and died.
+	_ = h.st.Update(func(st *store.State) error {
+		st.Intents["fp-c"] = store.Intent{At: h.now, Title: "t"}
+		return nil
+	})
+	h.mem.Add(tracker.Issue{Title: "t", Body: postBody("fp-c", "x"), Author: "loop-bot"})
+	o := h.runOne(t, postReport("fp-c"))
+	if o.Status != pipeline.StatusFiled || o.Number != 1 || h.mem.Count(tracker.OpCreate) != 0 {
+		t.Fatalf("outcome %+v creates %d", o, h.mem.Count(tracker.OpCreate))
+	}
+	if len(h.state().Intents) != 0 {
+		t.Fatal("intent not cleared")
+	}
+}
+
+// A recurring known defect costs no GitHub request within the hour after its
+// issue was last looked at: its sightings are counted in the state and
+// reach the issue with the next hourly look, which also notices a close.
+func TestPostLooksAtAKnownIssueAtMostHourly(t *testing.T) {
+	h := newMemHarness(t)
+	h.runOne(t, postReport("fp-k"))
+	before, counted := len(h.mem.Calls()), h.state().Issues.At("fp-k").Occurrences
+	h.mem.SetState(1, "closed", "completed")
+	for i := 0; i < 3; i++ {
+		h.advance(10 * time.Minute)
+		if o := h.runOne(t, known(postReport("fp-k"))); o.Status != pipeline.StatusKnown || o.Number != 1 {
+			t.Fatalf("scan %d: outcome %+v, want known #1", i, o)
+		}
+	}
+	if got := h.mem.Calls()[before:]; len(got) != 0 {
+		t.Fatalf("%d GitHub requests within the hour, want none: %+v", len(got), got)
+	}
+	if n := h.state().Issues.At("fp-k").Occurrences - counted; n != 9 {
+		t.Fatalf("occurrences counted %d, want 9 (3 sightings of 3)", n)
+	}
+	h.advance(postOccurrenceEvery)
+	h.runOne(t, known(postReport("fp-k")))
+	if is, _ := h.mem.Get(1); is.State != "open" {
+		t.Fatalf("after the hour the close was not noticed: issue is %s", is.State)
 	}
 }

@@ -593,23 +593,6 @@ func TestPostOutageDefersTheRestOfTheScan(t *testing.T) {
 	}
 }
 
-func TestPostCrashAfterCreateIsReconciledFromIntent(t *testing.T) {
-	h := newPostHarness(t, fakegh.Options{}, "")
-	// A previous run wrote its intent, created the issue, and died.
-	_ = h.st.Update(func(st *store.State) error {
-		st.Intents["fp-c"] = store.Intent{At: h.clock(), Title: "t"}
-		return nil
-	})
-	h.srv.AddIssue(fakegh.Issue{Title: "t", Body: postBody("fp-c", "x"), Login: "loop-bot"})
-	o := h.runOne(t, postReport("fp-c"))
-	if o.Status != pipeline.StatusFiled || o.Number != 1 || h.srv.CountCreates() != 0 {
-		t.Fatalf("outcome %+v creates %d", o, h.srv.CountCreates())
-	}
-	if len(h.state().Intents) != 0 {
-		t.Fatal("intent not cleared")
-	}
-}
-
 func TestPostRateLimits(t *testing.T) {
 	t.Run("secondary without Retry-After waits SecondaryWait", func(t *testing.T) {
 		h := newPostHarness(t, fakegh.Options{}, "")
@@ -815,34 +798,6 @@ func TestPostDroppedLabelLoggedOnce(t *testing.T) {
 	}
 }
 
-func TestPostPassesThroughWhatItMustNotPost(t *testing.T) {
-	h := newPostHarness(t, fakegh.Options{}, "")
-	failed := postReport("fp-f")
-	failed.Failure = "agent timed out"
-	deferred := postReport("fp-d")
-	deferred.Verdict = pipeline.VerdictDeferred
-	abandoned := postReport("fp-a")
-	abandoned.Verdict = pipeline.VerdictAbandoned
-	settled := postReport("fp-s")
-	settled.Verdict = pipeline.VerdictSettled
-	out, err := h.run(t, failed, deferred, abandoned, settled, known(postReport("fp-k")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []pipeline.Status{pipeline.StatusFailed, pipeline.StatusDeferred, pipeline.StatusSkipped, pipeline.StatusSettled, pipeline.StatusKnown}
-	for i, o := range out {
-		if o.Status != want[i] {
-			t.Errorf("%s: status %s, want %s", o.Fingerprint, o.Status, want[i])
-		}
-	}
-	if out[0].Error != "agent timed out" {
-		t.Fatalf("failure not carried: %+v", out[0])
-	}
-	if n := len(h.srv.Requests()); n != 0 {
-		t.Fatalf("%d requests for reports that must not be posted", n)
-	}
-}
-
 func TestPostHonoursCancellationDuringBackoff(t *testing.T) {
 	h := newPostHarness(t, fakegh.Options{}, "")
 	h.gh.BackoffBase = time.Hour
@@ -874,32 +829,5 @@ func TestPostSpacesWrites(t *testing.T) {
 		if gap := writes[i].At.Sub(writes[i-1].At); gap < 120*time.Millisecond {
 			t.Fatalf("writes %d and %d only %v apart", i-1, i, gap)
 		}
-	}
-}
-
-// A recurring known defect costs no GitHub request within the hour after its
-// issue was last looked at: its sightings are counted in the state and
-// reach the issue with the next hourly look, which also notices a close.
-func TestPostLooksAtAKnownIssueAtMostHourly(t *testing.T) {
-	h := newPostHarness(t, fakegh.Options{}, "")
-	h.runOne(t, postReport("fp-k"))
-	before, counted := len(h.srv.Requests()), h.state().Issues.At("fp-k").Occurrences
-	h.srv.SetIssueState(1, "closed", "completed")
-	for i := 0; i < 3; i++ {
-		h.advance(10 * time.Minute)
-		if o := h.runOne(t, known(postReport("fp-k"))); o.Status != pipeline.StatusKnown || o.Number != 1 {
-			t.Fatalf("scan %d: outcome %+v, want known #1", i, o)
-		}
-	}
-	if got := h.srv.Requests()[before:]; len(got) != 0 {
-		t.Fatalf("%d GitHub requests within the hour, want none: %+v", len(got), got)
-	}
-	if n := h.state().Issues.At("fp-k").Occurrences - counted; n != 9 {
-		t.Fatalf("occurrences counted %d, want 9 (3 sightings of 3)", n)
-	}
-	h.advance(postOccurrenceEvery)
-	h.runOne(t, known(postReport("fp-k")))
-	if is, _ := h.srv.Issue(1); is.State != "open" {
-		t.Fatalf("after the hour the close was not noticed: issue is %s", is.State)
 	}
 }

@@ -92,16 +92,6 @@ func markdownDocs(t *testing.T) []string {
 	return docs
 }
 
-// errorTextKeyAllowed are selfDiagnosis.<key> mentions known to be wrong and
-// being fixed elsewhere. TEMPORARY: stages/agent.go names
-// selfDiagnosis.timeout and selfDiagnosis.parallel (the keys are
-// timeoutSeconds and agentParallel); the agent helper of issue 33 rewrites
-// those texts. Once that branch is merged, empty this list (the lead does).
-var errorTextKeyAllowed = map[string]string{
-	"selfDiagnosis.timeout":  "stages/agent.go",
-	"selfDiagnosis.parallel": "stages/agent.go",
-}
-
 // TestTextsNameRealConfigKeys reads every string literal of the module's
 // non-test Go files: a selfDiagnosis.<key> or eventLog.<key> one names (an error, a log line,
 // a help text) must be a key the config accepts, or the user is sent
@@ -147,10 +137,6 @@ func TestTextsNameRealConfigKeys(t *testing.T) {
 				}
 				pos := fset.Position(lit.Pos())
 				rel, _ := filepath.Rel(repoRoot, pos.Filename)
-				if allowedIn, ok := errorTextKeyAllowed[key]; ok && filepath.ToSlash(rel) == allowedIn {
-					t.Logf("%s:%d names %s, not a config key: allowed until the agent helper's fix merges (errorTextKeyAllowed)", rel, pos.Line, key)
-					continue
-				}
 				t.Errorf("%s:%d names %s, which is not a config key (config_keys.go)", rel, pos.Line, key)
 			}
 			return true

@@ -28,6 +28,10 @@ import (
 // Without /proc there is no supervisor (nor a way to find what it should
 // kill), and the agent runs as our child as elsewhere, with a parent-death
 // signal of its own.
+//
+// Run returns nil when the agent exited 0, an *ExitError when it exited
+// otherwise, exec.ErrWaitDelay when it exited 0 but something held its
+// output open, and the error exec gave when it could not be started.
 func Run(ctx context.Context, p Proc) error {
 	if !supervisorUsable() {
 		return runDirect(ctx, p)

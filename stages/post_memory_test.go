@@ -3,6 +3,7 @@ package stages
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	fakegh "github.com/the-loop/the-loop-diagnose/fakes/github"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/stages/tracker"
 	"github.com/the-loop/the-loop-diagnose/store"
@@ -306,5 +308,53 @@ func TestPostLooksAtAKnownIssueAtMostHourly(t *testing.T) {
 	h.runOne(t, known(postReport("fp-k")))
 	if is, _ := h.mem.Get(1); is.State != "open" {
 		t.Fatalf("after the hour the close was not noticed: issue is %s", is.State)
+	}
+}
+
+// memIssue is a fakes/github fixture as tracker.Memory holds it.
+func memIssue(is fakegh.Issue) tracker.Issue {
+	return tracker.Issue{Title: is.Title, Body: is.Body, Author: is.Login, State: is.State, StateReason: is.StateReason, Labels: is.Labels}
+}
+
+func TestPostATrustedFleetAccountsIssueIsKnown(t *testing.T) {
+	h := newMemHarness(t)
+	h.cfg.TrustedAuthors = []string{"LOOP-BOT-2"}
+	is := strangerIssue("fp-k", false)
+	is.Login = "loop-bot-2"
+	n := h.mem.Add(memIssue(is))
+	if o := h.runOne(t, postReport("fp-k")); o.Status != pipeline.StatusKnown || o.Number != n || h.mem.Count(tracker.OpCreate) != 0 {
+		t.Fatalf("outcome %+v, %d creates: want the fleet's issue known", o, h.mem.Count(tracker.OpCreate))
+	}
+	if len(h.state().ForeignMarkers) != 0 {
+		t.Fatalf("a trusted author's issue was reported as foreign: %+v", h.state().ForeignMarkers)
+	}
+}
+
+func TestPostAStrangersOccurrenceCommentIsNeverEdited(t *testing.T) {
+	h := newMemHarness(t)
+	n := h.mem.Add(tracker.Issue{Title: "t", Body: postBody("fp-o", "x"), Author: "loop-bot"})
+	planted := h.mem.AddComment(n, "mallory", postOccurrenceMarker("fp-o")+"\n<!-- the-loop-diagnose tally:{\"deployments\":{\"aaaa\":{\"count\":99999}}} -->\n")
+	h.runOne(t, postReport("fp-o"))
+	cs := h.mem.CommentsOn(n)
+	if len(cs) != 2 || cs[0].ID != planted || cs[0].Author != "mallory" || cs[1].Author != "loop-bot" || occurrenceCount(t, cs[1].Body) != 3 {
+		t.Fatalf("want the planted comment untouched and our own with our 3 sightings: %+v", cs)
+	}
+}
+
+func TestPostForeignMarkersAreBoundedNewestKept(t *testing.T) {
+	h := newMemHarness(t)
+	for i := range postMaxForeign + 20 {
+		h.mem.Add(memIssue(strangerIssue(fmt.Sprintf("fp-spam-%d", i), false)))
+	}
+	h.runOne(t, postReport("fp-new"))
+	got := h.state().ForeignMarkers
+	if len(got) != postMaxForeign {
+		t.Fatalf("%d foreign markers kept, want %d", len(got), postMaxForeign)
+	}
+	// Lists arrive newest first, so the oldest issues are the ones dropped.
+	for _, f := range got {
+		if f.Number <= 20 {
+			t.Fatalf("kept #%d over newer ones", f.Number)
+		}
 	}
 }

@@ -215,31 +215,6 @@ func TestPostAMarkerQuotedInOurOwnIssueIsNotThatIssuesFingerprint(t *testing.T) 
 	}
 }
 
-func TestPostATrustedFleetAccountsIssueIsKnown(t *testing.T) {
-	h := newPostHarness(t, fakegh.Options{}, "")
-	h.cfg.TrustedAuthors = []string{"LOOP-BOT-2"}
-	is := strangerIssue("fp-k", false)
-	is.Login = "loop-bot-2"
-	n := h.srv.AddIssue(is)
-	if o := h.runOne(t, postReport("fp-k")); o.Status != pipeline.StatusKnown || o.Number != n || h.srv.CountCreates() != 0 {
-		t.Fatalf("outcome %+v, %d creates: want the fleet's issue known", o, h.srv.CountCreates())
-	}
-	if len(h.state().ForeignMarkers) != 0 {
-		t.Fatalf("a trusted author's issue was reported as foreign: %+v", h.state().ForeignMarkers)
-	}
-}
-
-func TestPostAStrangersOccurrenceCommentIsNeverEdited(t *testing.T) {
-	h := newPostHarness(t, fakegh.Options{}, "")
-	n := h.srv.AddIssue(fakegh.Issue{Title: "t", Body: postBody("fp-o", "x"), Login: "loop-bot"})
-	planted := h.srv.AddComment(n, "mallory", postOccurrenceMarker("fp-o")+"\n<!-- the-loop-diagnose tally:{\"deployments\":{\"aaaa\":{\"count\":99999}}} -->\n")
-	h.runOne(t, postReport("fp-o"))
-	cs := h.srv.Comments(n)
-	if len(cs) != 2 || cs[0].ID != planted || cs[0].Login != "mallory" || cs[1].Login != "loop-bot" || occurrenceCount(t, cs[1].Body) != 3 {
-		t.Fatalf("want the planted comment untouched and our own with our 3 sightings: %+v", cs)
-	}
-}
-
 func TestPostAStrangersIssueRecordedInStateIsForgotten(t *testing.T) {
 	t.Run("a known defect", func(t *testing.T) {
 		h := newPostHarness(t, fakegh.Options{}, "")
@@ -267,24 +242,6 @@ func TestPostAStrangersIssueRecordedInStateIsForgotten(t *testing.T) {
 		}
 		noWritesTo(t, h.srv, n)
 	})
-}
-
-func TestPostForeignMarkersAreBoundedNewestKept(t *testing.T) {
-	h := newPostHarness(t, fakegh.Options{}, "")
-	for i := range postMaxForeign + 20 {
-		h.srv.AddIssue(strangerIssue(fmt.Sprintf("fp-spam-%d", i), false))
-	}
-	h.runOne(t, postReport("fp-new"))
-	got := h.state().ForeignMarkers
-	if len(got) != postMaxForeign {
-		t.Fatalf("%d foreign markers kept, want %d", len(got), postMaxForeign)
-	}
-	// Lists arrive newest first, so the oldest issues are the ones dropped.
-	for _, f := range got {
-		if f.Number <= 20 {
-			t.Fatalf("kept #%d over newer ones", f.Number)
-		}
-	}
 }
 
 func TestPostWithoutGetUser(t *testing.T) {

@@ -248,7 +248,7 @@ func TestRealCodexHostileModelIsConfined(t *testing.T) {
 	r.checkHostile(t, calls, pwned, patched)
 }
 
-// geminiSettings is the settings line the README gives for a gemini
+// geminiSettings is the settings line docs/harnesses.md gives for a gemini
 // pointed at a gateway (GOOGLE_GEMINI_BASE_URL): without it gemini picks
 // its "gateway" auth type and exits 41.
 const geminiSettings = `{"security":{"auth":{"selectedType":"gemini-api-key"}}}`
@@ -264,7 +264,7 @@ func newGeminiRun(t *testing.T) *realRun {
 	return r
 }
 
-// gemini, set up as the README says, diagnoses and its answer is filed.
+// gemini, set up as docs/harnesses.md says, diagnoses and its answer is filed.
 func TestRealGeminiFilesADiagnosis(t *testing.T) {
 	t.Parallel()
 	r := newGeminiRun(t)

@@ -95,7 +95,7 @@ type Config struct {
 	SecondaryWait time.Duration
 	MaxWait       time.Duration
 	HTTPRetries   int
-	HTTPTimeout   time.Duration // one GitHub call; 0: stages.DefaultPostCallTimeout
+	HTTPTimeout   time.Duration // one GitHub call; 0: tracker.DefaultCallTimeout
 	// MaxAgentCostPerDay caps the agents' reported spend (USD) per 24 h; 0: none.
 	MaxAgentCostPerDay float64
 
@@ -540,6 +540,9 @@ func (c *Config) validate(file string) error {
 		if parts := strings.Split(c.Repo, "/"); len(parts) != 2 || parts[0] == "" || parts[1] == "" {
 			return bad("selfDiagnosis.repo", fmt.Sprintf("%q is not owner/name", c.Repo))
 		}
+	}
+	if c.HTTPRetries < 0 {
+		return bad("selfDiagnosis.httpRetries", "must not be negative (0: no retries)")
 	}
 	if c.MaxIssuesPerDay < 0 {
 		return bad("selfDiagnosis.maxIssuesPerDay", "must not be negative")

@@ -87,6 +87,7 @@ func TestBadValuesNameTheirKey(t *testing.T) {
 	cases := map[string]string{
 		"selfDiagnosis:\n  maxIssuesPerDay: lots\n":                         "selfDiagnosis.maxIssuesPerDay",
 		"selfDiagnosis:\n  timeoutSeconds: -5\n":                            "selfDiagnosis.timeoutSeconds",
+		"selfDiagnosis:\n  httpRetries: -1\n":                               "selfDiagnosis.httpRetries",
 		"selfDiagnosis:\n  harness: gpt\n":                                  "selfDiagnosis.harness",
 		"selfDiagnosis:\n  harness: command\n":                              "selfDiagnosis.command",
 		"selfDiagnosis:\n  repo: just-a-name\n":                             "selfDiagnosis.repo",

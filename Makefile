@@ -55,35 +55,14 @@ vet:
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
+# Every fuzz target of every package, found by go test -list (a target that
+# moves with its code is still run): FUZZTIME each.
+FUZZTIME ?= 20s
 fuzz:
-	$(GO) test ./fingerprint -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime 30s
-	$(GO) test ./fingerprint -run '^$$' -fuzz '^FuzzVolatileSubstitution$$' -fuzztime 30s
-	$(GO) test ./fingerprint -run '^$$' -fuzz '^FuzzNormalizeV3$$' -fuzztime 30s
-	$(GO) test ./fingerprint -run '^$$' -fuzz '^FuzzMaskData$$' -fuzztime 20s
-	$(GO) test ./fingerprint -run '^$$' -fuzz '^FuzzLegacyMatchesRegexps$$' -fuzztime 20s
-	$(GO) test ./redact -run '^$$' -fuzz '^FuzzScrub$$' -fuzztime 30s
-	$(GO) test ./redact -run '^$$' -fuzz '^FuzzNeutralize$$' -fuzztime 30s
-	$(GO) test ./redact -run '^$$' -fuzz '^FuzzPublish$$' -fuzztime 30s
-	$(GO) test ./redact -run '^$$' -fuzz '^FuzzDefang$$' -fuzztime 15s
-	$(GO) test ./redact -run '^$$' -fuzz '^FuzzFence$$' -fuzztime 15s
-	$(GO) test ./redact -run '^$$' -fuzz '^FuzzScrubRecord$$' -fuzztime 30s
-	$(GO) test ./redact -run '^$$' -fuzz '^FuzzAddMatchesReference$$' -fuzztime 15s
-	$(GO) test ./stages -run '^$$' -fuzz '^FuzzParseAnswer$$' -fuzztime 30s
-	$(GO) test ./stages -run '^$$' -fuzz '^FuzzHarnessOutputParsers$$' -fuzztime 30s
-	$(GO) test ./logread -run '^$$' -fuzz '^FuzzPrefilterIsExact$$' -fuzztime 30s
-	$(GO) test ./logread -run '^$$' -fuzz '^FuzzFastPathAgrees$$' -fuzztime 30s
-	$(GO) test ./logread -run '^$$' -fuzz '^FuzzFormatPrefilterIsExact$$' -fuzztime 30s
-	$(GO) test ./logread -run '^$$' -fuzz '^FuzzDecodeObjectMatchesEncodingJSON$$' -fuzztime 30s
-	$(GO) test ./logread -run '^$$' -fuzz '^FuzzFinderAgreesWithIndex$$' -fuzztime 15s
-	$(GO) test ./logread -run '^$$' -fuzz '^FuzzLastMemberIsTheDecodedValue$$' -fuzztime 15s
-	$(GO) test ./stages -run '^$$' -fuzz '^FuzzEnvironmentHintsNeverHideASign$$' -fuzztime 15s
-	$(GO) test ./stages -run '^$$' -fuzz '^FuzzVerifyEvidence$$' -fuzztime 15s
-	$(GO) test ./stages -run '^$$' -fuzz '^FuzzAgentTailExcerptMasksKeys$$' -fuzztime 15s
-	$(GO) test ./stages -run '^$$' -fuzz '^FuzzPostTrailingMarkers$$' -fuzztime 15s
-	$(GO) test ./stages -run '^$$' -fuzz '^FuzzPostFitBody$$' -fuzztime 15s
-	$(GO) test ./store -run '^$$' -fuzz '^FuzzParseLedger$$' -fuzztime 15s
-	$(GO) test ./store -run '^$$' -fuzz '^FuzzEventIDsAreFoundAgain$$' -fuzztime 15s
-	$(GO) test ./store -run '^$$' -fuzz '^FuzzRebind$$' -fuzztime 15s
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "fuzz $$pkg $$f"; $(GO) test $$pkg -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME); \
+	  done; done
 
 bench: build
 	$(GO) run ./test/bench --bin $(BIN) --out bench-out

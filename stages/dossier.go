@@ -14,6 +14,7 @@ import (
 	"github.com/the-loop/the-loop-diagnose/logread"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/redact"
+	"github.com/the-loop/the-loop-diagnose/stages/source"
 )
 
 // DossierFields is the allow-list: nothing else from a record ever leaves the
@@ -48,7 +49,7 @@ type DossierConfig struct {
 	Now  func() time.Time // default time.Now
 	// Source, when set (selfDiagnosis.sourcePath), adds the Source section:
 	// the lines of the service's source the evidence points at.
-	Source *SourceFinder
+	Source *source.Finder
 }
 
 // NewDossier builds the scrubbed, allow-listed report of each group that

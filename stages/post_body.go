@@ -12,6 +12,7 @@ import (
 	"golang.org/x/mod/semver"
 
 	"github.com/the-loop/the-loop-diagnose/redact"
+	"github.com/the-loop/the-loop-diagnose/stages/source"
 	"github.com/the-loop/the-loop-diagnose/stages/tracker"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
@@ -452,7 +453,7 @@ func (t postTally) totals() postTallyTotals {
 	// long list is the newest. A version that is not semver keeps its
 	// place after them.
 	slices.SortStableFunc(out.Versions, func(a, b string) int {
-		va, vb := canonicalVersion(a), canonicalVersion(b)
+		va, vb := source.CanonicalVersion(a), source.CanonicalVersion(b)
 		switch {
 		case va != "" && vb != "":
 			return semver.Compare(va, vb)

@@ -17,6 +17,7 @@ import (
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/stages/agent"
 	"github.com/the-loop/the-loop-diagnose/stages/budget"
+	"github.com/the-loop/the-loop-diagnose/stages/incident"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
@@ -60,7 +61,7 @@ type Deps struct {
 	// caller keeps it across scans (a watcher), it starts from what the
 	// state saved when empty (a cron run), and Finish saves it. nil: the
 	// scan's own, from the lines it reads alone (replay).
-	Incidents *IncidentIndex
+	Incidents *incident.Index
 	// Backlog: dedup retries the defects the caps held back in earlier
 	// scans (a watcher woken by new lines leaves them to its interval).
 	Backlog bool
@@ -90,8 +91,8 @@ type Deps struct {
 
 // NewIncidentIndex is an empty index of recent failures, correlated by the
 // configured keys (Deps.Incidents).
-func (c Config) NewIncidentIndex() *IncidentIndex {
-	return NewIncidentIndex(IncidentKeysWith(c.Triage.CorrelationKeys), IncidentMaxFailures)
+func (c Config) NewIncidentIndex() *incident.Index {
+	return incident.NewIndex(incident.KeysWith(c.Triage.CorrelationKeys), incident.MaxFailures)
 }
 
 // Ends are the stages Build can end after (Deps.Until), in order.
@@ -115,7 +116,7 @@ type Scan struct {
 	r          *pipeline.Run
 	cfg        Config
 	deps       Deps
-	incidents  *IncidentIndex
+	incidents  *incident.Index
 	fleet      *FleetScan
 	candidates atomic.Int64
 }

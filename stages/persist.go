@@ -14,6 +14,7 @@ import (
 	"github.com/the-loop/the-loop-diagnose/fingerprint"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/stages/budget"
+	"github.com/the-loop/the-loop-diagnose/stages/incident"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
@@ -523,7 +524,7 @@ func Retry(st *store.State, fp string) bool {
 // Re-reading a crashed scan's lines from the old cursor re-decides them:
 // what was committed is found committed (a filed defect is known), so no
 // decision is made twice.
-func FinishScan(s *store.Store, cursor *store.Cursor, incidents *IncidentIndex, sum *Summary, now time.Time, keep store.Retention) error {
+func FinishScan(s *store.Store, cursor *store.Cursor, incidents *incident.Index, sum *Summary, now time.Time, keep store.Retention) error {
 	err := s.Finish(keep, now, func(st *store.State) {
 		budget.Prune(st, now)
 		if cursor != nil {

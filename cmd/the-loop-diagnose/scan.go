@@ -13,6 +13,7 @@ import (
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/redact"
 	"github.com/the-loop/the-loop-diagnose/stages"
+	"github.com/the-loop/the-loop-diagnose/stages/incident"
 	"github.com/the-loop/the-loop-diagnose/stages/source"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
@@ -43,7 +44,7 @@ type scanner struct {
 	// incident's fingerprint; a watcher keeps it across scans, and a cron
 	// run starts from what the previous run saved in the state, so a
 	// give-up links to a failure the previous scan read.
-	incidents *stages.IncidentIndex
+	incidents *incident.Index
 	// skipBacklog is set by a watcher woken by new lines: the backlog is
 	// retried on the interval, not on every append.
 	skipBacklog bool

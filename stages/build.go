@@ -117,7 +117,7 @@ type Scan struct {
 	cfg        Config
 	deps       Deps
 	incidents  *incident.Index
-	fleet      *FleetScan
+	fleet      *budget.FleetScan
 	candidates atomic.Int64
 }
 
@@ -258,7 +258,7 @@ func (s *Scan) gate() GateConfig {
 // newFleet is the scan's part in the fleet sharing its store: its claims
 // last twice the agent's timeout unrenewed, so only a dead deployment's
 // expire; its caps are the scan's own.
-func (s *Scan) newFleet() *FleetScan {
+func (s *Scan) newFleet() *budget.FleetScan {
 	st := s.deps.Store
 	deployment := st.Scope()
 	if deployment == "" {
@@ -269,10 +269,11 @@ func (s *Scan) newFleet() *FleetScan {
 		timeout = agent.DefaultTimeout
 	}
 	p := s.cfg.Dedup.Policy
-	return NewFleetScan(FleetConfig{
+	answerKey := AgentAnswerKey(s.cfg.Agent.Harness, s.cfg.Agent.Model)
+	return budget.NewFleetScan(budget.FleetConfig{
 		Fleet: store.NewFleet(st.DB(), deployment), Store: st, Now: s.deps.Now, Lease: 2 * timeout,
 		MaxIssuesPerDay: s.cfg.Gate.MaxIssuesPerDay, MaxDiagnosesPerDay: p.MaxDiagnosesPerDay,
-		MaxAgentCostPerDay: p.MaxAgentCostPerDay, AnswerKey: AgentAnswerKey(s.cfg.Agent.Harness, s.cfg.Agent.Model),
+		MaxAgentCostPerDay: p.MaxAgentCostPerDay, Reuse: func(d pipeline.Dossier) pipeline.Dossier { return reuseAnswer(st, answerKey, d) },
 		HeldBack: s.gate().HoldsBack, Log: s.cfg.Log,
 	})
 }

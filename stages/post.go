@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/the-loop/the-loop-diagnose/pipeline"
+	"github.com/the-loop/the-loop-diagnose/stages/budget"
 	"github.com/the-loop/the-loop-diagnose/stages/tracker"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
@@ -66,7 +67,7 @@ type PostConfig struct {
 	TrustedAuthors []string
 	// Fleet is the scan's part in the fleet: a create reserves one issue
 	// of the fleet-wide daily cap (nil: none to reserve).
-	Fleet *FleetScan
+	Fleet *budget.FleetScan
 }
 
 // errFleetCap rolls back a create's intent when the fleet-wide cap has no

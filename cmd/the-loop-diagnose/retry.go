@@ -60,7 +60,7 @@ func cmdRetry(args []string, io stdio) error {
 	return nil
 }
 
-// cmdForget forgets defects (stages.Forget): the next scan treats each as
+// cmdForget forgets defects (store.State.Forget): the next scan treats each as
 // new. It says what went, and what GitHub still holds of it.
 func cmdForget(args []string, io stdio) error {
 	fs := newFlagSet("forget", io)
@@ -82,7 +82,7 @@ func cmdForget(args []string, io stdio) error {
 	var unknown []string
 	err = editState(&c, "forget", func(s *store.State) {
 		for _, fp := range fps {
-			canonical, removed := stages.Forget(s, fp)
+			canonical, removed := s.Forget(fp)
 			if len(removed) == 0 {
 				unknown = append(unknown, fp)
 				continue

@@ -1,9 +1,7 @@
-package stages
+package store
 
 import (
 	"slices"
-
-	"github.com/the-loop/the-loop-diagnose/store"
 )
 
 // Forget removes what the state holds of a defect's past — its report,
@@ -19,7 +17,7 @@ import (
 // intent (intents, which may have happened). A forgotten defect whose issue
 // still exists is found by its marker and counted on it, never filed twice;
 // one whose issue a maintainer closed as not planned is dismissed again.
-func Forget(st *store.State, fp string) (canonical string, removed []string) {
+func (st *State) Forget(fp string) (canonical string, removed []string) {
 	if r, ok := st.Reported.Get(fp); ok && r.AliasOf != "" {
 		fp = r.AliasOf
 	} else if a, ok := st.Abandoned[fp]; ok && a.AliasOf != "" {

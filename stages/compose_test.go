@@ -6,6 +6,7 @@ import (
 
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/redact/redacttest"
+	"github.com/the-loop/the-loop-diagnose/stages/issue"
 )
 
 // hostileProse is what a prompt-injected agent or a user writing into an
@@ -51,7 +52,7 @@ func TestComposeLeavesNothingLive(t *testing.T) {
 	if got := strings.Count(body, "<!-- the-loop-diagnose fingerprint:"); got != 1 {
 		t.Errorf("body carries %d fingerprint markers, want exactly the tool's own one", got)
 	}
-	if !strings.Contains(body, FingerprintMarker(g.Fingerprint)) {
+	if !strings.Contains(body, issue.FingerprintMarker(g.Fingerprint)) {
 		t.Error("the tool's own marker is missing")
 	}
 }

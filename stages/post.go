@@ -18,6 +18,7 @@ import (
 
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/stages/budget"
+	"github.com/the-loop/the-loop-diagnose/stages/issue"
 	"github.com/the-loop/the-loop-diagnose/stages/tracker"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
@@ -263,7 +264,7 @@ func (p *poster) post(ctx context.Context, o *pipeline.Outcome) error {
 			found = is
 		}
 	}
-	fps := MarkerFingerprints(o.Group)
+	fps := issue.MarkerFingerprints(o.Group)
 	if found == nil {
 		// A create in doubt is looked for afresh, not in this scan's index.
 		is, err := p.lookup(ctx, fps, intent && pending.InDoubt)

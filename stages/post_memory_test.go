@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/the-loop/the-loop-diagnose/pipeline"
+	"github.com/the-loop/the-loop-diagnose/stages/issue"
 	"github.com/the-loop/the-loop-diagnose/stages/tracker"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
@@ -109,7 +110,7 @@ func TestPostTwinIssuesSettleOnTheOldest(t *testing.T) {
 		t.Fatalf("outcome %+v, want known #1", o)
 	}
 	twin, _ := h.mem.Get(2)
-	if twin.State != "closed" || twin.StateReason != "not_planned" || strings.Contains(twin.Body, FingerprintMarker("fp-t")) {
+	if twin.State != "closed" || twin.StateReason != "not_planned" || strings.Contains(twin.Body, issue.FingerprintMarker("fp-t")) {
 		t.Fatalf("the younger twin: %+v", twin)
 	}
 	if cs := h.mem.CommentsOn(2); len(cs) != 1 || !strings.Contains(cs[0].Body, "Duplicate of #1") {
@@ -134,7 +135,7 @@ func TestPostReopensIssueClosedAsCompleted(t *testing.T) {
 		t.Fatalf("issue state %q", is.State)
 	}
 	c := h.mem.CommentsOn(1)
-	if len(c) != 1 || !strings.Contains(c[0].Body, "recurred") || !strings.Contains(c[0].Body, "v1.2.3") || !strings.Contains(c[0].Body, SelfAuthoredMarker) {
+	if len(c) != 1 || !strings.Contains(c[0].Body, "recurred") || !strings.Contains(c[0].Body, "v1.2.3") || !strings.Contains(c[0].Body, issue.SelfAuthoredMarker) {
 		t.Fatalf("recurrence comment %+v", c)
 	}
 	if h.mem.Count(tracker.OpCreate) != 1 {

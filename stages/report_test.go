@@ -12,6 +12,7 @@ import (
 	"github.com/the-loop/the-loop-diagnose/logread"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/redact"
+	"github.com/the-loop/the-loop-diagnose/stages/issue"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
@@ -93,8 +94,8 @@ func TestComposeScrubsDefangsAndMarks(t *testing.T) {
 	})
 	cfg := ComposeConfig{Scrubber: testScrubber, Keywords: []string{"deploy now"}, Repo: "o/r", Label: "the-loop: self-diagnosed"}
 	title, body := Compose(f, cfg)
-	if !strings.HasPrefix(title, TitlePrefix) || len([]rune(title)) > MaxTitleChars || strings.Contains(title, "\n") {
-		t.Errorf("title %q: want prefix, one line, at most %d chars", title, MaxTitleChars)
+	if !strings.HasPrefix(title, issue.TitlePrefix) || len([]rune(title)) > issue.MaxTitleChars || strings.Contains(title, "\n") {
+		t.Errorf("title %q: want prefix, one line, at most %d chars", title, issue.MaxTitleChars)
 	}
 	for _, leak := range []string{"ghp_", "hunter2", "alice@example.com", "the-loop stop", "the-loop execute"} {
 		if strings.Contains(title+body, leak) {
@@ -106,10 +107,10 @@ func TestComposeScrubsDefangsAndMarks(t *testing.T) {
 			t.Errorf("body lacks %q", section)
 		}
 	}
-	if !strings.Contains(body, FingerprintMarker("v2:0123456789abcdef")) {
+	if !strings.Contains(body, issue.FingerprintMarker("v2:0123456789abcdef")) {
 		t.Error("body lacks the hidden fingerprint marker")
 	}
-	if !strings.HasSuffix(strings.TrimSpace(body), SelfAuthoredMarker) {
+	if !strings.HasSuffix(strings.TrimSpace(body), issue.SelfAuthoredMarker) {
 		t.Error("body does not end with the self-authored marker")
 	}
 }

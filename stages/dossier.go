@@ -14,6 +14,7 @@ import (
 	"github.com/the-loop/the-loop-diagnose/logread"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/redact"
+	"github.com/the-loop/the-loop-diagnose/stages/group"
 	"github.com/the-loop/the-loop-diagnose/stages/source"
 )
 
@@ -163,7 +164,7 @@ func dossierEvidence(g pipeline.Group, s *redact.Redactor, ids redact.RecordIden
 	fmt.Fprintf(&b, "- Fingerprint: `%s`\n", g.Fingerprint)
 	// Distinct values of each allow-listed field, over every occurrence.
 	var vals strings.Builder
-	for _, k := range TallyFields {
+	for _, k := range group.TallyFields {
 		if ft := g.Tally.Fields[k]; ft != nil && k != "version" {
 			if line := composeDistinct(ft, s, ids); line != "" {
 				vals.WriteString("- " + k + ": " + line + "\n")

@@ -12,6 +12,7 @@ import (
 	"github.com/the-loop/the-loop-diagnose/logread"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/redact"
+	"github.com/the-loop/the-loop-diagnose/stages/group"
 	"github.com/the-loop/the-loop-diagnose/stages/issue"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
@@ -28,7 +29,7 @@ func sampleGroup() pipeline.Group {
 		o.Fields.Set("cwd", "/home/alice/secret-project")
 		o.Fields.Set("delivery_id", "d-123")
 		o.Fields.Set("exit_code", 1.0)
-		addOccurrence(&g, o, GroupSamples)
+		group.Add(&g, o, GroupSamples)
 	}
 	return g
 }

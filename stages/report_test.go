@@ -154,7 +154,7 @@ func TestPersistCountsFailuresThenAbandons(t *testing.T) {
 	if a := st.Abandoned["fp"]; a.Reason != "agent failed 3 times" || a.Pending == nil || a.Pending.Dossier == "" {
 		t.Fatalf("abandoned entry %+v: want the-loop's reason and the backlog entry kept", a)
 	}
-	if !Retry(st, "fp") || st.Deferred["fp"].Dossier == "" || st.Attempts["fp"] != 0 || len(st.Abandoned) != 0 {
+	if !st.Retry("fp") || st.Deferred["fp"].Dossier == "" || st.Attempts["fp"] != 0 || len(st.Abandoned) != 0 {
 		t.Fatalf("retry did not bring the defect back: %+v", st)
 	}
 
@@ -177,7 +177,7 @@ func TestPersistCountsFailuresThenAbandons(t *testing.T) {
 	if _, ok := st.Deferred["fp"]; ok || a.Pending == nil || a.Pending.Dossier == "" || a.Pending.Waited.IsZero() {
 		t.Fatalf("an abandoned defect leaves the backlog and keeps its entry (and its wait) for retry: %+v", a)
 	}
-	if !Retry(st, "fp") || st.Deferred["fp"].Dossier == "" || st.Attempts["fp"] != 0 || len(st.Abandoned) != 0 {
+	if !st.Retry("fp") || st.Deferred["fp"].Dossier == "" || st.Attempts["fp"] != 0 || len(st.Abandoned) != 0 {
 		t.Fatalf("retry did not bring the defect back: %+v", st)
 	}
 	if w := st.Deferred["fp"].Waited; !w.IsZero() {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"slices"
+	"time"
 )
 
 // Forget removes what the state holds of a defect's past — its report,
@@ -63,4 +64,34 @@ func deleteKey[M ~map[string]V, V any](m M, k string) bool {
 	_, ok := m[k]
 	delete(m, k)
 	return ok
+}
+
+// Retry brings an abandoned defect back: its backlog entry returns (so the
+// next scan files it without its records), its failures are forgotten.
+// It reports whether fp was abandoned.
+func (st *State) Retry(fp string) bool {
+	a, ok := st.Abandoned[fp]
+	if !ok {
+		return false
+	}
+	if a.AliasOf != "" { // the-loop's copy: retry the defect it stands for
+		if _, ok := st.Abandoned[a.AliasOf]; ok {
+			return st.Retry(a.AliasOf)
+		}
+	}
+	delete(st.Abandoned, fp)
+	for k, alias := range st.Abandoned { // the entries kept for the-loop go too
+		if alias.AliasOf == fp {
+			delete(st.Abandoned, k)
+		}
+	}
+	delete(st.Attempts, fp)
+	delete(st.Failures, fp)
+	delete(st.FirstFailed, fp)
+	if a.Pending != nil {
+		d := *a.Pending
+		d.Waited = time.Time{} // waits afresh from the retry (the next scan's clock)
+		st.Deferred[fp] = d
+	}
+	return true
 }

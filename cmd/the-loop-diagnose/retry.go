@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/the-loop/the-loop-diagnose/stages"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
@@ -34,7 +33,7 @@ func cmdRetry(args []string, io stdio) error {
 		}
 		for _, fp := range fps {
 			saved[fp] = s.Abandoned[fp].Pending != nil
-			if stages.Retry(s, fp) {
+			if s.Retry(fp) {
 				back = append(back, fp)
 			} else {
 				unknown = append(unknown, fp)

@@ -242,7 +242,7 @@ func goldenInputs() []goldenInput {
 }
 
 // goldenIdentityKeys approximate the fingerprint stage's identity fields
-// (stages.IdentityFields, which this package cannot import): they only
+// (stages/incident.IdentityFields, which this package cannot import): they only
 // decide which ranges the generated inputs carry, and the inputs are
 // stored.
 var goldenIdentityKeys = []string{"work_item", "repo", "branch", "ref", "actor", "user", "login",

@@ -259,7 +259,7 @@ const (
 	// (stages.AgentSettlement).
 	SettledTransient Settled = "transient"
 	// SettledFixedUpstream: the target repo fixed it after the deployed
-	// version (stages.SourceCheckout.FixedUpstream).
+	// version (source.Checkout.FixedUpstream).
 	SettledFixedUpstream Settled = "fixed-upstream"
 )
 

@@ -17,6 +17,7 @@ import (
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/stages/agent"
 	"github.com/the-loop/the-loop-diagnose/stages/budget"
+	"github.com/the-loop/the-loop-diagnose/stages/incident"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
@@ -60,7 +61,7 @@ type Deps struct {
 	// caller keeps it across scans (a watcher), it starts from what the
 	// state saved when empty (a cron run), and Finish saves it. nil: the
 	// scan's own, from the lines it reads alone (replay).
-	Incidents *IncidentIndex
+	Incidents *incident.Index
 	// Backlog: dedup retries the defects the caps held back in earlier
 	// scans (a watcher woken by new lines leaves them to its interval).
 	Backlog bool
@@ -90,8 +91,8 @@ type Deps struct {
 
 // NewIncidentIndex is an empty index of recent failures, correlated by the
 // configured keys (Deps.Incidents).
-func (c Config) NewIncidentIndex() *IncidentIndex {
-	return NewIncidentIndex(IncidentKeysWith(c.Triage.CorrelationKeys), IncidentMaxFailures)
+func (c Config) NewIncidentIndex() *incident.Index {
+	return incident.NewIndex(incident.KeysWith(c.Triage.CorrelationKeys), incident.MaxFailures)
 }
 
 // Ends are the stages Build can end after (Deps.Until), in order.
@@ -115,8 +116,8 @@ type Scan struct {
 	r          *pipeline.Run
 	cfg        Config
 	deps       Deps
-	incidents  *IncidentIndex
-	fleet      *FleetScan
+	incidents  *incident.Index
+	fleet      *budget.FleetScan
 	candidates atomic.Int64
 }
 
@@ -257,7 +258,7 @@ func (s *Scan) gate() GateConfig {
 // newFleet is the scan's part in the fleet sharing its store: its claims
 // last twice the agent's timeout unrenewed, so only a dead deployment's
 // expire; its caps are the scan's own.
-func (s *Scan) newFleet() *FleetScan {
+func (s *Scan) newFleet() *budget.FleetScan {
 	st := s.deps.Store
 	deployment := st.Scope()
 	if deployment == "" {
@@ -268,10 +269,11 @@ func (s *Scan) newFleet() *FleetScan {
 		timeout = agent.DefaultTimeout
 	}
 	p := s.cfg.Dedup.Policy
-	return NewFleetScan(FleetConfig{
+	answerKey := AgentAnswerKey(s.cfg.Agent.Harness, s.cfg.Agent.Model)
+	return budget.NewFleetScan(budget.FleetConfig{
 		Fleet: store.NewFleet(st.DB(), deployment), Store: st, Now: s.deps.Now, Lease: 2 * timeout,
 		MaxIssuesPerDay: s.cfg.Gate.MaxIssuesPerDay, MaxDiagnosesPerDay: p.MaxDiagnosesPerDay,
-		MaxAgentCostPerDay: p.MaxAgentCostPerDay, AnswerKey: AgentAnswerKey(s.cfg.Agent.Harness, s.cfg.Agent.Model),
+		MaxAgentCostPerDay: p.MaxAgentCostPerDay, Reuse: func(d pipeline.Dossier) pipeline.Dossier { return reuseAnswer(st, answerKey, d) },
 		HeldBack: s.gate().HoldsBack, Log: s.cfg.Log,
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/the-loop/the-loop-diagnose/fingerprint"
 	"github.com/the-loop/the-loop-diagnose/logread"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
+	"github.com/the-loop/the-loop-diagnose/stages/incident"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
@@ -63,7 +64,7 @@ func testBuildDryRun(t *testing.T, ledger bool) {
 	var observed []pipeline.Outcome
 	r := pipeline.New(context.Background())
 	scan, err := Build(r, buildRead(t, &stats), buildConfig(t), Deps{
-		Store: st, Now: buildNow, Stats: &stats, Incidents: NewIncidentIndex(IncidentKeysWith(nil), IncidentMaxFailures),
+		Store: st, Now: buildNow, Stats: &stats, Incidents: incident.NewIndex(incident.KeysWith(nil), incident.MaxFailures),
 		Backlog: true, Ledger: ledger, Print: &printed,
 		Observe: func(o pipeline.Outcome) { observed = append(observed, o) },
 	})

@@ -8,25 +8,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/the-loop/the-loop-diagnose/fingerprint"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/redact"
+	"github.com/the-loop/the-loop-diagnose/stages/issue"
 )
-
-// Markers every filed issue carries.
-const (
-	// SelfAuthoredMarker is the-loop's marker for text it wrote itself: the-loop
-	// ignores such issues and comments, so a filed issue can never arm it.
-	SelfAuthoredMarker = "<!-- the-loop:agent-comment -->"
-	TitlePrefix        = "[self-diagnosed] "
-	MaxTitleChars      = 100
-)
-
-// FingerprintMarker is the hidden line that identifies a defect's issue on
-// GitHub, whichever deployment filed it.
-func FingerprintMarker(fp string) string {
-	return "<!-- the-loop-diagnose fingerprint:" + fp + " -->"
-}
 
 // ComposeConfig configures the compose stage.
 type ComposeConfig struct {
@@ -68,7 +53,7 @@ func Compose(f pipeline.Finding, cfg ComposeConfig) (title, body string) {
 	ids := GroupIdentity(f.Group) // an agent may quote the records' own identity
 	public := func(s string) string { return cfg.Scrubber.Publish(strings.TrimSpace(s), ids, cfg.Keywords) }
 	a := f.Answer
-	title = ComposeTitle(public(composeOneLine(composeCleanTitle(a.Title))))
+	title = issue.Title(public(issue.OneLine(issue.CleanTitle(a.Title))))
 	var b strings.Builder
 	section := func(name, text string) {
 		if text = public(text); text == "" {
@@ -79,14 +64,14 @@ func Compose(f pipeline.Finding, cfg ComposeConfig) (title, body string) {
 	section("Summary", a.Summary)
 	section("Root cause", a.RootCause)
 	section("Suggested fix", a.SuggestedFix)
-	b.WriteString(EvidenceHeading)
+	b.WriteString(issue.EvidenceHeading)
 	if a.Verdict != "" {
 		ev := "- Agent verdict: " + a.Verdict
 		if a.Confidence != nil {
 			ev += fmt.Sprintf(" (confidence %.2f)", *a.Confidence)
 		}
 		for _, e := range a.Evidence {
-			ev += "\n  - " + composeOneLine(e)
+			ev += "\n  - " + issue.OneLine(e)
 		}
 		b.WriteString("\n" + public(ev) + "\n")
 	}
@@ -99,13 +84,9 @@ func Compose(f pipeline.Finding, cfg ComposeConfig) (title, body string) {
 	}
 	fmt.Fprintf(&b, "\n---\n_Filed automatically by %s from the service's event log. Intended label: `%s`._\n\n", redact.Defang(tool, cfg.Keywords), cfg.Label)
 	body = redact.Neutralize(b.String())
-	body += MarkerBlock(MarkerFingerprints(f.Group))
+	body += issue.MarkerBlock(issue.MarkerFingerprints(f.Group))
 	return title, body
 }
-
-// EvidenceHeading opens the section that quotes the log; an oversized body
-// loses the end of it first (postFitBody).
-const EvidenceHeading = "## Evidence\n"
 
 // Environment bounds.
 const (
@@ -127,7 +108,7 @@ func composeDistinct(ft *pipeline.FieldTally, s *redact.Redactor, ids redact.Rec
 	counts := map[string]int{}
 	other := ft.Other
 	for v, n := range ft.Values {
-		text := truncate(composeOneLine(fmt.Sprint(s.Value(v, ids))), composeMaxValueChars)
+		text := issue.Truncate(issue.OneLine(fmt.Sprint(s.Value(v, ids))), composeMaxValueChars)
 		if text == "" {
 			other += n
 			continue
@@ -243,98 +224,4 @@ func composeToolVersion(env string) string {
 		}
 	}
 	return ""
-}
-
-// composeTitleNoiseRE are what a title is better without: the fingerprint's
-// masks, brackets left empty, request and trace ids (UUIDs, long hex runs,
-// req_/request-id tokens).
-var (
-	composeMaskRE      = regexp.MustCompile(`<\*>|<[a-z]{1,8}>`)
-	composeRequestIDRE = regexp.MustCompile(`(?i)\b(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{16,}|req(?:uest)?[_-]?id[:=]?\s*[A-Za-z0-9_-]+|req_[A-Za-z0-9]+)\b`)
-	composeEmptyRE     = regexp.MustCompile(`\(\s*[,;:]?\s*\)|\[\s*[,;:]?\s*\]|\{\s*[,;:]?\s*\}|""|''`)
-	composeSpaceRE     = regexp.MustCompile(`\s+([,;:.)\]])`)
-)
-
-// composeCleanTitle takes the noise out of a title before it is published.
-func composeCleanTitle(t string) string {
-	t = composeMaskRE.ReplaceAllString(t, "")
-	t = composeRequestIDRE.ReplaceAllString(t, "")
-	for range 3 { // "([])" empties in turns
-		t = composeEmptyRE.ReplaceAllString(t, "")
-	}
-	t = composeOneLine(t)
-	t = composeSpaceRE.ReplaceAllString(t, "$1")
-	t = strings.Trim(t, " :;,-")
-	return t
-}
-
-// maxMarkerAliases bounds the alias markers an issue carries.
-const maxMarkerAliases = 12
-
-// MarkerFingerprints are the fingerprints an issue's marker block names: the
-// group's own first (canonical), then its aliases, most widely shared
-// first: template families' pattern fingerprints (the same on every
-// deployment that learned the family), this version's merged variants,
-// then older versions'. Any deployment that knows the defect by one of them
-// finds the issue.
-func MarkerFingerprints(g pipeline.Group) []string {
-	out := []string{g.Fingerprint}
-	rank := func(a string) int {
-		switch {
-		case fingerprint.IsPattern(a):
-			return 0
-		case strings.HasPrefix(a, fingerprint.Version+":"):
-			return 1
-		case strings.Contains(a, ":"):
-			return 2
-		}
-		return 3
-	}
-	aliases := slices.Clone(g.Aliases)
-	slices.SortStableFunc(aliases, func(a, b string) int { return rank(a) - rank(b) })
-	for _, a := range aliases {
-		if len(out) > maxMarkerAliases {
-			break
-		}
-		if !slices.Contains(out, a) && postMarkerLineRE.MatchString(FingerprintMarker(a)) {
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
-// MarkerBlock is the hidden block that ends every issue body the tool
-// files: one marker line per fingerprint (the canonical first), then the
-// self-authored marker.
-func MarkerBlock(fps []string) string {
-	var b strings.Builder
-	for _, fp := range fps {
-		b.WriteString(FingerprintMarker(fp) + "\n")
-	}
-	b.WriteString(SelfAuthoredMarker + "\n")
-	return b.String()
-}
-
-// composeOneLine folds every run of whitespace, Unicode spaces included,
-// into one space: normalised first, so the defang that follows sees the
-// same spaces the title will show.
-func composeOneLine(s string) string {
-	return strings.Join(strings.Fields(redact.Normalize(s)), " ")
-}
-
-// ComposeTitle makes a one-line title of at most MaxTitleChars.
-func ComposeTitle(t string) string {
-	t = strings.Join(strings.Fields(t), " ")
-	if t == "" {
-		t = "unnamed failure"
-	}
-	return truncate(TitlePrefix+t, MaxTitleChars)
-}
-
-// truncate cuts s to at most n runes, the last one "…" when it cut.
-func truncate(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/redact/redacttest"
+	"github.com/the-loop/the-loop-diagnose/stages/group"
+	"github.com/the-loop/the-loop-diagnose/stages/issue"
 )
 
 // hostileProse is what a prompt-injected agent or a user writing into an
@@ -24,7 +26,7 @@ func TestComposeLeavesNothingLive(t *testing.T) {
 	g.Samples[1].Fields.Set("harness", hostileProse[:min(len(hostileProse), 90)]) // shown in the distinct values
 	g.Samples[1].Fields.Set("version", "1.2.3 @octocat")                          // not a version: not shown
 	for _, o := range g.Samples {                                                 // as dedup counts them
-		tallyAdd(&g.Tally, o.Record)
+		group.TallyRecord(&g.Tally, o.Record)
 	}
 	g.Event = "agent.gave_up` @octocat <img src=x> `"
 	g.Template = hostileProse
@@ -51,7 +53,7 @@ func TestComposeLeavesNothingLive(t *testing.T) {
 	if got := strings.Count(body, "<!-- the-loop-diagnose fingerprint:"); got != 1 {
 		t.Errorf("body carries %d fingerprint markers, want exactly the tool's own one", got)
 	}
-	if !strings.Contains(body, FingerprintMarker(g.Fingerprint)) {
+	if !strings.Contains(body, issue.FingerprintMarker(g.Fingerprint)) {
 		t.Error("the tool's own marker is missing")
 	}
 }
@@ -84,7 +86,7 @@ func TestComposeEnvironmentVersions(t *testing.T) {
 	}
 	for i, v := range []string{"3.0.0", "3.0.0", "v3.1.0-rc.1", "not-a-version"} {
 		f.Samples[i%len(f.Samples)].Fields.Set("version", v)
-		tallyAdd(&f.Group.Tally, f.Samples[i%len(f.Samples)].Record)
+		group.TallyRecord(&f.Group.Tally, f.Samples[i%len(f.Samples)].Record)
 	}
 	if env := composeEnvironment(f, "2.7.1"); !strings.Contains(env, "- Versions: 3.0.0 ×2, v3.1.0-rc.1 ×1\n") {
 		t.Errorf("records' versions: %q", env)

@@ -3,7 +3,6 @@ package stages
 import (
 	"context"
 	"encoding/json"
-	"slices"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/the-loop/the-loop-diagnose/logread"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/stages/budget"
+	"github.com/the-loop/the-loop-diagnose/stages/group"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
@@ -75,8 +75,8 @@ func NewDedup(cfg DedupConfig) pipeline.Stage[pipeline.Occurrence, pipeline.Grou
 				groups[o.Fingerprint] = g
 				order = append(order, o.Fingerprint)
 			}
-			addOccurrence(g, o, GroupSamples)
-			g.Aliases = addAliases(g.Aliases, o.Aliases)
+			group.Add(g, o, GroupSamples)
+			g.Aliases = group.AddAliases(g.Aliases, o.Aliases)
 		}
 		if err := ctx.Err(); err != nil {
 			return err
@@ -87,9 +87,9 @@ func NewDedup(cfg DedupConfig) pipeline.Stage[pipeline.Occurrence, pipeline.Grou
 		// scan's final write makes it durable (a crash relearns it).
 		cfg.Store.Mutate(func(st *store.State) {
 			for _, fp := range order {
-				trimSamples(groups[fp], GroupSamples)
+				group.OrderSamples(groups[fp], GroupSamples)
 			}
-			order, members := Regroup(st, groups, order)
+			order, members := group.Regroup(st, groups, order)
 			list := make([]pipeline.Group, 0, len(order))
 			for _, fp := range order {
 				g := groups[fp]
@@ -107,61 +107,6 @@ func NewDedup(cfg DedupConfig) pipeline.Stage[pipeline.Occurrence, pipeline.Grou
 		}
 		return nil
 	}
-}
-
-// addOccurrence folds one occurrence into its group, keeping the newest
-// samples only.
-func addOccurrence(g *pipeline.Group, o pipeline.Occurrence, samples int) {
-	g.Count++
-	if retry, ok := o.Bool("will_retry"); ok && retry {
-		g.Retries++
-	}
-	if t := o.Time(); !t.IsZero() {
-		if g.FirstSeen.IsZero() || t.Before(g.FirstSeen) {
-			g.FirstSeen = t
-		}
-		if t.After(g.LastSeen) {
-			g.LastSeen = t
-		}
-	}
-	g.LastLine = o.Line
-	tallyAdd(&g.Tally, o.Record)
-	// The samples are a ring of the newest: once full, occurrence number
-	// Count-1 overwrites the oldest, in slot (Count-1) % samples, and
-	// trimSamples puts the ring back in order. A window that grew to twice
-	// the size and was cut back held up to twice the records, the largest
-	// share of a scan's live heap; and fresh heap is costly (page faults).
-	if len(g.Samples) < samples {
-		g.Samples = append(g.Samples, o)
-		return
-	}
-	g.Samples[(g.Count-1)%samples] = o
-}
-
-// trimSamples puts a complete group's ring of samples (addOccurrence) in
-// order, oldest first.
-func trimSamples(g *pipeline.Group, samples int) {
-	if len(g.Samples) < samples || g.Count <= samples {
-		return
-	}
-	oldest := g.Count % samples
-	slices.Reverse(g.Samples[:oldest])
-	slices.Reverse(g.Samples[oldest:])
-	slices.Reverse(g.Samples)
-}
-
-// maxAliases bounds the older-version fingerprints kept per group.
-const maxAliases = 32
-
-// addAliases unions an occurrence's aliases into its group's: the-loop's
-// normalizer split one defect many ways, and its state may hold any of them.
-func addAliases(have, more []string) []string {
-	for _, a := range more {
-		if len(have) < maxAliases && !slices.Contains(have, a) {
-			have = append(have, a)
-		}
-	}
-	return have
 }
 
 // Decide is the pure dedup and triage policy. Groups already reported

@@ -14,6 +14,8 @@ import (
 	"github.com/the-loop/the-loop-diagnose/logread"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/redact"
+	"github.com/the-loop/the-loop-diagnose/stages/group"
+	"github.com/the-loop/the-loop-diagnose/stages/source"
 )
 
 // DossierFields is the allow-list: nothing else from a record ever leaves the
@@ -48,7 +50,7 @@ type DossierConfig struct {
 	Now  func() time.Time // default time.Now
 	// Source, when set (selfDiagnosis.sourcePath), adds the Source section:
 	// the lines of the service's source the evidence points at.
-	Source *SourceFinder
+	Source *source.Finder
 }
 
 // NewDossier builds the scrubbed, allow-listed report of each group that
@@ -162,7 +164,7 @@ func dossierEvidence(g pipeline.Group, s *redact.Redactor, ids redact.RecordIden
 	fmt.Fprintf(&b, "- Fingerprint: `%s`\n", g.Fingerprint)
 	// Distinct values of each allow-listed field, over every occurrence.
 	var vals strings.Builder
-	for _, k := range TallyFields {
+	for _, k := range group.TallyFields {
 		if ft := g.Tally.Fields[k]; ft != nil && k != "version" {
 			if line := composeDistinct(ft, s, ids); line != "" {
 				vals.WriteString("- " + k + ": " + line + "\n")

@@ -12,6 +12,7 @@ import (
 	"github.com/the-loop/the-loop-diagnose/fingerprint"
 	"github.com/the-loop/the-loop-diagnose/logread"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
+	"github.com/the-loop/the-loop-diagnose/stages/incident"
 )
 
 // generatedFailures are the failure candidates of a generated the-loop log:
@@ -51,7 +52,7 @@ func TestFingerprintStageOutputIsUnchanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	occs, err := pipeline.Collect(context.Background(), NewFingerprint(fp, NewIncidentIndex(IncidentKeys, IncidentMaxFailures)), cands...)
+	occs, err := pipeline.Collect(context.Background(), NewFingerprint(fp, incident.NewIndex(incident.Keys, incident.MaxFailures)), cands...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func BenchmarkFingerprintStage(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := pipeline.Collect(context.Background(), NewFingerprint(fp.WithoutAliases(), NewIncidentIndex(IncidentKeys, IncidentMaxFailures)), cands...); err != nil {
+		if _, err := pipeline.Collect(context.Background(), NewFingerprint(fp.WithoutAliases(), incident.NewIndex(incident.Keys, incident.MaxFailures)), cands...); err != nil {
 			b.Fatal(err)
 		}
 	}

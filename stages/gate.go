@@ -8,6 +8,7 @@ import (
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/stages/agent"
 	"github.com/the-loop/the-loop-diagnose/stages/budget"
+	"github.com/the-loop/the-loop-diagnose/stages/evidence"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
@@ -104,7 +105,7 @@ func AgentSettlement(a *pipeline.Answer, dossier string, threshold float64) *pip
 		return nil
 	}
 	// The agent read the dossier as it was carried (a NUL shown as ␀).
-	quotes, why := VerifyEvidence(a.Evidence, agent.Carriable(dossier))
+	quotes, why := evidence.Verify(a.Evidence, agent.Carriable(dossier))
 	if why != "" {
 		return nil
 	}

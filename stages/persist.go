@@ -14,6 +14,7 @@ import (
 	"github.com/the-loop/the-loop-diagnose/fingerprint"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/stages/budget"
+	"github.com/the-loop/the-loop-diagnose/stages/incident"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
@@ -486,36 +487,6 @@ func RetriesExhausted(st *store.State, fp string, now time.Time, maxRetries int,
 	return !ok || now.Sub(first) >= AbandonAfter
 }
 
-// Retry brings an abandoned defect back: its backlog entry returns (so the
-// next scan files it without its records), its failures are forgotten.
-// It reports whether fp was abandoned.
-func Retry(st *store.State, fp string) bool {
-	a, ok := st.Abandoned[fp]
-	if !ok {
-		return false
-	}
-	if a.AliasOf != "" { // the-loop's copy: retry the defect it stands for
-		if _, ok := st.Abandoned[a.AliasOf]; ok {
-			return Retry(st, a.AliasOf)
-		}
-	}
-	delete(st.Abandoned, fp)
-	for k, alias := range st.Abandoned { // the entries kept for the-loop go too
-		if alias.AliasOf == fp {
-			delete(st.Abandoned, k)
-		}
-	}
-	delete(st.Attempts, fp)
-	delete(st.Failures, fp)
-	delete(st.FirstFailed, fp)
-	if a.Pending != nil {
-		d := *a.Pending
-		d.Waited = time.Time{} // waits afresh from the retry (the next scan's clock)
-		st.Deferred[fp] = d
-	}
-	return true
-}
-
 // FinishScan is the scan's last transaction: the cursor advances (only
 // now, after every outcome is committed), the incident index and outages
 // are kept, the retention is applied; then the outbox's events, this
@@ -523,7 +494,7 @@ func Retry(st *store.State, fp string) bool {
 // Re-reading a crashed scan's lines from the old cursor re-decides them:
 // what was committed is found committed (a filed defect is known), so no
 // decision is made twice.
-func FinishScan(s *store.Store, cursor *store.Cursor, incidents *IncidentIndex, sum *Summary, now time.Time, keep store.Retention) error {
+func FinishScan(s *store.Store, cursor *store.Cursor, incidents *incident.Index, sum *Summary, now time.Time, keep store.Retention) error {
 	err := s.Finish(keep, now, func(st *store.State) {
 		budget.Prune(st, now)
 		if cursor != nil {

@@ -17,6 +17,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/the-loop/the-loop-diagnose/pipeline"
+	"github.com/the-loop/the-loop-diagnose/stages/budget"
+	"github.com/the-loop/the-loop-diagnose/stages/issue"
 	"github.com/the-loop/the-loop-diagnose/stages/tracker"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
@@ -66,7 +68,7 @@ type PostConfig struct {
 	TrustedAuthors []string
 	// Fleet is the scan's part in the fleet: a create reserves one issue
 	// of the fleet-wide daily cap (nil: none to reserve).
-	Fleet *FleetScan
+	Fleet *budget.FleetScan
 }
 
 // errFleetCap rolls back a create's intent when the fleet-wide cap has no
@@ -262,7 +264,7 @@ func (p *poster) post(ctx context.Context, o *pipeline.Outcome) error {
 			found = is
 		}
 	}
-	fps := MarkerFingerprints(o.Group)
+	fps := issue.MarkerFingerprints(o.Group)
 	if found == nil {
 		// A create in doubt is looked for afresh, not in this scan's index.
 		is, err := p.lookup(ctx, fps, intent && pending.InDoubt)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/the-loop/the-loop-diagnose/pipeline"
+	"github.com/the-loop/the-loop-diagnose/stages/issue"
 	"github.com/the-loop/the-loop-diagnose/stages/tracker"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
@@ -18,9 +19,9 @@ import (
 // create files the issue: intent first (durable), then one create, with
 // every ambiguous failure reconciled by a marker lookup before a retry.
 func (p *poster) create(ctx context.Context, o *pipeline.Outcome) error {
-	fp, fps := o.Fingerprint, MarkerFingerprints(o.Group)
-	title := postFitTitle(o.Title)
-	body, cut := postFitBody(o.Body, fps, tracker.MaxBody)
+	fp, fps := o.Fingerprint, issue.MarkerFingerprints(o.Group)
+	title := issue.FitTitle(o.Title)
+	body, cut := issue.FitBody(o.Body, fps, tracker.MaxBody)
 	if cut {
 		p.cfg.Log.Warn().Str("fingerprint", fp).Msg("the issue body was cut to fit GitHub's limit")
 	}
@@ -138,7 +139,7 @@ func (p *poster) create(ctx context.Context, o *pipeline.Outcome) error {
 func (p *poster) earlierTwin(ctx context.Context, fps []string, created *tracker.Issue) (*tracker.Issue, error) {
 	var first *tracker.Issue
 	err := p.t.ListIssues(ctx, tracker.Query{State: "open", Oldest: true, Pages: 1}, func(is tracker.Issue) bool {
-		if is.Number < created.Number && postSharesMarker(p.trustedMarkers(&is), fps) &&
+		if is.Number < created.Number && issue.SharesMarker(p.trustedMarkers(&is), fps) &&
 			(first == nil || is.Number < first.Number) {
 			first = &is
 		}

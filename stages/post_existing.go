@@ -12,6 +12,7 @@ import (
 
 	"github.com/the-loop/the-loop-diagnose/fingerprint"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
+	"github.com/the-loop/the-loop-diagnose/stages/issue"
 	"github.com/the-loop/the-loop-diagnose/stages/tracker"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
@@ -199,12 +200,12 @@ func (p *poster) mergeTwins(ctx context.Context, o *pipeline.Outcome) error {
 // which issue to follow.
 func (p *poster) closeDuplicate(ctx context.Context, ours, first *tracker.Issue, why string) error {
 	n := ours.Number
-	body := postDuplicateBody(ours.Body, first.Number)
+	body := issue.DuplicateBody(ours.Body, first.Number)
 	_, err := p.t.Edit(ctx, n, tracker.Edit{Body: &body, State: ptr("closed"), StateReason: ptr("not_planned")})
 	if err != nil {
 		return err
 	}
-	comment := why + "\n\n" + SelfAuthoredMarker + "\n"
+	comment := why + "\n\n" + issue.SelfAuthoredMarker + "\n"
 	if _, err := p.t.Comment(ctx, n, comment, nil); err != nil {
 		p.cfg.Log.Warn().Err(err).Int("issue", n).Msg("closed a duplicate but could not say why on it")
 	}
@@ -252,17 +253,17 @@ func (p *poster) existing(ctx context.Context, o *pipeline.Outcome, is *tracker.
 // then finds the issue by the family's pattern. Editing a body notifies
 // no one.
 func (p *poster) extendMarkers(ctx context.Context, o *pipeline.Outcome, is *tracker.Issue) error {
-	have := postTrailingMarkers(is.Body)
+	have := issue.TrailingMarkers(is.Body)
 	want := slices.Clone(have)
-	for _, fp := range MarkerFingerprints(o.Group) {
-		if len(want) < 2*(maxMarkerAliases+1) && !slices.Contains(want, fp) {
+	for _, fp := range issue.MarkerFingerprints(o.Group) {
+		if len(want) < 2*(issue.MaxMarkerAliases+1) && !slices.Contains(want, fp) {
 			want = append(want, fp)
 		}
 	}
 	if len(have) == 0 || len(want) == len(have) || !p.trusts(is.Author) {
 		return nil
 	}
-	body, _ := postFitBody(is.Body, want, tracker.MaxBody)
+	body, _ := issue.FitBody(is.Body, want, tracker.MaxBody)
 	_, err := p.t.Edit(ctx, is.Number, tracker.Edit{Body: &body})
 	return err
 }
@@ -298,7 +299,7 @@ func (p *poster) reopen(ctx context.Context, o *pipeline.Outcome, is *tracker.Is
 	} else if err := p.remember(o.Fingerprint, reopened); err != nil {
 		return err
 	}
-	body := postRecurredBody(o.Count, o.FirstSeen, o.LastSeen, p.versions(o.Group))
+	body := issue.RecurredBody(o.Count, o.FirstSeen, o.LastSeen, p.versions(o.Group))
 	_, err = p.t.Comment(ctx, n, body, nil)
 	return err
 }
@@ -381,9 +382,9 @@ func (p *poster) occurrence(ctx context.Context, o *pipeline.Outcome, n int) err
 	if err != nil {
 		return err
 	}
-	tally := postParseTally(current)
-	tally.set(deployment, postTallyOf(ref))
-	body := postOccurrenceBody(fp, tally, p.cfg.ToolVersion)
+	tally := issue.ParseTally(current)
+	tally.Set(deployment, issue.TallyOf(ref))
+	body := issue.OccurrenceBody(fp, tally, p.cfg.ToolVersion)
 	if id != 0 {
 		err = p.t.EditComment(ctx, id, body)
 		if tracker.StatusOf(err) == http.StatusNotFound {
@@ -433,7 +434,7 @@ func (p *poster) findOccurrenceComment(ctx context.Context, n int, fp string, kn
 	if err := p.ensureLogin(ctx); err != nil {
 		return 0, "", err
 	}
-	marker := postOccurrenceMarker(fp)
+	marker := issue.OccurrenceMarker(fp)
 	var id int64
 	var body string
 	err := p.t.ListComments(ctx, n, func(c tracker.Comment) bool {

@@ -13,6 +13,7 @@ import (
 
 	fakegh "github.com/the-loop/the-loop-diagnose/fakes/github"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
+	"github.com/the-loop/the-loop-diagnose/stages/issue"
 	"github.com/the-loop/the-loop-diagnose/stages/tracker"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
@@ -111,7 +112,7 @@ func TestPostTwinIssuesSettleOnTheOldest(t *testing.T) {
 		t.Fatalf("outcome %+v, want known #1", o)
 	}
 	twin, _ := h.mem.Get(2)
-	if twin.State != "closed" || twin.StateReason != "not_planned" || strings.Contains(twin.Body, FingerprintMarker("fp-t")) {
+	if twin.State != "closed" || twin.StateReason != "not_planned" || strings.Contains(twin.Body, issue.FingerprintMarker("fp-t")) {
 		t.Fatalf("the younger twin: %+v", twin)
 	}
 	if cs := h.mem.CommentsOn(2); len(cs) != 1 || !strings.Contains(cs[0].Body, "Duplicate of #1") {
@@ -136,7 +137,7 @@ func TestPostReopensIssueClosedAsCompleted(t *testing.T) {
 		t.Fatalf("issue state %q", is.State)
 	}
 	c := h.mem.CommentsOn(1)
-	if len(c) != 1 || !strings.Contains(c[0].Body, "recurred") || !strings.Contains(c[0].Body, "v1.2.3") || !strings.Contains(c[0].Body, SelfAuthoredMarker) {
+	if len(c) != 1 || !strings.Contains(c[0].Body, "recurred") || !strings.Contains(c[0].Body, "v1.2.3") || !strings.Contains(c[0].Body, issue.SelfAuthoredMarker) {
 		t.Fatalf("recurrence comment %+v", c)
 	}
 	if h.mem.Count(tracker.OpCreate) != 1 {
@@ -333,7 +334,7 @@ func TestPostATrustedFleetAccountsIssueIsKnown(t *testing.T) {
 func TestPostAStrangersOccurrenceCommentIsNeverEdited(t *testing.T) {
 	h := newMemHarness(t)
 	n := h.mem.Add(tracker.Issue{Title: "t", Body: postBody("fp-o", "x"), Author: "loop-bot"})
-	planted := h.mem.AddComment(n, "mallory", postOccurrenceMarker("fp-o")+"\n<!-- the-loop-diagnose tally:{\"deployments\":{\"aaaa\":{\"count\":99999}}} -->\n")
+	planted := h.mem.AddComment(n, "mallory", issue.OccurrenceMarker("fp-o")+"\n<!-- the-loop-diagnose tally:{\"deployments\":{\"aaaa\":{\"count\":99999}}} -->\n")
 	h.runOne(t, postReport("fp-o"))
 	cs := h.mem.CommentsOn(n)
 	if len(cs) != 2 || cs[0].ID != planted || cs[0].Author != "mallory" || cs[1].Author != "loop-bot" || occurrenceCount(t, cs[1].Body) != 3 {

@@ -21,6 +21,7 @@ import (
 
 	fakegh "github.com/the-loop/the-loop-diagnose/fakes/github"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
+	"github.com/the-loop/the-loop-diagnose/stages/issue"
 	"github.com/the-loop/the-loop-diagnose/stages/tracker"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
@@ -158,7 +159,7 @@ func (h *postHarness) state() *store.State {
 func postBody(fp, trigger string) string {
 	return "## Summary\n\nThe widget frobnicator panics.\n\n## Trigger\n\n" + trigger +
 		"\n## Environment\n\nlinux/amd64\n---\n_Filed automatically. Intended label: `" + postTestLabel + "`._\n\n" +
-		FingerprintMarker(fp) + "\n" + SelfAuthoredMarker + "\n"
+		issue.FingerprintMarker(fp) + "\n" + issue.SelfAuthoredMarker + "\n"
 }
 
 func postReport(fp string) pipeline.Report {
@@ -197,7 +198,7 @@ func TestPostFilesNewDefectOnceWithLabelAndMarker(t *testing.T) {
 	if len(is.Labels) != 1 || is.Labels[0] != postTestLabel {
 		t.Fatalf("labels %v", is.Labels)
 	}
-	if !strings.Contains(is.Body, FingerprintMarker("fp-aaa")) || !strings.Contains(is.Body, SelfAuthoredMarker) {
+	if !strings.Contains(is.Body, issue.FingerprintMarker("fp-aaa")) || !strings.Contains(is.Body, issue.SelfAuthoredMarker) {
 		t.Fatalf("markers missing from body:\n%s", is.Body)
 	}
 	if labels := h.srv.Labels(); len(labels) != 1 || labels[0].Color != "d93f0b" {
@@ -269,7 +270,7 @@ func TestPostTwinFiledAtTheSameMomentStandsDown(t *testing.T) {
 		t.Fatalf("outcome %+v: want the earlier issue #1 recorded", o)
 	}
 	ours, _ := h.srv.Issue(2)
-	if ours.State != "closed" || strings.Contains(ours.Body, FingerprintMarker("fp-twin")) {
+	if ours.State != "closed" || strings.Contains(ours.Body, issue.FingerprintMarker("fp-twin")) {
 		t.Fatalf("our twin #2 stays findable: state %s, body %q", ours.State, ours.Body)
 	}
 	if c := h.srv.Comments(2); len(c) != 1 || !strings.Contains(c[0].Body, "#1") {
@@ -425,7 +426,7 @@ func TestPostFleetOccurrenceCommentShowsTheFleetTotals(t *testing.T) {
 }
 
 func TestPostOccurrenceTallyEditedByAHumanNeverFailsThePost(t *testing.T) {
-	head := postOccurrenceMarker("fp-h") + "\nedited by hand\n"
+	head := issue.OccurrenceMarker("fp-h") + "\nedited by hand\n"
 	cases := []struct {
 		name, body         string
 		count, deployments int
@@ -465,7 +466,7 @@ func TestPostOccurrenceTallyEditedByAHumanNeverFailsThePost(t *testing.T) {
 				}
 			}
 			// What was written reads back whole.
-			if tally := postParseTally(cs[0].Body); tally.totals().Count != tc.count {
+			if tally := issue.ParseTally(cs[0].Body); tally.Totals().Count != tc.count {
 				t.Fatalf("written tally reads back as %+v", tally)
 			}
 		})
@@ -761,7 +762,7 @@ func TestPostCutsOversizedBodyKeepingMarkers(t *testing.T) {
 	if utf8.RuneCountInString(is.Title) > tracker.MaxTitle {
 		t.Fatal("title too long")
 	}
-	for _, want := range []string{FingerprintMarker("fp-big"), SelfAuthoredMarker, "was cut to fit", "## Environment", "## Summary"} {
+	for _, want := range []string{issue.FingerprintMarker("fp-big"), issue.SelfAuthoredMarker, "was cut to fit", "## Environment", "## Summary"} {
 		if !strings.Contains(is.Body, want) {
 			t.Fatalf("body lost %q", want)
 		}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/the-loop/the-loop-diagnose/stages/issue"
 	"github.com/the-loop/the-loop-diagnose/stages/tracker"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
@@ -13,7 +14,7 @@ import (
 // Anyone may open an issue, and a fingerprint is predictable: a marker is
 // only ever believed in an issue the tool's own identity (or a configured
 // fleet account) wrote, and only where the tool writes it
-// (postTrailingMarkers). Everything the post stage decides from an issue
+// (issue.TrailingMarkers). Everything the post stage decides from an issue
 // found on GitHub goes through trustedMarkers or ownIssue.
 
 // postMaxForeign bounds the foreign markers kept in state (the newest).
@@ -45,7 +46,7 @@ func (p *poster) trusts(login string) bool {
 // when its author is trusted, none otherwise (a stranger's marker is
 // remembered for status and logged once).
 func (p *poster) trustedMarkers(is *tracker.Issue) []string {
-	fps := postTrailingMarkers(is.Body)
+	fps := issue.TrailingMarkers(is.Body)
 	if len(fps) == 0 || p.trusts(is.Author) {
 		return fps
 	}

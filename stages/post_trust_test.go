@@ -13,12 +13,13 @@ import (
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/store"
 
+	"github.com/the-loop/the-loop-diagnose/stages/issue"
 	"github.com/the-loop/the-loop-diagnose/stages/tracker"
 )
 
 func TestPostTrailingMarkersCountOnlyWhereTheToolWritesThem(t *testing.T) {
 	const fp, other = "v2:0123456789abcdef", "v2:fedcba9876543210"
-	m, o := FingerprintMarker(fp), FingerprintMarker(other)
+	m, o := issue.FingerprintMarker(fp), issue.FingerprintMarker(other)
 	cases := []struct {
 		name, body string
 		want       []string
@@ -29,21 +30,21 @@ func TestPostTrailingMarkersCountOnlyWhereTheToolWritesThem(t *testing.T) {
 		{"edited on the web (CRLF), blank lines after", strings.ReplaceAll(postBody(fp, "x\n"), "\n", "\r\n") + "\r\n\r\n", []string{fp}},
 		{"a fenced block of log text before ours", postBody(fp, "```\nerror: "+o+"\n"+o+"\n```\n"), []string{fp}},
 		{"quoted mid-body only", "## Trigger\n\n```\n" + m + "\n```\n\n## Environment\n\nlinux\n", nil},
-		{"quoted in prose mid-line", "see " + m + " here\n" + SelfAuthoredMarker + "\n", nil},
-		{"inside a fence left open at the end", "## Trigger\n\n```\nlog\n" + m + "\n" + SelfAuthoredMarker + "\n", nil},
+		{"quoted in prose mid-line", "see " + m + " here\n" + issue.SelfAuthoredMarker + "\n", nil},
+		{"inside a fence left open at the end", "## Trigger\n\n```\nlog\n" + m + "\n" + issue.SelfAuthoredMarker + "\n", nil},
 		{"inside a tilde fence left open", "~~~~\n" + m + "\n", nil},
 		{"a fence closed before the block", "```\nlog\n```\n" + m + "\n", []string{fp}},
 		{"backticks in an info string open no fence", "``` not`a fence\n" + m + "\n", []string{fp}},
 		{"indented: a code block, not our line", "text\n\n    " + m + "\n", nil},
-		{"followed by text", m + "\n" + SelfAuthoredMarker + "\nthanks, mallory\n", nil},
+		{"followed by text", m + "\n" + issue.SelfAuthoredMarker + "\nthanks, mallory\n", nil},
 		{"inside a blockquote", "> " + m + "\n", nil},
-		{"a twin that stood down", "body\n<!-- the-loop-diagnose duplicate-of:3 -->\n" + SelfAuthoredMarker + "\n", nil},
+		{"a twin that stood down", "body\n<!-- the-loop-diagnose duplicate-of:3 -->\n" + issue.SelfAuthoredMarker + "\n", nil},
 		{"the marker's words, not the line", "<!-- the-loop-diagnose fingerprint:" + fp + " --> -->\n", nil},
 		{"empty", "", nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := postTrailingMarkers(tc.body); !slices.Equal(got, tc.want) {
+			if got := issue.TrailingMarkers(tc.body); !slices.Equal(got, tc.want) {
 				t.Fatalf("got %q, want %q in\n%s", got, tc.want, tc.body)
 			}
 		})
@@ -70,13 +71,13 @@ func postFuzzFP(parts ...string) string {
 func FuzzPostTrailingMarkers(f *testing.F) {
 	f.Add("", "")
 	f.Add(postBody("fp", "```\nx\n```\n"), "")
-	f.Add("```go\n", "\n"+SelfAuthoredMarker+"\n")
+	f.Add("```go\n", "\n"+issue.SelfAuthoredMarker+"\n")
 	f.Add("~~~\nlog\n", "````\n")
 	f.Add("x\r\n", "\r\n<!-- the-loop-diagnose fingerprint:fp -->\r\n")
 	f.Fuzz(func(t *testing.T, before, after string) {
-		for _, fp := range postTrailingMarkers(before) {
+		for _, fp := range issue.TrailingMarkers(before) {
 			if !slices.ContainsFunc(strings.Split(before, "\n"), func(l string) bool {
-				return strings.TrimRight(l, " \t\r") == FingerprintMarker(fp)
+				return strings.TrimRight(l, " \t\r") == issue.FingerprintMarker(fp)
 			}) {
 				t.Fatalf("%q counted, but is no line of the body:\n%q", fp, before)
 			}
@@ -84,20 +85,20 @@ func FuzzPostTrailingMarkers(f *testing.F) {
 		fp := postFuzzFP(before, after)
 		// A fenced block holding the marker, with arbitrary text around it;
 		// the fence is longer than any backtick run in it, as compose's are.
-		body := postCloseFences(before) + "\n`````\n" + FingerprintMarker(fp) + "\n" + SelfAuthoredMarker + "\n`````\n" + after
-		if slices.Contains(postTrailingMarkers(body), fp) {
+		body := issue.CloseFences(before) + "\n`````\n" + issue.FingerprintMarker(fp) + "\n" + issue.SelfAuthoredMarker + "\n`````\n" + after
+		if slices.Contains(issue.TrailingMarkers(body), fp) {
 			t.Fatalf("a marker inside a fence counted:\n%q", body)
 		}
 		// The same block left open at the end of the body.
-		open := postCloseFences(before) + "\n```\n" + FingerprintMarker(fp) + "\n" + SelfAuthoredMarker + "\n"
-		if slices.Contains(postTrailingMarkers(open), fp) {
+		open := issue.CloseFences(before) + "\n```\n" + issue.FingerprintMarker(fp) + "\n" + issue.SelfAuthoredMarker + "\n"
+		if slices.Contains(issue.TrailingMarkers(open), fp) {
 			t.Fatalf("a marker inside an open fence counted:\n%q", open)
 		}
 		// What the tool files, with that text in its body, counts for the
 		// tool's fingerprint alone.
 		if utf8.ValidString(before) && utf8.ValidString(after) {
-			filed, _ := postFitBody(postBody(fp, "```\n"+before+"\n```\n")+after+"\n", []string{fp}, tracker.MaxBody)
-			if got := postTrailingMarkers(filed); !slices.Equal(got, []string{fp}) {
+			filed, _ := issue.FitBody(postBody(fp, "```\n"+before+"\n```\n")+after+"\n", []string{fp}, tracker.MaxBody)
+			if got := issue.TrailingMarkers(filed); !slices.Equal(got, []string{fp}) {
 				t.Fatalf("a filed body counts for %q, want only %q:\n%q", got, fp, filed)
 			}
 		}
@@ -194,7 +195,7 @@ func TestPostAStrangersIssueAppearingDuringTheCreateIsNoTwin(t *testing.T) {
 	h.srv.Inject(fakegh.RouteCreateIssue, fakegh.Fault{Before: func() { h.srv.AddIssue(strangerIssue("fp-t", false)) }})
 	o := h.runOne(t, postReport("fp-t"))
 	ours, _ := h.srv.Issue(o.Number)
-	if o.Status != pipeline.StatusFiled || o.Number != 2 || ours.State != "open" || !strings.Contains(ours.Body, FingerprintMarker("fp-t")) {
+	if o.Status != pipeline.StatusFiled || o.Number != 2 || ours.State != "open" || !strings.Contains(ours.Body, issue.FingerprintMarker("fp-t")) {
 		t.Fatalf("outcome %+v, our issue %+v: want ours filed and kept", o, ours)
 	}
 	noWritesTo(t, h.srv, 1)
@@ -204,7 +205,7 @@ func TestPostAMarkerQuotedInOurOwnIssueIsNotThatIssuesFingerprint(t *testing.T) 
 	h := newPostHarness(t, fakegh.Options{}, "")
 	// Our issue for fp-a quotes a log line that carries fp-b's marker.
 	r := postReport("fp-a")
-	r.Body = postBody("fp-a", "```\nerror: boom "+FingerprintMarker("fp-b")+"\n"+FingerprintMarker("fp-b")+"\n```\n")
+	r.Body = postBody("fp-a", "```\nerror: boom "+issue.FingerprintMarker("fp-b")+"\n"+issue.FingerprintMarker("fp-b")+"\n```\n")
 	a := h.runOne(t, r)
 	b := h.withFreshState().runOne(t, postReport("fp-b"))
 	if a.Status != pipeline.StatusFiled || b.Status != pipeline.StatusFiled || a.Number == b.Number {

@@ -12,6 +12,8 @@ import (
 	"github.com/the-loop/the-loop-diagnose/logread"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/redact"
+	"github.com/the-loop/the-loop-diagnose/stages/group"
+	"github.com/the-loop/the-loop-diagnose/stages/issue"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
@@ -27,7 +29,7 @@ func sampleGroup() pipeline.Group {
 		o.Fields.Set("cwd", "/home/alice/secret-project")
 		o.Fields.Set("delivery_id", "d-123")
 		o.Fields.Set("exit_code", 1.0)
-		addOccurrence(&g, o, GroupSamples)
+		group.Add(&g, o, GroupSamples)
 	}
 	return g
 }
@@ -93,8 +95,8 @@ func TestComposeScrubsDefangsAndMarks(t *testing.T) {
 	})
 	cfg := ComposeConfig{Scrubber: testScrubber, Keywords: []string{"deploy now"}, Repo: "o/r", Label: "the-loop: self-diagnosed"}
 	title, body := Compose(f, cfg)
-	if !strings.HasPrefix(title, TitlePrefix) || len([]rune(title)) > MaxTitleChars || strings.Contains(title, "\n") {
-		t.Errorf("title %q: want prefix, one line, at most %d chars", title, MaxTitleChars)
+	if !strings.HasPrefix(title, issue.TitlePrefix) || len([]rune(title)) > issue.MaxTitleChars || strings.Contains(title, "\n") {
+		t.Errorf("title %q: want prefix, one line, at most %d chars", title, issue.MaxTitleChars)
 	}
 	for _, leak := range []string{"ghp_", "hunter2", "alice@example.com", "the-loop stop", "the-loop execute"} {
 		if strings.Contains(title+body, leak) {
@@ -106,10 +108,10 @@ func TestComposeScrubsDefangsAndMarks(t *testing.T) {
 			t.Errorf("body lacks %q", section)
 		}
 	}
-	if !strings.Contains(body, FingerprintMarker("v2:0123456789abcdef")) {
+	if !strings.Contains(body, issue.FingerprintMarker("v2:0123456789abcdef")) {
 		t.Error("body lacks the hidden fingerprint marker")
 	}
-	if !strings.HasSuffix(strings.TrimSpace(body), SelfAuthoredMarker) {
+	if !strings.HasSuffix(strings.TrimSpace(body), issue.SelfAuthoredMarker) {
 		t.Error("body does not end with the self-authored marker")
 	}
 }
@@ -152,7 +154,7 @@ func TestPersistCountsFailuresThenAbandons(t *testing.T) {
 	if a := st.Abandoned["fp"]; a.Reason != "agent failed 3 times" || a.Pending == nil || a.Pending.Dossier == "" {
 		t.Fatalf("abandoned entry %+v: want the-loop's reason and the backlog entry kept", a)
 	}
-	if !Retry(st, "fp") || st.Deferred["fp"].Dossier == "" || st.Attempts["fp"] != 0 || len(st.Abandoned) != 0 {
+	if !st.Retry("fp") || st.Deferred["fp"].Dossier == "" || st.Attempts["fp"] != 0 || len(st.Abandoned) != 0 {
 		t.Fatalf("retry did not bring the defect back: %+v", st)
 	}
 
@@ -175,7 +177,7 @@ func TestPersistCountsFailuresThenAbandons(t *testing.T) {
 	if _, ok := st.Deferred["fp"]; ok || a.Pending == nil || a.Pending.Dossier == "" || a.Pending.Waited.IsZero() {
 		t.Fatalf("an abandoned defect leaves the backlog and keeps its entry (and its wait) for retry: %+v", a)
 	}
-	if !Retry(st, "fp") || st.Deferred["fp"].Dossier == "" || st.Attempts["fp"] != 0 || len(st.Abandoned) != 0 {
+	if !st.Retry("fp") || st.Deferred["fp"].Dossier == "" || st.Attempts["fp"] != 0 || len(st.Abandoned) != 0 {
 		t.Fatalf("retry did not bring the defect back: %+v", st)
 	}
 	if w := st.Deferred["fp"].Waited; !w.IsZero() {

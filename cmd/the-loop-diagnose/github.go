@@ -8,6 +8,7 @@ import (
 
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/stages"
+	"github.com/the-loop/the-loop-diagnose/stages/source"
 	"github.com/the-loop/the-loop-diagnose/stages/tracker"
 )
 
@@ -62,8 +63,8 @@ func (s *scanner) fixedUpstream() func(context.Context, int, string, pipeline.Gr
 	if s.cfg.SourceCheckout == "" {
 		return nil
 	}
-	checkout := stages.SourceCheckout{Dir: s.cfg.SourceCheckout}
+	checkout := source.Checkout{Dir: s.cfg.SourceCheckout}
 	return func(ctx context.Context, issue int, url string, g pipeline.Group) (*pipeline.Settlement, error) {
-		return checkout.FixedUpstream(ctx, issue, url, stages.DeployedVersion(g, s.cfg.Version))
+		return checkout.FixedUpstream(ctx, issue, url, source.DeployedVersion(g, s.cfg.Version))
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/the-loop/the-loop-diagnose/logread"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/stages"
+	"github.com/the-loop/the-loop-diagnose/stages/group"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
@@ -112,7 +113,7 @@ func cmdReplay(ctx context.Context, args []string, io stdio) error {
 		}
 		var memory store.State
 		st.View(func(s *store.State) { memory.TemplateMemory = s.TemplateMemory.Clone() })
-		for _, v := range stages.ResolveFamilies(&memory, lines) {
+		for _, v := range group.ResolveFamilies(&memory, lines) {
 			if err := emit(map[string]any{"line": v.Line, "fingerprint": v.Fingerprint, "template": v.Template}); err != nil {
 				return err
 			}

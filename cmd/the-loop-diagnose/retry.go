@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/the-loop/the-loop-diagnose/stages"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
@@ -34,7 +33,7 @@ func cmdRetry(args []string, io stdio) error {
 		}
 		for _, fp := range fps {
 			saved[fp] = s.Abandoned[fp].Pending != nil
-			if stages.Retry(s, fp) {
+			if s.Retry(fp) {
 				back = append(back, fp)
 			} else {
 				unknown = append(unknown, fp)
@@ -60,7 +59,7 @@ func cmdRetry(args []string, io stdio) error {
 	return nil
 }
 
-// cmdForget forgets defects (stages.Forget): the next scan treats each as
+// cmdForget forgets defects (store.State.Forget): the next scan treats each as
 // new. It says what went, and what GitHub still holds of it.
 func cmdForget(args []string, io stdio) error {
 	fs := newFlagSet("forget", io)
@@ -82,7 +81,7 @@ func cmdForget(args []string, io stdio) error {
 	var unknown []string
 	err = editState(&c, "forget", func(s *store.State) {
 		for _, fp := range fps {
-			canonical, removed := stages.Forget(s, fp)
+			canonical, removed := s.Forget(fp)
 			if len(removed) == 0 {
 				unknown = append(unknown, fp)
 				continue

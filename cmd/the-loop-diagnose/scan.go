@@ -13,6 +13,8 @@ import (
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 	"github.com/the-loop/the-loop-diagnose/redact"
 	"github.com/the-loop/the-loop-diagnose/stages"
+	"github.com/the-loop/the-loop-diagnose/stages/incident"
+	"github.com/the-loop/the-loop-diagnose/stages/source"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
@@ -42,7 +44,7 @@ type scanner struct {
 	// incident's fingerprint; a watcher keeps it across scans, and a cron
 	// run starts from what the previous run saved in the state, so a
 	// give-up links to a failure the previous scan read.
-	incidents *stages.IncidentIndex
+	incidents *incident.Index
 	// skipBacklog is set by a watcher woken by new lines: the backlog is
 	// retried on the interval, not on every append.
 	skipBacklog bool
@@ -63,18 +65,18 @@ func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, 
 	red := redact.FromEnvironment(cfg.StateRoot)
 	s := &scanner{cfg: cfg, now: now, io: io, log: log, dryRun: dryRun, red: red,
 		progress: newAgentProgress(io.err, cfg.Harness), state: store.Cache{DSN: cfg.Store}}
-	var source *stages.SourceFinder
+	var finder *source.Finder
 	src := resolveAgentSource(cfg)
 	if src.Path != "" {
-		source, err = stages.NewSourceFinder(src.Path)
+		finder, err = source.NewFinder(src.Path)
 		if err != nil && cfg.SourcePath != "" {
 			return nil, &ConfigError{File: "config", Key: "selfDiagnosis.sourcePath", Err: err}
 		}
 	}
-	if source == nil {
+	if finder == nil {
 		src = AgentSource{} // not readable as a source tree: the agent gets none
 	} else {
-		src.Path = source.Root()
+		src.Path = finder.Root()
 	}
 	acfg := agentConfig(cfg, src, log, red.Scrub)
 	if s.progress != nil {
@@ -91,7 +93,7 @@ func newScanner(cfg Config, now func() time.Time, io stdio, log zerolog.Logger, 
 		Dedup: stages.DedupConfig{Policy: stages.Policy{
 			MaxDiagnosesPerScan: cfg.MaxDiagnosesPerScan, MaxAgentCostPerDay: cfg.MaxAgentCostPerDay,
 			MaxDiagnosesPerDay: cfg.MaxDiagnosesPerDay, Triage: cfg.Triage}},
-		Dossier:   stages.DossierConfig{Scrubber: red, ToolVersion: version, Source: source},
+		Dossier:   stages.DossierConfig{Scrubber: red, ToolVersion: version, Source: finder},
 		Agent:     acfg,
 		Gate:      stages.GateConfig{MaxIssuesPerDay: cfg.MaxIssuesPerDay, Confidence: cfg.Triage.Confidence, Preview: dryRun},
 		Compose:   stages.ComposeConfig{Scrubber: red, Keywords: cfg.Keywords, Repo: cfg.Repo, Label: cfg.Label, Version: cfg.Version},

@@ -26,7 +26,7 @@ const inlineLimit = 64 << 10
 const nULPicture = "\u2400"
 
 // SourceHeading opens the dossier's Source section (the dossier stage
-// writes it, stages.SourceHeading): a prompt whose dossier has one asks
+// writes it, source.Heading): a prompt whose dossier has one asks
 // the agent to cite the lines it quotes.
 const SourceHeading = "Source (lines of the service's source the evidence points at; paths relative to its source tree):"
 

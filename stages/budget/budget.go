@@ -3,7 +3,7 @@
 // agents' reported cost per day. Dedup asks it how many diagnoses are left,
 // the gate how many issues, the agent stage charges each run through it,
 // persist settles each charge and adds each cost, and status reports its
-// Usage. The fleet-wide reservations (stages.FleetScan) count against the
+// Usage. The fleet-wide claims and reservations (FleetScan, fleet.go) count against the
 // same Window in the shared store.
 //
 // A budget is never overspent: a run is charged, durably, right before it

@@ -1,4 +1,4 @@
-package stages
+package group
 
 import (
 	"slices"
@@ -34,12 +34,12 @@ func Regroup(st *store.State, groups map[string]*pipeline.Group, order []string)
 		canonical := fam.Canonical
 		if fam.Pattern != "" {
 			// The pattern, then every variant seen: any may have an issue.
-			g.Aliases = addAliases(g.Aliases, []string{fam.PatternFP})
-			g.Aliases = addAliases(g.Aliases, slices.DeleteFunc(slices.Clone(fam.Members), func(m string) bool { return m == canonical }))
+			g.Aliases = AddAliases(g.Aliases, []string{fam.PatternFP})
+			g.Aliases = AddAliases(g.Aliases, slices.DeleteFunc(slices.Clone(fam.Members), func(m string) bool { return m == canonical }))
 			g.Template = fam.Pattern
 		}
 		if canonical != fp {
-			g.Aliases = addAliases(g.Aliases, []string{fp})
+			g.Aliases = AddAliases(g.Aliases, []string{fp})
 		}
 		// What an older version or another variant left pending now waits
 		// under the one name.
@@ -88,8 +88,8 @@ func mergeGroup(into, g *pipeline.Group) {
 	}
 	into.FirstLine = min(into.FirstLine, g.FirstLine)
 	into.LastLine = max(into.LastLine, g.LastLine)
-	into.Aliases = addAliases(into.Aliases, g.Aliases)
-	tallyMerge(&into.Tally, g.Tally)
+	into.Aliases = AddAliases(into.Aliases, g.Aliases)
+	MergeTally(&into.Tally, g.Tally)
 	keep := max(len(into.Samples), len(g.Samples))
 	samples := append(slices.Clone(into.Samples), g.Samples...)
 	slices.SortStableFunc(samples, func(a, b pipeline.Occurrence) int { return int(a.Line - b.Line) })

@@ -1,4 +1,4 @@
-package stages
+package source
 
 import (
 	"os"
@@ -50,7 +50,7 @@ func TestSourceResolvesTheLongestSuffixInsideTheTreeOnly(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(root, "out")); err != nil {
 		t.Fatal(err)
 	}
-	sf, err := NewSourceFinder(root)
+	sf, err := NewFinder(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,10 +98,10 @@ func TestSourceSectionFindsTheLineAMessageComesFromAndReadsNothingOutside(t *tes
 	if err := os.Symlink(outside, filepath.Join(root, "outdir")); err != nil {
 		t.Fatal(err)
 	}
-	sf, _ := NewSourceFinder(root)
+	sf, _ := NewFinder(root)
 	g := sourceGroup("lease 77 on node-b lost: etcd txn aborted (revision 4411)", "lease <*> on node-b lost: etcd txn aborted (revision <*>)")
 	sec := sf.Section(g, redact.New(redact.Options{}))
-	if !strings.HasPrefix(sec, SourceHeading) || !strings.Contains(sec, "`pkg/lease.go:4`") || !strings.Contains(sec, "> 4: \treturn fmt.Errorf(") {
+	if !strings.HasPrefix(sec, Heading) || !strings.Contains(sec, "`pkg/lease.go:4`") || !strings.Contains(sec, "> 4: \treturn fmt.Errorf(") {
 		t.Fatalf("section:\n%s", sec)
 	}
 	for _, bad := range []string{"outside", ".git", "vendor", "bin.dat", root} {
@@ -120,7 +120,7 @@ func TestSourceSectionQuotesStackFramesAndKeepsItsCaps(t *testing.T) {
 	write(t, filepath.Join(root, "a", "many.py"), many.String())
 	write(t, filepath.Join(root, "a", "big.py"), strings.Repeat("x", 2000)+"\nthe same long message text\n")
 	write(t, filepath.Join(root, "the_loop", "worker.py"), "def run():\n    x = 1\n    raise ValueError('no')\n")
-	sf, _ := NewSourceFinder(root)
+	sf, _ := NewFinder(root)
 	sf.FileMax = 1500
 	g := sourceGroup("Traceback (most recent call last):\n  File \"/usr/lib/python3/site-packages/the_loop/worker.py\", line 3, in run\nValueError: the same long message text", "ValueError: the same long message text")
 	sec := sf.Section(g, redact.New(redact.Options{}))
@@ -137,7 +137,7 @@ func TestSourceSectionQuotesStackFramesAndKeepsItsCaps(t *testing.T) {
 		t.Errorf("the frame's absolute path leaked:\n%s", sec)
 	}
 	sf.MaxBytes = 400
-	if small := sf.Section(g, redact.New(redact.Options{})); len(small) > 400+len(SourceHeading)+100 {
+	if small := sf.Section(g, redact.New(redact.Options{})); len(small) > 400+len(Heading)+100 {
 		t.Errorf("section of %d bytes over a 400-byte cap:\n%s", len(small), small)
 	}
 	sf.TotalMax = 10

@@ -1,4 +1,9 @@
-package stages
+// Package source reads the service's own source for the diagnosis: Finder
+// writes the dossier's Source section (the lines the evidence points at),
+// and Checkout asks a git clone of the target repository whether a fix for
+// an issue already shipped in a release the deployment does not run yet.
+// Neither is a stage: the dossier and triage stages call them.
+package source
 
 import (
 	"bytes"
@@ -26,13 +31,13 @@ import (
 // the source tree are read (no "..", no symlink out of it), and only paths
 // relative to it are shown.
 
-// SourceHeading opens the dossier's Source section: the agent's prompt
+// Heading opens the dossier's Source section: the agent's prompt
 // looks for it, so it is declared there.
-const SourceHeading = agent.SourceHeading
+const Heading = agent.SourceHeading
 
 // Source section limits.
 const (
-	SourceSectionBytes = 8 << 10  // the whole section
+	SectionBytes       = 8 << 10  // the whole section
 	sourceFileMax      = 1 << 20  // a larger file is not read
 	sourceTotalMax     = 64 << 20 // bytes read per dossier
 	sourceBudget       = 2 * time.Second
@@ -47,8 +52,8 @@ const (
 // sourceSkipDirs are never walked: another project's code, or git's objects.
 var sourceSkipDirs = map[string]bool{".git": true, "node_modules": true, "vendor": true, ".hg": true, ".svn": true, "__pycache__": true}
 
-// SourceFinder reads a source tree for the Source section.
-type SourceFinder struct {
+// Finder reads a source tree for the Source section.
+type Finder struct {
 	root string // absolute, symlinks resolved
 	// Limits; the zero value of each is its default above.
 	FileMax, TotalMax, MaxHits, MaxBytes int
@@ -57,8 +62,8 @@ type SourceFinder struct {
 	deadline                             time.Time
 }
 
-// NewSourceFinder checks that dir is a directory and resolves it.
-func NewSourceFinder(dir string) (*SourceFinder, error) {
+// NewFinder checks that dir is a directory and resolves it.
+func NewFinder(dir string) (*Finder, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
@@ -74,11 +79,11 @@ func NewSourceFinder(dir string) (*SourceFinder, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("%s is not a directory", dir)
 	}
-	return &SourceFinder{root: real}, nil
+	return &Finder{root: real}, nil
 }
 
 // Root is the source tree's absolute path, symlinks resolved.
-func (sf *SourceFinder) Root() string { return sf.root }
+func (sf *Finder) Root() string { return sf.root }
 
 func orInt(v, d int) int {
 	if v > 0 {
@@ -146,7 +151,7 @@ func sourceFrames(text string) []sourceFrame {
 }
 
 // within reports whether the real path p is the root or under it.
-func (sf *SourceFinder) within(p string) bool {
+func (sf *Finder) within(p string) bool {
 	rel, err := filepath.Rel(sf.root, p)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
@@ -155,7 +160,7 @@ func (sf *SourceFinder) within(p string) bool {
 // of its path that exists there. No suffix holds "..", and a symlink that
 // leads out of the tree is refused. It returns the path relative to the
 // root and the real path, or "" when none is found.
-func (sf *SourceFinder) resolve(file string) (rel, real string) {
+func (sf *Finder) resolve(file string) (rel, real string) {
 	parts := strings.FieldsFunc(filepath.ToSlash(strings.ReplaceAll(file, `\`, "/")), func(r rune) bool { return r == '/' })
 	start := 0
 	for i, p := range parts {
@@ -188,7 +193,7 @@ func (sf *SourceFinder) resolve(file string) (rel, real string) {
 
 // readFile reads a regular file under the root within the limits; nil when
 // it is too large, binary, over the byte budget or unreadable.
-func (sf *SourceFinder) readFile(real string) []byte {
+func (sf *Finder) readFile(real string) []byte {
 	fileMax := orInt(sf.FileMax, sourceFileMax)
 	f, err := os.Open(real)
 	if err != nil {
@@ -256,7 +261,7 @@ type sourceHit struct {
 }
 
 // search walks the tree for lines holding a needle, within the limits.
-func (sf *SourceFinder) search(needles []string, seen map[sourceHit]bool, take func(sourceHit, []byte) bool) {
+func (sf *Finder) search(needles []string, seen map[sourceHit]bool, take func(sourceHit, []byte) bool) {
 	if len(needles) == 0 {
 		return
 	}
@@ -343,7 +348,7 @@ func sourceExcerpt(b []byte, n int) string {
 // Section renders the Source section of a group's dossier, "" when the
 // evidence points at nothing in the tree. Source text is scrubbed like the
 // rest of the dossier.
-func (shared *SourceFinder) Section(g pipeline.Group, s *redact.Redactor) string {
+func (shared *Finder) Section(g pipeline.Group, s *redact.Redactor) string {
 	if shared == nil {
 		return ""
 	}
@@ -354,7 +359,7 @@ func (shared *SourceFinder) Section(g pipeline.Group, s *redact.Redactor) string
 	if sf.Budget <= 0 {
 		sf.deadline = time.Now().Add(sourceBudget)
 	}
-	maxBytes := orInt(sf.MaxBytes, SourceSectionBytes)
+	maxBytes := orInt(sf.MaxBytes, SectionBytes)
 	maxHits := orInt(sf.MaxHits, sourceMaxHits)
 	var b strings.Builder
 	used, shown := 0, 0
@@ -439,7 +444,7 @@ func (shared *SourceFinder) Section(g pipeline.Group, s *redact.Redactor) string
 	if shown == 0 {
 		return ""
 	}
-	out := SourceHeading + "\n\n" + b.String()
+	out := Heading + "\n\n" + b.String()
 	if omitted > 0 {
 		out += "... more places omitted to fit the size cap\n"
 	}

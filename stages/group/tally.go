@@ -1,4 +1,4 @@
-package stages
+package group
 
 import (
 	"maps"
@@ -19,7 +19,7 @@ import (
 // TallyFields are the fields counted: the allow-listed ones but ts (it
 // differs on every record) and event (the title's), plus the version the
 // deployment ran, which the Environment section shows.
-var TallyFields = append(slices.DeleteFunc(slices.Clone(DossierFields), func(k string) bool {
+var TallyFields = append(slices.DeleteFunc(slices.Clone(logread.DossierFields), func(k string) bool {
 	// A message is free text, not a value that repeats: counted over every
 	// occurrence, it would be shown with only the samples' identities to
 	// mask (a user or host named by a record no sample kept).
@@ -36,10 +36,10 @@ const (
 	tallyMaxValueBytes = 100
 )
 
-// tallyAdd counts one occurrence's values. A value is counted by its text:
+// TallyRecord counts one occurrence's values. A value is counted by its text:
 // a string as it is, a number or boolean as JSON writes it; null, blank
 // strings, objects and arrays are not counted (the sample records show them).
-func tallyAdd(t *pipeline.Tally, r pipeline.Record) {
+func TallyRecord(t *pipeline.Tally, r pipeline.Record) {
 	t.Occurrences++
 	var num [32]byte
 	seen := 0 // a repeated key counts once, its last value (as Lookup reads it)
@@ -92,9 +92,9 @@ func tallyAdd(t *pipeline.Tally, r pipeline.Record) {
 	}
 }
 
-// tallyMerge folds from into into (two groups that turned out to be one
+// MergeTally folds from into into (two groups that turned out to be one
 // defect).
-func tallyMerge(into *pipeline.Tally, from pipeline.Tally) {
+func MergeTally(into *pipeline.Tally, from pipeline.Tally) {
 	into.Occurrences += from.Occurrences
 	for k, ft := range from.Fields {
 		if into.Fields == nil {

@@ -1,4 +1,4 @@
-package stages
+package source
 
 import (
 	"context"
@@ -46,7 +46,7 @@ func gitRepo(t *testing.T) string {
 }
 
 func TestFixedUpstreamSettlesAnOutdatedDeployment(t *testing.T) {
-	c := SourceCheckout{Dir: gitRepo(t)}
+	c := Checkout{Dir: gitRepo(t)}
 	s, err := c.FixedUpstream(context.Background(), 42, "https://github.com/o/r/issues/42", "1.4.2")
 	if err != nil || s == nil {
 		t.Fatalf("FixedUpstream = %+v, %v; want a settlement", s, err)
@@ -58,7 +58,7 @@ func TestFixedUpstreamSettlesAnOutdatedDeployment(t *testing.T) {
 }
 
 func TestFixedUpstreamLeavesRealRecurrencesToAHuman(t *testing.T) {
-	c := SourceCheckout{Dir: gitRepo(t)}
+	c := Checkout{Dir: gitRepo(t)}
 	cases := []struct {
 		name    string
 		issue   int
@@ -77,7 +77,7 @@ func TestFixedUpstreamLeavesRealRecurrencesToAHuman(t *testing.T) {
 			t.Errorf("%s: settlement %+v, err %v", tc.name, s, err)
 		}
 	}
-	if s, err := (SourceCheckout{Dir: t.TempDir()}).FixedUpstream(context.Background(), 42, "u", "1.0.0"); s != nil || err == nil {
+	if s, err := (Checkout{Dir: t.TempDir()}).FixedUpstream(context.Background(), 42, "u", "1.0.0"); s != nil || err == nil {
 		t.Fatalf("not a git repository: %+v, %v; want an error (inconclusive)", s, err)
 	}
 }

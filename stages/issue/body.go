@@ -1,4 +1,4 @@
-package stages
+package issue
 
 import (
 	"encoding/json"
@@ -12,46 +12,47 @@ import (
 	"golang.org/x/mod/semver"
 
 	"github.com/the-loop/the-loop-diagnose/redact"
+	"github.com/the-loop/the-loop-diagnose/stages/source"
 	"github.com/the-loop/the-loop-diagnose/stages/tracker"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
-// postMarkerLineRE is a fingerprint marker line exactly as compose writes
+// markerLineRE is a fingerprint marker line exactly as compose writes
 // it, with a fingerprint in the tool's alphabet ("v2:" and hex; the-loop's
 // are bare hex), bounded so a planted one stays short.
-var postMarkerLineRE = regexp.MustCompile(`^<!-- the-loop-diagnose fingerprint:([A-Za-z0-9][A-Za-z0-9:._-]{0,99}) -->$`)
+var markerLineRE = regexp.MustCompile(`^<!-- the-loop-diagnose fingerprint:([A-Za-z0-9][A-Za-z0-9:._-]{0,99}) -->$`)
 
-// postOtherMarkerRE are the other lines of the trailing marker block: the
+// otherMarkerRE are the other lines of the trailing marker block: the
 // self-authored marker, and the duplicate-of note a twin that stood down
 // keeps in its marker's place.
-var postOtherMarkerRE = regexp.MustCompile(`^(?:` + regexp.QuoteMeta(SelfAuthoredMarker) + `|<!-- the-loop-diagnose duplicate-of:\d+ -->)$`)
+var otherMarkerRE = regexp.MustCompile(`^(?:` + regexp.QuoteMeta(SelfAuthoredMarker) + `|<!-- the-loop-diagnose duplicate-of:\d+ -->)$`)
 
-// postTrailingMarkers returns the fingerprints an issue body's markers name,
+// TrailingMarkers returns the fingerprints an issue body's markers name,
 // counting only where the tool writes them: each on a line of its own, in
 // the block of marker lines that ends the body, outside any code fence. Every
 // body this tool (and each older version) filed has that shape; a marker
 // anywhere else is quoted text — log lines in the dossier, an agent's echo —
 // and never counts.
-func postTrailingMarkers(body string) []string {
-	head, fps := postSplitMarkerBlock(body)
-	if len(fps) == 0 || postOpenFence(head) != "" {
+func TrailingMarkers(body string) []string {
+	head, fps := splitMarkerBlock(body)
+	if len(fps) == 0 || openFence(head) != "" {
 		return nil
 	}
 	return fps
 }
 
-// postSplitMarkerBlock splits body into what precedes its trailing block of
+// splitMarkerBlock splits body into what precedes its trailing block of
 // marker lines (blank lines included) and the fingerprints that block names,
 // in order.
-func postSplitMarkerBlock(body string) (head string, fps []string) {
+func splitMarkerBlock(body string) (head string, fps []string) {
 	lines := strings.Split(body, "\n")
 	end := len(lines)
 	for end > 0 {
 		// GitHub keeps a web edit's CRLF.
 		line := strings.TrimRight(lines[end-1], " \t\r")
-		if m := postMarkerLineRE.FindStringSubmatch(line); m != nil {
+		if m := markerLineRE.FindStringSubmatch(line); m != nil {
 			fps = append(fps, m[1])
-		} else if line != "" && !postOtherMarkerRE.MatchString(line) {
+		} else if line != "" && !otherMarkerRE.MatchString(line) {
 			break
 		}
 		end--
@@ -60,62 +61,50 @@ func postSplitMarkerBlock(body string) (head string, fps []string) {
 	return strings.Join(lines[:end], "\n"), fps
 }
 
-// postOccurrenceMarker tags the one occurrence comment kept per issue.
-func postOccurrenceMarker(fp string) string {
+// OccurrenceMarker tags the one occurrence comment kept per issue.
+func OccurrenceMarker(fp string) string {
 	return "<!-- the-loop-diagnose occurrences:" + fp + " -->"
 }
 
-// postFitTitle makes a title GitHub accepts: one line, at most 256 characters.
-func postFitTitle(t string) string {
-	t = strings.Join(strings.Fields(t), " ")
-	if t == "" {
-		t = "unnamed failure"
-	}
-	if r := []rune(t); len(r) > tracker.MaxTitle {
-		t = string(r[:tracker.MaxTitle-1]) + "…"
-	}
-	return t
-}
-
-// postFitBody makes sure body ends in the marker block naming fps (the
+// FitBody makes sure body ends in the marker block naming fps (the
 // canonical fingerprint first) and fits limit characters. An oversized body
 // loses the end of its trigger section (the dossier) first, then, only if
 // still too long, the end of everything before the markers; a visible note
 // says what was cut and open code fences are closed so the rest still
 // renders. It reports whether it cut anything.
-func postFitBody(body string, fps []string, limit int) (string, bool) {
+func FitBody(body string, fps []string, limit int) (string, bool) {
 	tail := "\n" + MarkerBlock(fps)
-	if !slices.Equal(postTrailingMarkers(body), fps) || !strings.HasSuffix(body, SelfAuthoredMarker+"\n") {
-		body = postMarkerHead(body, fps) + tail
+	if !slices.Equal(TrailingMarkers(body), fps) || !strings.HasSuffix(body, SelfAuthoredMarker+"\n") {
+		body = markerHead(body, fps) + tail
 	}
 	if utf8.RuneCountInString(body) <= limit {
 		return body, false
 	}
-	head := postMarkerHead(body, fps)
-	if pre, trig, post, ok := postSplitTrigger(head); ok {
+	head := markerHead(body, fps)
+	if pre, trig, post, ok := splitTrigger(head); ok {
 		fixed := utf8.RuneCountInString(pre) + utf8.RuneCountInString(post) + utf8.RuneCountInString(tail)
 		// A fence the dossier left open ran on to the end of the head;
 		// cut there, it would open one over the markers instead.
-		if out, ok := postCutToFit(trig, limit-fixed, "dossier"); ok && postOpenFence(pre+out+post) == "" {
+		if out, ok := cutToFit(trig, limit-fixed, "dossier"); ok && openFence(pre+out+post) == "" {
 			return pre + out + post + tail, true
 		}
 	}
-	out, _ := postCutToFit(head, limit-utf8.RuneCountInString(tail), "report")
+	out, _ := cutToFit(head, limit-utf8.RuneCountInString(tail), "report")
 	return out + tail, true
 }
 
-// postMarkerHead is body without its markers, ready for the one marker
+// markerHead is body without its markers, ready for the one marker
 // block to be appended: every copy of ours taken out, any trailing marker
 // lines dropped (a block must name only fps) and a fence left open closed
 // (a block inside a fence is no marker).
-func postMarkerHead(body string, fps []string) string {
-	head, _ := postSplitMarkerBlock(postStripMarkers(body, fps))
-	return postCloseFences(strings.TrimRight(head, "\n"))
+func markerHead(body string, fps []string) string {
+	head, _ := splitMarkerBlock(stripMarkers(body, fps))
+	return CloseFences(strings.TrimRight(head, "\n"))
 }
 
-// postStripMarkers removes every marker line of fps, so they can be
+// stripMarkers removes every marker line of fps, so they can be
 // appended once.
-func postStripMarkers(body string, fps []string) string {
+func stripMarkers(body string, fps []string) string {
 	for _, fp := range fps {
 		m := FingerprintMarker(fp)
 		body = strings.ReplaceAll(body, m+"\n", "")
@@ -126,21 +115,21 @@ func postStripMarkers(body string, fps []string) string {
 	return strings.TrimRight(body, "\n")
 }
 
-// postSharesMarker tells whether an issue's markers name any of fps.
-func postSharesMarker(markers, fps []string) bool {
+// SharesMarker tells whether an issue's markers name any of fps.
+func SharesMarker(markers, fps []string) bool {
 	return slices.ContainsFunc(markers, func(m string) bool { return slices.Contains(fps, m) })
 }
 
-// postDuplicateBody is an issue body whose marker block gives way to a note
+// DuplicateBody is an issue body whose marker block gives way to a note
 // that issue first stands for its defect: no lookup finds it again.
-func postDuplicateBody(body string, first int) string {
-	head, _ := postSplitMarkerBlock(body)
+func DuplicateBody(body string, first int) string {
+	head, _ := splitMarkerBlock(body)
 	return strings.TrimRight(head, "\n") + "\n" + fmt.Sprintf("<!-- the-loop-diagnose duplicate-of:%d -->", first) + "\n" + SelfAuthoredMarker + "\n"
 }
 
-// postSplitTrigger finds the section that quotes the log (Evidence; older
+// splitTrigger finds the section that quotes the log (Evidence; older
 // bodies' Trigger, the dossier) between its heading and the next section.
-func postSplitTrigger(body string) (pre, trigger, post string, ok bool) {
+func splitTrigger(body string) (pre, trigger, post string, ok bool) {
 	heading := EvidenceHeading
 	i := strings.Index(body, heading)
 	if i < 0 {
@@ -157,10 +146,10 @@ func postSplitTrigger(body string) (pre, trigger, post string, ok bool) {
 	return body[:start], body[start:end], body[end:], true
 }
 
-// postCutToFit shortens s to at most budget characters including a note
+// cutToFit shortens s to at most budget characters including a note
 // about the cut and any fence it must close; ok is false when even the
 // note does not fit.
-func postCutToFit(s string, budget int, what string) (string, bool) {
+func cutToFit(s string, budget int, what string) (string, bool) {
 	total := utf8.RuneCountInString(s)
 	if total <= budget {
 		return s, true
@@ -176,7 +165,7 @@ func postCutToFit(s string, budget int, what string) (string, bool) {
 		omitted := total - utf8.RuneCountInString(kept)
 		note := fmt.Sprintf("\n\n> **Note:** this %s was cut to fit GitHub's %d-character limit; the last %d characters were left out.\n",
 			what, tracker.MaxBody, omitted)
-		out := postCloseFences(kept) + note
+		out := CloseFences(kept) + note
 		over := utf8.RuneCountInString(out) - budget
 		if over <= 0 {
 			return out, true
@@ -186,17 +175,17 @@ func postCutToFit(s string, budget int, what string) (string, bool) {
 	return "", false
 }
 
-// postCloseFences appends the fence that closes a code block left open.
-func postCloseFences(s string) string {
-	if open := postOpenFence(s); open != "" {
+// CloseFences appends the fence that closes a code block left open.
+func CloseFences(s string) string {
+	if open := openFence(s); open != "" {
 		return s + "\n" + open
 	}
 	return s
 }
 
-// postOpenFence is the opening run of the code fence s leaves open at its
+// openFence is the opening run of the code fence s leaves open at its
 // end, or "" when s ends outside a fenced block.
-func postOpenFence(s string) string {
+func openFence(s string) string {
 	var open string // the opening fence run, "" when outside a block
 	for _, line := range strings.Split(s, "\n") {
 		t := strings.TrimLeft(line, " ")
@@ -226,34 +215,34 @@ func postOpenFence(s string) string {
 // Bounds that keep the occurrence comment far below GitHub's body limit
 // whatever a fleet (or a human editing the comment) puts in its tally.
 const (
-	postTallyMaxDeployments = 100
-	postTallyMaxVersions    = 8  // kept per deployment, the latest
-	postTallyMaxVersionLen  = 40 // characters
-	postTallyMaxIDLen       = 64
-	postTallyShownVersions  = 20
-	// postTallyOthers keys the entry that folds in the deployments least
+	tallyMaxDeployments = 100
+	tallyMaxVersions    = 8  // kept per deployment, the latest
+	tallyMaxVersionLen  = 40 // characters
+	tallyMaxIDLen       = 64
+	tallyShownVersions  = 20
+	// tallyOthers keys the entry that folds in the deployments least
 	// recently seen once there are too many; it cannot collide with a
 	// generated id (32 hex digits).
-	postTallyOthers = "others"
+	tallyOthers = "others"
 )
 
-// postTallyRE finds the hidden tally; lenient about spacing and line breaks
+// tallyRE finds the hidden tally; lenient about spacing and line breaks
 // in case a human reformatted it. The JSON we write escapes '>', so the
 // first "-->" ends it.
-var postTallyRE = regexp.MustCompile(`(?s)<!--\s*the-loop-diagnose tally:(.*?)-->`)
+var tallyRE = regexp.MustCompile(`(?s)<!--\s*the-loop-diagnose tally:(.*?)-->`)
 
-var postTallyIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+var tallyIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
-// postTally is the machine-readable tally hidden in the occurrence comment.
+// Tally is the machine-readable tally hidden in the occurrence comment.
 // Each deployment of a fleet owns one entry, keyed by its random id, holding
 // its own cumulative sightings; the visible totals are computed from all of
 // them, so a deployment editing the comment never erases another's count.
-type postTally struct {
-	Deployments map[string]postTallyEntry `json:"deployments"`
+type Tally struct {
+	Deployments map[string]TallyEntry `json:"deployments"`
 }
 
-// postTallyEntry is one deployment's cumulative sightings of a defect.
-type postTallyEntry struct {
+// TallyEntry is one deployment's cumulative sightings of a defect.
+type TallyEntry struct {
 	Count    int       `json:"count"`
 	First    time.Time `json:"first,omitzero"`
 	Last     time.Time `json:"last,omitzero"`
@@ -262,29 +251,29 @@ type postTallyEntry struct {
 	Folded int `json:"folded,omitempty"`
 }
 
-// postTallyOf is this deployment's entry, from its state.
-func postTallyOf(ref store.IssueRef) postTallyEntry {
-	return postTallyEntry{Count: max(ref.Occurrences, 0), First: ref.FirstSeen, Last: ref.LastSeen, Versions: ref.Versions}.clean()
+// TallyOf is this deployment's entry, from its state.
+func TallyOf(ref store.IssueRef) TallyEntry {
+	return TallyEntry{Count: max(ref.Occurrences, 0), First: ref.FirstSeen, Last: ref.LastSeen, Versions: ref.Versions}.clean()
 }
 
 // clean bounds an entry's size and drops values no sighting can have.
-func (e postTallyEntry) clean() postTallyEntry {
+func (e TallyEntry) clean() TallyEntry {
 	// Saturate far below int's range so sums cannot overflow.
 	e.Count = min(max(e.Count, 0), 1<<40)
 	e.Folded = min(max(e.Folded, 0), 1<<20)
 	e.First, e.Last = e.First.UTC(), e.Last.UTC()
 	var vs []string
 	for _, v := range e.Versions {
-		if r := []rune(v); len(r) > postTallyMaxVersionLen {
-			v = string(r[:postTallyMaxVersionLen])
+		if r := []rune(v); len(r) > tallyMaxVersionLen {
+			v = string(r[:tallyMaxVersionLen])
 		}
 		v = strings.Join(strings.Fields(v), " ")
 		if v != "" && !slices.Contains(vs, v) {
 			vs = append(vs, v)
 		}
 	}
-	if len(vs) > postTallyMaxVersions {
-		vs = vs[len(vs)-postTallyMaxVersions:]
+	if len(vs) > tallyMaxVersions {
+		vs = vs[len(vs)-tallyMaxVersions:]
 	}
 	e.Versions = vs
 	if !e.First.IsZero() && !e.Last.IsZero() && e.Last.Before(e.First) {
@@ -293,14 +282,14 @@ func (e postTallyEntry) clean() postTallyEntry {
 	return e
 }
 
-// postParseTally reads the tally hidden in an occurrence comment. It never
+// ParseTally reads the tally hidden in an occurrence comment. It never
 // fails: the comment is public and a human may have edited it, so whatever
 // cannot be read (the whole tally, one entry, one field) is left out and the
 // rest is kept.
-func postParseTally(body string) postTally {
-	t := postTally{Deployments: map[string]postTallyEntry{}}
+func ParseTally(body string) Tally {
+	t := Tally{Deployments: map[string]TallyEntry{}}
 	// The last one: ours is written at the very end, after the visible text.
-	all := postTallyRE.FindAllStringSubmatch(body, -1)
+	all := tallyRE.FindAllStringSubmatch(body, -1)
 	if all == nil {
 		return t
 	}
@@ -312,27 +301,27 @@ func postParseTally(body string) postTally {
 		return t
 	}
 	for id, v := range raw.Deployments {
-		if len(id) > postTallyMaxIDLen || !postTallyIDRE.MatchString(id) {
+		if len(id) > tallyMaxIDLen || !tallyIDRE.MatchString(id) {
 			continue
 		}
-		if e, ok := postParseTallyEntry(v); ok {
+		if e, ok := parseTallyEntry(v); ok {
 			t.Deployments[id] = e
 		}
 	}
 	return t
 }
 
-// postParseTallyEntry reads one entry field by field, so one mangled field
+// parseTallyEntry reads one entry field by field, so one mangled field
 // costs only that field. An entry without a usable count is no entry.
-func postParseTallyEntry(v json.RawMessage) (postTallyEntry, bool) {
+func parseTallyEntry(v json.RawMessage) (TallyEntry, bool) {
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(v, &fields) != nil {
-		return postTallyEntry{}, false
+		return TallyEntry{}, false
 	}
-	var e postTallyEntry
+	var e TallyEntry
 	var count float64
 	if json.Unmarshal(fields["count"], &count) != nil || count < 1 {
-		return postTallyEntry{}, false
+		return TallyEntry{}, false
 	}
 	e.Count = int(min(count, 1<<40))
 	var folded float64
@@ -359,22 +348,22 @@ func postParseTallyEntry(v json.RawMessage) (postTallyEntry, bool) {
 	return e.clean(), true
 }
 
-// set records one deployment's current entry; when the tally grows past
+// Set records one deployment's current entry; when the tally grows past
 // its bound, the deployments least recently seen (never id's) are folded
 // into one "others" entry, so the totals do not shrink.
-func (t *postTally) set(id string, e postTallyEntry) {
+func (t *Tally) Set(id string, e TallyEntry) {
 	if t.Deployments == nil {
-		t.Deployments = map[string]postTallyEntry{}
+		t.Deployments = map[string]TallyEntry{}
 	}
 	t.Deployments[id] = e.clean()
-	if len(t.Deployments) <= postTallyMaxDeployments {
+	if len(t.Deployments) <= tallyMaxDeployments {
 		return
 	}
-	others, had := t.Deployments[postTallyOthers]
+	others, had := t.Deployments[tallyOthers]
 	if had {
 		others.Folded = max(others.Folded, 1)
 	}
-	delete(t.Deployments, postTallyOthers)
+	delete(t.Deployments, tallyOthers)
 	ids := make([]string, 0, len(t.Deployments))
 	for k := range t.Deployments {
 		if k != id {
@@ -387,15 +376,15 @@ func (t *postTally) set(id string, e postTallyEntry) {
 		}
 		return strings.Compare(a, b)
 	})
-	for _, k := range ids[:len(t.Deployments)-(postTallyMaxDeployments-1)] {
-		others = postFold(others, t.Deployments[k])
+	for _, k := range ids[:len(t.Deployments)-(tallyMaxDeployments-1)] {
+		others = fold(others, t.Deployments[k])
 		delete(t.Deployments, k)
 	}
-	t.Deployments[postTallyOthers] = others.clean()
+	t.Deployments[tallyOthers] = others.clean()
 }
 
-// postFold adds e's sightings to acc.
-func postFold(acc, e postTallyEntry) postTallyEntry {
+// fold adds e's sightings to acc.
+func fold(acc, e TallyEntry) TallyEntry {
 	acc.Count = min(acc.Count+e.Count, 1<<40)
 	acc.Folded += max(e.Folded, 1)
 	if !e.First.IsZero() && (acc.First.IsZero() || e.First.Before(acc.First)) {
@@ -408,18 +397,18 @@ func postFold(acc, e postTallyEntry) postTallyEntry {
 	return acc
 }
 
-// postTallyTotals are the fleet's figures shown in the comment.
-type postTallyTotals struct {
+// TallyTotals are the fleet's figures shown in the comment.
+type TallyTotals struct {
 	Count       int
 	Deployments int
 	First, Last time.Time
 	Versions    []string
 }
 
-// totals sums every deployment's entry: counts add up, first seen is the
+// Totals sums every deployment's entry: counts add up, first seen is the
 // earliest, last seen the latest, versions their union (in order of the
 // deployments' first sightings).
-func (t postTally) totals() postTallyTotals {
+func (t Tally) Totals() TallyTotals {
 	ids := make([]string, 0, len(t.Deployments))
 	for id := range t.Deployments {
 		ids = append(ids, id)
@@ -431,7 +420,7 @@ func (t postTally) totals() postTallyTotals {
 		}
 		return strings.Compare(a, b)
 	})
-	var out postTallyTotals
+	var out TallyTotals
 	for _, id := range ids {
 		e := t.Deployments[id]
 		out.Count = min(out.Count+e.Count, 1<<40)
@@ -452,7 +441,7 @@ func (t postTally) totals() postTallyTotals {
 	// long list is the newest. A version that is not semver keeps its
 	// place after them.
 	slices.SortStableFunc(out.Versions, func(a, b string) int {
-		va, vb := canonicalVersion(a), canonicalVersion(b)
+		va, vb := source.CanonicalVersion(a), source.CanonicalVersion(b)
 		switch {
 		case va != "" && vb != "":
 			return semver.Compare(va, vb)
@@ -466,24 +455,24 @@ func (t postTally) totals() postTallyTotals {
 	return out
 }
 
-// postOccurrenceBody renders the one occurrence comment kept per issue:
+// OccurrenceBody renders the one occurrence comment kept per issue:
 // the fleet's totals, then the tally they were computed from, hidden.
-func postOccurrenceBody(fp string, t postTally, tool string) string {
-	tot := t.totals()
+func OccurrenceBody(fp string, t Tally, tool string) string {
+	tot := t.Totals()
 	var b strings.Builder
-	b.WriteString(postOccurrenceMarker(fp) + "\n" + SelfAuthoredMarker + "\n")
+	b.WriteString(OccurrenceMarker(fp) + "\n" + SelfAuthoredMarker + "\n")
 	b.WriteString("**Still happening.** the-loop-diagnose keeps seeing this defect in the-loop's event log.\n\n")
 	b.WriteString("| | |\n|---|---|\n")
 	fmt.Fprintf(&b, "| Occurrences | %d |\n", tot.Count)
 	fmt.Fprintf(&b, "| Deployments reporting | %d |\n", tot.Deployments)
-	fmt.Fprintf(&b, "| First seen | %s |\n", postStamp(tot.First))
-	fmt.Fprintf(&b, "| Last seen | %s |\n", postStamp(tot.Last))
+	fmt.Fprintf(&b, "| First seen | %s |\n", stamp(tot.First))
+	fmt.Fprintf(&b, "| Last seen | %s |\n", stamp(tot.Last))
 	if span := tot.Last.Sub(tot.First); span >= time.Hour && tot.Count > 1 && !tot.First.IsZero() {
 		fmt.Fprintf(&b, "| Rate | %.1f per day |\n", float64(tot.Count)/span.Hours()*24)
 	}
 	versions := "none recorded"
-	if n := len(tot.Versions); n > postTallyShownVersions {
-		versions = strings.Join(tot.Versions[n-postTallyShownVersions:], ", ") + fmt.Sprintf(" (and %d earlier)", n-postTallyShownVersions)
+	if n := len(tot.Versions); n > tallyShownVersions {
+		versions = strings.Join(tot.Versions[n-tallyShownVersions:], ", ") + fmt.Sprintf(" (and %d earlier)", n-tallyShownVersions)
 	} else if n > 0 {
 		versions = strings.Join(tot.Versions, ", ")
 	}
@@ -504,17 +493,17 @@ func postOccurrenceBody(fp string, t postTally, tool string) string {
 	return b.String()
 }
 
-// postRecurredBody is the comment left when a completed issue is reopened.
-func postRecurredBody(count int, first, last time.Time, versions []string) string {
+// RecurredBody is the comment left when a completed issue is reopened.
+func RecurredBody(count int, first, last time.Time, versions []string) string {
 	running := "no version recorded"
 	if len(versions) > 0 {
 		running = "on " + redact.Neutralize(strings.Join(versions, ", "))
 	}
 	return fmt.Sprintf("%s\n**This defect recurred** after the issue was closed as completed: seen %d time(s) between %s and %s, %s. the-loop-diagnose reopened it.\n",
-		SelfAuthoredMarker, count, postStamp(first), postStamp(last), running)
+		SelfAuthoredMarker, count, stamp(first), stamp(last), running)
 }
 
-func postStamp(t time.Time) string {
+func stamp(t time.Time) string {
 	if t.IsZero() {
 		return "unknown"
 	}

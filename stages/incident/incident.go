@@ -1,4 +1,10 @@
-package stages
+// Package incident links a bare give-up (will_retry false, no error text)
+// to the failure whose incident it ends, so it takes that failure's defect
+// identity (Index, kept in the state between scans), and names the record
+// fields that are identity rather than defect (IdentityFields), which the
+// fingerprint stage masks and the links correlate on. The fingerprint
+// stage calls it; it is not a stage.
+package incident
 
 import (
 	"crypto/sha1"
@@ -18,25 +24,25 @@ import (
 // one of its own. The index of recent failures lives here; the choice is the
 // pure chooseIncident.
 
-// IncidentWindow is how much earlier than its give-up a failure may be and
+// Window is how much earlier than its give-up a failure may be and
 // still be the incident's: the-loop's retries of one delivery span minutes.
-const IncidentWindow = time.Hour
+const Window = time.Hour
 
-// Bounds of an IncidentIndex: the failures it remembers (the oldest leave
-// first, as do those older than IncidentWindow before the newest), the
+// Bounds of an Index: the failures it remembers (the oldest leave
+// first, as do those older than Window before the newest), the
 // failures remembered per correlation value, and the longest value used
 // (longer ones are not identifiers the-loop writes).
 const (
-	IncidentMaxFailures = 4096
+	MaxFailures         = 4096
 	incidentPerValue    = 32
 	incidentMaxValueLen = 256
 )
 
-// IncidentKeys are the fields that tie a give-up to its failure, most
+// Keys are the fields that tie a give-up to its failure, most
 // specific first: one webhook delivery, one agent session, one work item
 // over its whole life. A tie on how many keys are shared goes to the
 // candidate sharing the more specific one.
-var IncidentKeys = []string{"delivery_id", "tmux_target", "work_item"}
+var Keys = []string{"delivery_id", "tmux_target", "work_item"}
 
 // incidentAgree are fields a give-up and its failure never disagree on,
 // though sharing them ties nothing: one agent (harness), one branch of the
@@ -57,11 +63,11 @@ var incidentPrefer = []string{"source"}
 // correlation keys: incidentAgree's, then incidentPrefer's.
 var incidentFields = append(append([]string(nil), incidentAgree...), incidentPrefer...)
 
-// IncidentKeysWith is IncidentKeys followed by any other key the healing
+// KeysWith is Keys followed by any other key the healing
 // check correlates on (TriageConfig.CorrelationKeys), least specific: the
 // keys are declared once, for both.
-func IncidentKeysWith(correlation []string) []string {
-	keys := append([]string(nil), IncidentKeys...)
+func KeysWith(correlation []string) []string {
+	keys := append([]string(nil), Keys...)
 	for _, k := range correlation {
 		if !slices.Contains(keys, k) {
 			keys = append(keys, k)
@@ -96,12 +102,12 @@ type incidentFailure struct {
 	ended bool
 }
 
-// IncidentIndex remembers recent failures by correlation value. It is not
+// Index remembers recent failures by correlation value. It is not
 // safe for concurrent use: the fingerprint stage is its one user, in log
 // order. A watcher keeps one across scans, so a give-up links to a failure
 // read by the previous scan; a cron run starts from the one the previous
 // run left in the state (Export, Import).
-type IncidentIndex struct {
+type Index struct {
 	keys        []string
 	max         int
 	ring        []incidentFailure // seq % max
@@ -116,22 +122,22 @@ type incidentValue struct {
 	value string
 }
 
-// NewIncidentIndex indexes failures by keys (most specific first), holding
-// at most max of them (IncidentMaxFailures when max <= 0).
-func NewIncidentIndex(keys []string, max int) *IncidentIndex {
+// NewIndex indexes failures by keys (most specific first), holding
+// at most max of them (MaxFailures when max <= 0).
+func NewIndex(keys []string, max int) *Index {
 	if max <= 0 {
-		max = IncidentMaxFailures
+		max = MaxFailures
 	}
-	return &IncidentIndex{keys: keys, max: max, ring: make([]incidentFailure, max),
+	return &Index{keys: keys, max: max, ring: make([]incidentFailure, max),
 		byValue: map[incidentValue][]uint64{}, identities: map[string]*incidentIdentity{}}
 }
 
 // Len is how many failures the index holds.
-func (x *IncidentIndex) Len() int { return int(x.next - x.first) }
+func (x *Index) Len() int { return int(x.next - x.first) }
 
 // valuesOf returns f's correlation values and agreement fields, and
 // whether it has any correlation value.
-func (x *IncidentIndex) valuesOf(f pipeline.Fields) ([]string, bool) {
+func (x *Index) valuesOf(f pipeline.Fields) ([]string, bool) {
 	vals := make([]string, len(x.keys)+len(incidentFields))
 	any := false
 	for i, k := range x.keys {
@@ -148,13 +154,13 @@ func (x *IncidentIndex) valuesOf(f pipeline.Fields) ([]string, bool) {
 }
 
 // fieldNamed is the value of the field key, or, absent, of a field another
-// logger names its own way ("git_branch" for branch: identityField).
+// logger names its own way ("git_branch" for branch: IdentityField).
 func fieldNamed(f pipeline.Fields, key string) any {
 	if v, ok := f.Lookup(key); ok {
 		return v
 	}
 	for _, fl := range f {
-		if name, ok := identityField(fl.Key); ok && name == key {
+		if name, ok := IdentityField(fl.Key); ok && name == key {
 			return fl.Value
 		}
 	}
@@ -170,13 +176,13 @@ func valueDigest(v string) string {
 }
 
 // SaveTo keeps the index in the state for the next cron run: the failures
-// within IncidentWindow of the newest, oldest first, with the keys they are
+// within Window of the newest, oldest first, with the keys they are
 // by.
-func (x *IncidentIndex) SaveTo(st *store.State) {
+func (x *Index) SaveTo(st *store.State) {
 	var out []store.IncidentFailure
 	for seq := x.first; seq < x.next; seq++ {
 		f := x.ring[seq%uint64(x.max)]
-		if f.at.Before(x.newest.Add(-IncidentWindow)) {
+		if f.at.Before(x.newest.Add(-Window)) {
 			continue
 		}
 		out = append(out, store.IncidentFailure{At: f.at, Values: slices.Clone(f.values), Ended: f.ended,
@@ -188,7 +194,7 @@ func (x *IncidentIndex) SaveTo(st *store.State) {
 // LoadFrom fills an empty index with what a previous run saved, when it
 // was saved by the same keys (a changed correlation config starts afresh).
 // A watcher's index, already filled, keeps its own.
-func (x *IncidentIndex) LoadFrom(st *store.State) {
+func (x *Index) LoadFrom(st *store.State) {
 	saved := slices.DeleteFunc(slices.Clone(st.IncidentKeys), func(k string) bool { return slices.Contains(incidentFields, k) })
 	if x.Len() > 0 || !slices.Equal(saved, x.keys) {
 		return
@@ -217,7 +223,7 @@ func (x *IncidentIndex) LoadFrom(st *store.State) {
 
 // Note remembers a failure with error text and the identity it was given.
 // A failure without ts or correlation values can never be linked to.
-func (x *IncidentIndex) Note(o pipeline.Occurrence) {
+func (x *Index) Note(o pipeline.Occurrence) {
 	at := o.Time()
 	vals, ok := x.valuesOf(o.Fields)
 	if !ok || at.IsZero() {
@@ -226,11 +232,11 @@ func (x *IncidentIndex) Note(o pipeline.Occurrence) {
 	x.add(at, vals, o.Fingerprint, o.Template, o.Aliases)
 }
 
-func (x *IncidentIndex) add(at time.Time, vals []string, fp, template string, aliases []string) {
+func (x *Index) add(at time.Time, vals []string, fp, template string, aliases []string) {
 	if at.After(x.newest) {
 		x.newest = at
 	}
-	for x.first < x.next && (x.Len() >= x.max || x.ring[x.first%uint64(x.max)].at.Before(x.newest.Add(-IncidentWindow))) {
+	for x.first < x.next && (x.Len() >= x.max || x.ring[x.first%uint64(x.max)].at.Before(x.newest.Add(-Window))) {
 		x.evictOldest()
 	}
 	id := x.identities[fp]
@@ -255,7 +261,7 @@ func (x *IncidentIndex) add(at time.Time, vals []string, fp, template string, al
 	}
 }
 
-func (x *IncidentIndex) evictOldest() {
+func (x *Index) evictOldest() {
 	seq := x.first
 	f := &x.ring[seq%uint64(x.max)]
 	for i, v := range f.values[:len(x.keys)] {
@@ -280,7 +286,7 @@ func (x *IncidentIndex) evictOldest() {
 
 // Link gives a bare give-up the identity of its incident's failure, if the
 // index holds one; ok false leaves the give-up its own fingerprint.
-func (x *IncidentIndex) Link(c pipeline.Candidate) (fingerprint, template string, aliases []string, ok bool) {
+func (x *Index) Link(c pipeline.Candidate) (fingerprint, template string, aliases []string, ok bool) {
 	at := c.Time()
 	vals, any := x.valuesOf(c.Fields)
 	if !any || at.IsZero() {
@@ -331,7 +337,7 @@ func sharedTop(vals []string, nKeys int, f incidentFailure) int {
 // at least one correlation value with it (values: nKeys correlation keys,
 // most specific first, then incidentAgree's, then incidentPrefer's). A
 // failure qualifies when it is not after the give-up, at most
-// IncidentWindow before it, and disagrees on no correlation or agreement
+// Window before it, and disagrees on no correlation or agreement
 // field both carry (two deliveries of one work item are two incidents).
 // The give-up's most specific key that some qualifying failure shares
 // decides. On it, each component's latest failure (then the last noted) is
@@ -349,7 +355,7 @@ func chooseIncident(vals []string, nKeys int, at time.Time, cands []incidentFail
 		}
 		var live []int // per component, its latest failure
 		for i, f := range cands {
-			if f.values[k] != vals[k] || f.at.After(at) || at.Sub(f.at) > IncidentWindow || disagrees(vals[:src], f) {
+			if f.values[k] != vals[k] || f.at.After(at) || at.Sub(f.at) > Window || disagrees(vals[:src], f) {
 				continue
 			}
 			j := slices.IndexFunc(live, func(l int) bool { return cands[l].values[src] == f.values[src] })

@@ -1,4 +1,8 @@
-package stages
+// Package evidence checks an agent's evidence against the dossier it read:
+// every item must quote it (Verify), so a verdict that keeps a defect from
+// a human rests only on text the tool can find itself. The gate and the
+// triage's agent settlement call it; it is not a stage.
+package evidence
 
 import (
 	"fmt"
@@ -17,25 +21,25 @@ import (
 // backticks), "double" and “curly” quotes; the whole item when it has none.
 // Text outside the quotes is the agent's commentary and is not checked. An
 // item is verified when every quote of it is in the dossier and one of them
-// is at least EvidenceMinQuote characters long. Both sides are compared
+// is at least MinQuote characters long. Both sides are compared
 // after folding case and collapsing every run of Unicode white space to one
 // space, with format characters (zero-width, bidi controls) dropped; the
 // dossier is searched as written and with its JSON string escapes (\" \n
 // \uXXXX ...) decoded, since its records are JSON lines.
 
-// EvidenceMinQuote is the shortest quote that counts: shorter ones
+// MinQuote is the shortest quote that counts: shorter ones
 // ("error", "line 3", "ENOSPC") are found in almost any dossier by chance.
-const EvidenceMinQuote = 12
+const MinQuote = 12
 
-// VerifyEvidence checks every item against the dossier. It returns the
+// Verify checks every item against the dossier. It returns the
 // quotes it found, or why the evidence does not verify.
-func VerifyEvidence(items []string, dossier string) (quotes []string, why string) {
+func Verify(items []string, dossier string) (quotes []string, why string) {
 	if len(items) == 0 {
 		return nil, "no evidence"
 	}
-	hay := []string{evidenceNormalize(dossier)}
-	if un := evidenceUnescapeJSON(dossier); un != dossier {
-		hay = append(hay, evidenceNormalize(un))
+	hay := []string{normalize(dossier)}
+	if un := unescapeJSON(dossier); un != dossier {
+		hay = append(hay, normalize(un))
 	}
 	found := func(q string) bool {
 		for _, h := range hay {
@@ -47,28 +51,28 @@ func VerifyEvidence(items []string, dossier string) (quotes []string, why string
 	}
 	for i, item := range items {
 		long := false
-		for _, q := range evidenceQuotes(item) {
-			n := evidenceNormalize(q)
+		for _, q := range quotesOf(item) {
+			n := normalize(q)
 			if n == "" {
 				continue
 			}
 			if !found(n) {
 				return nil, fmt.Sprintf("evidence item %d quotes text that is not in the dossier", i+1)
 			}
-			long = long || utf8.RuneCountInString(n) >= EvidenceMinQuote
+			long = long || utf8.RuneCountInString(n) >= MinQuote
 			quotes = append(quotes, q)
 		}
 		if !long {
-			return nil, fmt.Sprintf("evidence item %d quotes nothing of at least %d characters from the dossier", i+1, EvidenceMinQuote)
+			return nil, fmt.Sprintf("evidence item %d quotes nothing of at least %d characters from the dossier", i+1, MinQuote)
 		}
 	}
 	return quotes, ""
 }
 
-// evidenceQuotes returns what item quotes: its backtick spans, then its
+// quotes returns what item quotes: its backtick spans, then its
 // double-quoted and curly-quoted parts, or the whole item when it has none.
 // An opening mark without its closing one quotes nothing.
-func evidenceQuotes(item string) []string {
+func quotesOf(item string) []string {
 	var quotes []string
 	var rest strings.Builder
 	for s := item; s != ""; {
@@ -82,7 +86,7 @@ func evidenceQuotes(item string) []string {
 			run++
 		}
 		fence := s[i:run]
-		end := evidenceClosingRun(s[run:], fence)
+		end := closingRun(s[run:], fence)
 		if end < 0 {
 			rest.WriteString(s)
 			break
@@ -113,9 +117,9 @@ func evidenceQuotes(item string) []string {
 	return quotes
 }
 
-// evidenceClosingRun finds a run of exactly len(fence) backticks in s, as
+// closingRun finds a run of exactly len(fence) backticks in s, as
 // markdown closes a code span; -1 when there is none.
-func evidenceClosingRun(s, fence string) int {
+func closingRun(s, fence string) int {
 	for off := 0; ; {
 		i := strings.Index(s[off:], fence)
 		if i < 0 {
@@ -133,9 +137,9 @@ func evidenceClosingRun(s, fence string) int {
 	}
 }
 
-// evidenceNormalize folds case, drops format characters and makes every
+// normalize folds case, drops format characters and makes every
 // run of white space (any Unicode space, line breaks, tabs) one space.
-func evidenceNormalize(s string) string {
+func normalize(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
 	space := false
@@ -155,9 +159,9 @@ func evidenceNormalize(s string) string {
 	return b.String()
 }
 
-// evidenceUnescapeJSON decodes the JSON string escapes in s wherever they
+// unescapeJSON decodes the JSON string escapes in s wherever they
 // are; anything that is not a valid escape is kept as written.
-func evidenceUnescapeJSON(s string) string {
+func unescapeJSON(s string) string {
 	if !strings.Contains(s, `\`) {
 		return s
 	}

@@ -1,9 +1,8 @@
-package stages
+package store
 
 import (
 	"slices"
-
-	"github.com/the-loop/the-loop-diagnose/store"
+	"time"
 )
 
 // Forget removes what the state holds of a defect's past — its report,
@@ -19,7 +18,7 @@ import (
 // intent (intents, which may have happened). A forgotten defect whose issue
 // still exists is found by its marker and counted on it, never filed twice;
 // one whose issue a maintainer closed as not planned is dismissed again.
-func Forget(st *store.State, fp string) (canonical string, removed []string) {
+func (st *State) Forget(fp string) (canonical string, removed []string) {
 	if r, ok := st.Reported.Get(fp); ok && r.AliasOf != "" {
 		fp = r.AliasOf
 	} else if a, ok := st.Abandoned[fp]; ok && a.AliasOf != "" {
@@ -65,4 +64,34 @@ func deleteKey[M ~map[string]V, V any](m M, k string) bool {
 	_, ok := m[k]
 	delete(m, k)
 	return ok
+}
+
+// Retry brings an abandoned defect back: its backlog entry returns (so the
+// next scan files it without its records), its failures are forgotten.
+// It reports whether fp was abandoned.
+func (st *State) Retry(fp string) bool {
+	a, ok := st.Abandoned[fp]
+	if !ok {
+		return false
+	}
+	if a.AliasOf != "" { // the-loop's copy: retry the defect it stands for
+		if _, ok := st.Abandoned[a.AliasOf]; ok {
+			return st.Retry(a.AliasOf)
+		}
+	}
+	delete(st.Abandoned, fp)
+	for k, alias := range st.Abandoned { // the entries kept for the-loop go too
+		if alias.AliasOf == fp {
+			delete(st.Abandoned, k)
+		}
+	}
+	delete(st.Attempts, fp)
+	delete(st.Failures, fp)
+	delete(st.FirstFailed, fp)
+	if a.Pending != nil {
+		d := *a.Pending
+		d.Waited = time.Time{} // waits afresh from the retry (the next scan's clock)
+		st.Deferred[fp] = d
+	}
+	return true
 }

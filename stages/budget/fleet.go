@@ -1,4 +1,4 @@
-package stages
+package budget
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/the-loop/the-loop-diagnose/pipeline"
-	"github.com/the-loop/the-loop-diagnose/stages/budget"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
@@ -34,9 +33,10 @@ type FleetConfig struct {
 	MaxIssuesPerDay    int
 	MaxDiagnosesPerDay int
 	MaxAgentCostPerDay float64 // USD; 0: no cap
-	// AnswerKey is the diagnosis cache's key (AgentAnswerKey): an answer
-	// another deployment kept under it is reused.
-	AnswerKey string
+	// Reuse gives the dossier the answer another deployment kept for it
+	// meanwhile, if any (the agent stage's diagnosis cache, reuseAnswer in
+	// stages). nil: none is looked for.
+	Reuse func(pipeline.Dossier) pipeline.Dossier
 	// HeldBack says the gate will defer a defect whatever happens first
 	// (GateConfig.HoldsBack): it is not claimed. nil: every one is.
 	HeldBack func(pipeline.Dossier) bool
@@ -169,27 +169,29 @@ func (f *FleetScan) Admit(ctx context.Context, d pipeline.Dossier) (pipeline.Dos
 		d.Verdict, d.Reason = pipeline.VerdictKnown, "filed by another deployment of the fleet"
 		return d, nil
 	}
-	d = reuseAnswer(f.cfg.Store, f.cfg.AnswerKey, d) // diagnosed by another deployment meanwhile
-	if !AgentWillRun(d) {
+	if f.cfg.Reuse != nil {
+		d = f.cfg.Reuse(d) // diagnosed by another deployment meanwhile
+	}
+	if d.Group.Finding != nil { // answered: the agent will not run (the rest of stages.AgentWillRun held on entry)
 		return d, nil
 	}
 	if f.cfg.MaxAgentCostPerDay > 0 {
-		spent, err := f.cfg.Fleet.Used(ctx, store.BudgetCost, budget.Window, now)
+		spent, err := f.cfg.Fleet.Used(ctx, store.BudgetCost, Window, now)
 		if err != nil {
 			return d, err
 		}
 		if usd := float64(spent) / 1e6; usd >= f.cfg.MaxAgentCostPerDay {
-			d.Verdict, d.Reason = pipeline.VerdictDeferred, budget.CostReason(usd, f.cfg.MaxAgentCostPerDay, ", fleet-wide")
+			d.Verdict, d.Reason = pipeline.VerdictDeferred, CostReason(usd, f.cfg.MaxAgentCostPerDay, ", fleet-wide")
 			return d, nil
 		}
 	}
 	key, ok, err := f.cfg.Fleet.Reserve(ctx, store.Spend{Budget: store.BudgetDiagnoses, Fingerprint: fp, Amount: 1},
-		int64(f.cfg.MaxDiagnosesPerDay), budget.Window, now)
+		int64(f.cfg.MaxDiagnosesPerDay), Window, now)
 	if err != nil {
 		return d, err
 	}
 	if !ok {
-		d.Verdict, d.Reason = pipeline.VerdictDeferred, budget.DiagnosesReason+" (fleet-wide)"
+		d.Verdict, d.Reason = pipeline.VerdictDeferred, DiagnosesReason+" (fleet-wide)"
 		return d, nil
 	}
 	f.mu.Lock()
@@ -213,7 +215,7 @@ func (f *FleetScan) ReserveIssue(ctx context.Context, tx *sql.Tx, fp string, now
 	if f == nil {
 		return "", true, nil
 	}
-	return f.cfg.Fleet.ReserveTx(ctx, tx, store.IssueSpend(fp), int64(f.cfg.MaxIssuesPerDay), budget.Window, now)
+	return f.cfg.Fleet.ReserveTx(ctx, tx, store.IssueSpend(fp), int64(f.cfg.MaxIssuesPerDay), Window, now)
 }
 
 // ReleaseIssue returns a reserved issue whose create definitely did not
@@ -231,15 +233,15 @@ func (f *FleetScan) Used(ctx context.Context, now time.Time) (issues, diagnoses 
 	if f == nil {
 		return 0, 0, 0, nil
 	}
-	n, err := f.cfg.Fleet.Used(ctx, store.BudgetIssues, budget.Window, now)
+	n, err := f.cfg.Fleet.Used(ctx, store.BudgetIssues, Window, now)
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	r, err := f.cfg.Fleet.Used(ctx, store.BudgetDiagnoses, budget.Window, now)
+	r, err := f.cfg.Fleet.Used(ctx, store.BudgetDiagnoses, Window, now)
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	c, err := f.cfg.Fleet.Used(ctx, store.BudgetCost, budget.Window, now)
+	c, err := f.cfg.Fleet.Used(ctx, store.BudgetCost, Window, now)
 	if err != nil {
 		return 0, 0, 0, err
 	}

@@ -1,4 +1,4 @@
-package stages
+package source
 
 import (
 	"bytes"
@@ -15,11 +15,11 @@ import (
 	"github.com/the-loop/the-loop-diagnose/pipeline"
 )
 
-// SourceCheckout answers "was this closed issue fixed in a release the
+// Checkout answers "was this closed issue fixed in a release the
 // deployment does not run yet?" from a git clone of the target repository:
 // a test under tests/ that names the issue number proves the fix, and the
 // first tag containing that test is the release that shipped it.
-type SourceCheckout struct {
+type Checkout struct {
 	Dir     string
 	Timeout time.Duration // per git command; default 30s
 }
@@ -29,7 +29,7 @@ type SourceCheckout struct {
 // deployment already has the fix (so the recurrence is real) or no test
 // names the issue. Any git error is returned: the caller treats it as
 // inconclusive and lets a human see the recurrence.
-func (c SourceCheckout) FixedUpstream(ctx context.Context, issue int, issueURL, deployed string) (*pipeline.Settlement, error) {
+func (c Checkout) FixedUpstream(ctx context.Context, issue int, issueURL, deployed string) (*pipeline.Settlement, error) {
 	tests, err := c.testsNaming(ctx, issue)
 	if err != nil || len(tests) == 0 {
 		return nil, err
@@ -51,11 +51,11 @@ func (c SourceCheckout) FixedUpstream(ctx context.Context, issue int, issueURL, 
 	if tag == "" {
 		return nil, nil // the fix is not released yet: nothing to upgrade to
 	}
-	dv := canonicalVersion(deployed)
+	dv := CanonicalVersion(deployed)
 	if dv == "" {
 		return nil, fmt.Errorf("deployment version %q is not a version: cannot compare with %s", deployed, tag)
 	}
-	if semver.Compare(dv, canonicalVersion(tag)) >= 0 {
+	if semver.Compare(dv, CanonicalVersion(tag)) >= 0 {
 		return nil, nil // the deployment has the fix and it recurred: a human must look
 	}
 	return &pipeline.Settlement{Verdict: pipeline.SettledFixedUpstream,
@@ -66,7 +66,7 @@ func (c SourceCheckout) FixedUpstream(ctx context.Context, issue int, issueURL, 
 
 // testsNaming lists files under tests/ that hold the issue number as a whole
 // word, regression folders first.
-func (c SourceCheckout) testsNaming(ctx context.Context, issue int) ([]string, error) {
+func (c Checkout) testsNaming(ctx context.Context, issue int) ([]string, error) {
 	out, err := c.git(ctx, "grep", "-l", "-w", "-F", strconv.Itoa(issue), "--", "tests/")
 	if err != nil {
 		// git grep exits 1 when nothing matches: that is an answer, not an error.
@@ -92,7 +92,7 @@ func (e *gitError) Error() string {
 	return fmt.Sprintf("git %s: exit %d: %s", strings.Join(e.args, " "), e.code, e.stderr)
 }
 
-func (c SourceCheckout) git(ctx context.Context, args ...string) (string, error) {
+func (c Checkout) git(ctx context.Context, args ...string) (string, error) {
 	timeout := c.Timeout
 	if timeout <= 0 {
 		timeout = 30 * time.Second
@@ -117,19 +117,19 @@ func (c SourceCheckout) git(ctx context.Context, args ...string) (string, error)
 func earliestRelease(tags []string) string {
 	best := ""
 	for _, t := range tags {
-		v := canonicalVersion(t)
+		v := CanonicalVersion(t)
 		if v == "" || semver.Prerelease(v) != "" {
 			continue
 		}
-		if best == "" || semver.Compare(v, canonicalVersion(best)) < 0 {
+		if best == "" || semver.Compare(v, CanonicalVersion(best)) < 0 {
 			best = t
 		}
 	}
 	return best
 }
 
-// canonicalVersion accepts "1.4.2", "v1.4.2" and "release-1.4.2".
-func canonicalVersion(s string) string {
+// CanonicalVersion accepts "1.4.2", "v1.4.2" and "release-1.4.2".
+func CanonicalVersion(s string) string {
 	s = strings.TrimSpace(s)
 	if i := strings.IndexAny(s, "0123456789"); i > 0 && !strings.HasPrefix(s, "v") {
 		s = s[i:]

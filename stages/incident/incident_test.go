@@ -1,4 +1,4 @@
-package stages
+package incident_test
 
 import (
 	"context"
@@ -8,7 +8,10 @@ import (
 	"time"
 
 	"github.com/the-loop/the-loop-diagnose/fingerprint"
+	"github.com/the-loop/the-loop-diagnose/logread"
 	"github.com/the-loop/the-loop-diagnose/pipeline"
+	"github.com/the-loop/the-loop-diagnose/stages"
+	"github.com/the-loop/the-loop-diagnose/stages/incident"
 	"github.com/the-loop/the-loop-diagnose/store"
 )
 
@@ -20,9 +23,9 @@ func incRec(line int64, at time.Duration, kv ...any) pipeline.Candidate {
 	for i := 0; i+1 < len(kv); i += 2 {
 		m[kv[i].(string)] = kv[i+1]
 	}
-	c := pipeline.Candidate{Record: pipeline.Record{Line: line, Fields: pipeline.FieldsOf(m)}, Reason: ReasonError}
+	c := pipeline.Candidate{Record: pipeline.Record{Line: line, Fields: pipeline.FieldsOf(m)}, Reason: logread.ReasonError}
 	if m["level"] != "error" {
-		c.Reason = ReasonGiveUp
+		c.Reason = logread.ReasonGiveUp
 	}
 	return c
 }
@@ -41,13 +44,13 @@ func givingUp(line int64, at time.Duration, kv ...any) pipeline.Candidate {
 
 // fingerprintAll runs the fingerprint stage with an incident index and
 // returns each line's fingerprint, checking the order is the input's.
-func fingerprintAll(t *testing.T, idx *IncidentIndex, in ...pipeline.Candidate) map[int64]pipeline.Occurrence {
+func fingerprintAll(t *testing.T, idx *incident.Index, in ...pipeline.Candidate) map[int64]pipeline.Occurrence {
 	t.Helper()
 	fp, err := fingerprint.New(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := pipeline.Collect(context.Background(), NewFingerprint(fp, idx), in...)
+	out, err := pipeline.Collect(context.Background(), stages.NewFingerprint(fp, idx), in...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,8 +67,8 @@ func fingerprintAll(t *testing.T, idx *IncidentIndex, in ...pipeline.Candidate) 
 	return m
 }
 
-func newIndex() *IncidentIndex {
-	return NewIncidentIndex(IncidentKeysWith([]string{"work_item", "delivery_id"}), 0)
+func newIndex() *incident.Index {
+	return incident.NewIndex(incident.KeysWith([]string{"work_item", "delivery_id"}), 0)
 }
 
 const (
@@ -179,9 +182,9 @@ func TestDisagreeingValuesDoNotLink(t *testing.T) {
 func TestIncidentWindowExpires(t *testing.T) {
 	got := fingerprintAll(t, newIndex(),
 		failing(1, 0, "queue.claim.failed", errLease, "work_item", wiHarbor),
-		givingUp(2, IncidentWindow+time.Second, "work_item", wiHarbor),
-		failing(3, 2*IncidentWindow, "plan.failed", errRender, "work_item", "github:brambleworks/ledger#40"),
-		givingUp(4, 3*IncidentWindow-time.Second, "work_item", "github:brambleworks/ledger#40"),
+		givingUp(2, incident.Window+time.Second, "work_item", wiHarbor),
+		failing(3, 2*incident.Window, "plan.failed", errRender, "work_item", "github:brambleworks/ledger#40"),
+		givingUp(4, 3*incident.Window-time.Second, "work_item", "github:brambleworks/ledger#40"),
 	)
 	if got[2].Fingerprint == got[1].Fingerprint {
 		t.Fatal("a give-up past the window linked")
@@ -224,15 +227,15 @@ func TestLatestEqualFailureWins(t *testing.T) {
 // The index is bounded by size (the oldest failure leaves first) and keeps
 // working across stage runs, as a watcher's scans share it.
 func TestIncidentIndexIsBoundedAndOutlivesAScan(t *testing.T) {
-	idx := NewIncidentIndex(IncidentKeys, 16)
+	idx := incident.NewIndex(incident.Keys, 16)
 	var in []pipeline.Candidate
 	for i := range 40 {
 		in = append(in, failing(int64(i+1), time.Duration(i)*time.Second, "queue.claim.failed",
 			fmt.Sprintf("lease lost: shard %c", 'a'+i%26), "work_item", fmt.Sprintf("github:quillon/harbor-sync#%d", i)))
 	}
 	first := fingerprintAll(t, idx, in...)
-	if idx.Len() != 16 || len(idx.byValue) != 16 {
-		t.Fatalf("index holds %d failures, %d values; want the bound 16", idx.Len(), len(idx.byValue))
+	if idx.Len() != 16 || incident.ValuesLen(idx) != 16 {
+		t.Fatalf("index holds %d failures, %d values; want the bound 16", idx.Len(), incident.ValuesLen(idx))
 	}
 	got := fingerprintAll(t, idx, // the next scan
 		givingUp(100, time.Minute, "work_item", "github:quillon/harbor-sync#39"),
@@ -244,8 +247,8 @@ func TestIncidentIndexIsBoundedAndOutlivesAScan(t *testing.T) {
 	if got[101].Fingerprint == first[3].Fingerprint {
 		t.Fatal("a give-up linked to an evicted failure")
 	}
-	if len(idx.identities) > 16 {
-		t.Fatalf("%d identities kept for 16 failures", len(idx.identities))
+	if incident.IdentitiesLen(idx) > 16 {
+		t.Fatalf("%d identities kept for 16 failures", incident.IdentitiesLen(idx))
 	}
 }
 
@@ -288,7 +291,7 @@ func TestAnIncidentEndsOnce(t *testing.T) {
 // with its own give-up, though that one shares more of its fields.
 func TestAGiveUpJoinsTheLatestFailureOnItsKeyNotAnEndedIncident(t *testing.T) {
 	const pane = "relay-ingest-31:2.1"
-	idx := NewIncidentIndex(IncidentKeysWith([]string{"session_key"}), 0)
+	idx := incident.NewIndex(incident.KeysWith([]string{"session_key"}), 0)
 	got := fingerprintAll(t, idx,
 		failing(1, 0, "sandbox.mount.failed", errLease, "tmux_target", pane, "session_key", "s-77", "source", "queue"),
 		incRec(2, 6*time.Minute, "event", "sandbox.gave_up", "level", "warning", "will_retry", false, "tmux_target", pane, "source", "queue"),
@@ -357,12 +360,12 @@ func TestTheRecordsOwnIdentityDoesNotSplitADefect(t *testing.T) {
 // identity (container_image, node_version) is left alone.
 func TestIdentityFieldsAsOtherLoggersNameThem(t *testing.T) {
 	for _, k := range []string{"git_branch", "userLogin", "pod_name", "host.name", "repoName", "session-id", "traceId", "work_item"} {
-		if !isIdentityField(k) {
+		if !incident.IsIdentityField(k) {
 			t.Errorf("%s is not taken as identity", k)
 		}
 	}
 	for _, k := range []string{"container_image", "node_version", "logger", "component", "message", "branches_total"} {
-		if isIdentityField(k) {
+		if incident.IsIdentityField(k) {
 			t.Errorf("%s is taken as identity", k)
 		}
 	}
@@ -399,8 +402,8 @@ func TestAnIndexSavedByThePreviousReleaseLoads(t *testing.T) {
 	var st store.State
 	idx.SaveTo(&st)
 	// Rewrite it in the previous layout: keys, then source, harness, branch.
-	n := len(idx.keys)
-	old := append(append([]string(nil), idx.keys...), "source", "harness", "branch")
+	n := len(incident.KeysOf(idx))
+	old := append(append([]string(nil), incident.KeysOf(idx)...), "source", "harness", "branch")
 	for i, f := range st.Incidents {
 		v := append([]string(nil), f.Values[:n]...)
 		v = append(v, f.Values[n+2], f.Values[n], f.Values[n+1]) // source, harness, branch

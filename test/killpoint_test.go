@@ -111,6 +111,12 @@ func (p *killProxy) attach(proc *os.Process) {
 // the group id can never be a recycled one.
 func (p *killProxy) kill(gen int) {
 	p.mu.Lock()
+	if p.killed || gen != p.gen {
+		// A timer left from an earlier run, or the run is over: waiting
+		// for a later run's start would outlive the test (goleak).
+		p.mu.Unlock()
+		return
+	}
 	started := p.started
 	p.mu.Unlock()
 	<-started

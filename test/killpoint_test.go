@@ -499,12 +499,12 @@ func killRun(t *testing.T, d *deployment, p *killProxy, trig *killTrigger, after
 		t.Fatal(err)
 	}
 	p.attach(cmd.Process)
+	timed := time.AfterFunc(time.Minute, func() { p.kill(gen) }) // a guard against a hung run
 	if trig == nil {
-		time.AfterFunc(after, func() { p.kill(gen) })
+		timed.Reset(after)
 	}
-	guard := time.AfterFunc(time.Minute, func() { p.kill(gen) })
 	err := cmd.Wait()
-	guard.Stop()
+	timed.Stop()
 	p.disarm()
 	killed := false
 	if ee, ok := err.(*exec.ExitError); ok {

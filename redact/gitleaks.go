@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	ahocorasick "github.com/BobuSumisu/aho-corasick"
 	"github.com/spf13/viper"
@@ -627,13 +628,29 @@ func shannonEntropy(data string) float64 {
 	if data == "" {
 		return 0
 	}
-	counts := map[rune]int{}
-	for _, c := range data {
-		counts[c]++
-	}
 	inv := 1.0 / float64(len(data))
 	e := 0.0
-	for _, n := range counts {
+	// ASCII, the common case, counts bytes in an array: no map per call
+	// on the hot path, and the same counts as the map's.
+	var counts [utf8.RuneSelf]int
+	i := 0
+	for ; i < len(data) && data[i] < utf8.RuneSelf; i++ {
+		counts[data[i]]++
+	}
+	if i == len(data) {
+		for _, n := range counts {
+			if n > 0 {
+				f := float64(n) * inv
+				e -= f * math.Log2(f)
+			}
+		}
+		return e
+	}
+	runes := map[rune]int{}
+	for _, c := range data {
+		runes[c]++
+	}
+	for _, n := range runes {
 		f := float64(n) * inv
 		e -= f * math.Log2(f)
 	}

@@ -89,12 +89,8 @@ func normalizeLines(text string) string {
 	dropOptional := hasRequiredLine(text)
 	numberedFrame := false
 	for len(text) > 0 && len(n.out) < maxTemplate {
-		line := text
-		if i := strings.IndexByte(text, '\n'); i >= 0 {
-			line, text = text[:i], text[i+1:]
-		} else {
-			text = ""
-		}
+		var line string
+		line, text, _ = strings.Cut(text, "\n")
 		t := strings.TrimSpace(line)
 		if t == "" || isRubyCaller(line, t) || dropOptional && isOptionalLine(t) {
 			continue

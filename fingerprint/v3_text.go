@@ -317,12 +317,8 @@ func optionalLines(lines []string) (optional, required bool) {
 func hasRequiredLine(text string) bool {
 	optional, required := false, false
 	for len(text) > 0 && !(optional && required) {
-		line := text
-		if i := strings.IndexByte(text, '\n'); i >= 0 {
-			line, text = text[:i], text[i+1:]
-		} else {
-			text = ""
-		}
+		var line string
+		line, text, _ = strings.Cut(text, "\n")
 		t := strings.TrimSpace(line)
 		if t == "" {
 			continue

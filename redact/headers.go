@@ -112,15 +112,11 @@ func cookieValue(sc *scan, p int) {
 func findBearer(sc *scan) {
 	s, lower := sc.s, sc.lower
 	for off := 0; ; {
-		i := strings.Index(lower[off:], "bearer ")
-		if i < 0 {
+		p := nextWordEnd(lower, off, len(lower), "bearer ")
+		if p < 0 {
 			return
 		}
-		p := off + i + len("bearer ")
 		off = p
-		if off-7 > 0 && isAlnum(s[off-8]) {
-			continue
-		}
 		for p < len(s) && s[p] == ' ' {
 			p++
 		}

@@ -31,15 +31,12 @@ func findPeople(sc *scan) {
 	}
 	for _, cue := range personCues {
 		for off := 0; ; {
-			i := strings.Index(lower[off:], cue)
-			if i < 0 {
+			// "co-author: " is still a cue; "coauthor" glued is not ours.
+			p := nextWordEnd(lower, off, len(lower), cue)
+			if p < 0 {
 				break
 			}
-			p := off + i + len(cue)
 			off = p
-			if i > 0 && isAlnum(lower[off-len(cue)-1]) {
-				continue // "co-author: " is still a cue; "coauthor" glued is not ours
-			}
 			q := p
 			if q < len(s) && (s[q] == '"' || s[q] == '\'') {
 				q++

@@ -211,13 +211,12 @@ func lineHasWord(lower string, i int, words []string) bool {
 	line := lower[ls:le]
 	for _, w := range words {
 		for off := 0; ; {
-			k := strings.Index(line[off:], w)
-			if k < 0 {
+			en := nextWordEnd(line, off, len(line), w)
+			if en < 0 {
 				break
 			}
-			st, en := off+k, off+k+len(w)
 			off = en
-			if (st == 0 || !isAlnum(line[st-1])) && (en == len(line) || !isAlnum(line[en])) {
+			if en == len(line) || !isAlnum(line[en]) {
 				return true
 			}
 		}

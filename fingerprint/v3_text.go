@@ -300,15 +300,7 @@ func compactStrings(s []string) []string {
 // is not optional.
 func optionalLines(lines []string) (optional, required bool) {
 	for _, l := range lines {
-		t := strings.TrimSpace(l)
-		if t == "" {
-			continue
-		}
-		if isOptionalLine(t) {
-			optional = true
-		} else {
-			required = true
-		}
+		optional, required = noteLine(l, optional, required)
 	}
 	return optional, required
 }
@@ -319,17 +311,22 @@ func hasRequiredLine(text string) bool {
 	for len(text) > 0 && !(optional && required) {
 		var line string
 		line, text, _ = strings.Cut(text, "\n")
-		t := strings.TrimSpace(line)
-		if t == "" {
-			continue
-		}
-		if isOptionalLine(t) {
-			optional = true
-		} else {
-			required = true
-		}
+		optional, required = noteLine(line, optional, required)
 	}
 	return optional && required
+}
+
+// noteLine adds line to what optionalLines has seen: a blank line is
+// neither optional nor required.
+func noteLine(line string, optional, required bool) (bool, bool) {
+	switch t := strings.TrimSpace(line); {
+	case t == "":
+	case isOptionalLine(t):
+		optional = true
+	default:
+		required = true
+	}
+	return optional, required
 }
 
 // isOptionalLine: t (trimmed, non-empty) is a caret line, a SQL statement

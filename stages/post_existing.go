@@ -58,10 +58,7 @@ func (p *poster) settleTwins(ctx context.Context, fps []string, found *tracker.I
 // that did not hold reopens it and the occurrence comment stays current.
 func (p *poster) refreshKnown(ctx context.Context, o *pipeline.Outcome) error {
 	fp := o.Fingerprint
-	if p.cfg.Repo == "" {
-		p.cfg.Repo = o.Repo
-	}
-	if p.repo() != nil {
+	if p.repo(o) != nil {
 		return nil
 	}
 	if err := p.mergeTwins(ctx, o); err != nil {

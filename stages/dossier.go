@@ -123,13 +123,14 @@ func BuildDossier(g pipeline.Group, s *redact.Redactor, maxChars int) string {
 	if len(g.Samples) == 0 && g.CachedDossier != "" {
 		return g.CachedDossier
 	}
-	ids := GroupIdentity(g)
+	// Each part is scrubbed once; only the assembly is tried at each size.
+	ev := renderEvidence(g, s, GroupIdentity(g))
 	var md string
 	for _, fit := range []struct {
 		samples int
 		values  bool
 	}{{3, true}, {2, true}, {1, true}, {1, false}, {0, false}} {
-		md = dossierEvidence(g, s, ids, min(fit.samples, dossierMaxSamples), fit.values)
+		md = ev.markdown(g, min(fit.samples, dossierMaxSamples), fit.values)
 		if utf8.RuneCountInString(md) <= maxChars {
 			break
 		}
@@ -137,9 +138,17 @@ func BuildDossier(g pipeline.Group, s *redact.Redactor, maxChars int) string {
 	return md
 }
 
-// dossierEvidence renders the evidence with at most samples sample records
-// and, when values, the values seen.
-func dossierEvidence(g pipeline.Group, s *redact.Redactor, ids redact.RecordIdentity, samples int, values bool) string {
+// dossierParts is a dossier's parts, scrubbed, before they are fitted.
+type dossierParts struct {
+	head    string   // event, occurrences, times, fingerprint
+	values  string   // the values seen, one line per field
+	err     string   // the newest error's section
+	records []string // up to dossierMaxSamples records, newest first
+}
+
+// renderEvidence renders and scrubs each part of g's evidence once.
+func renderEvidence(g pipeline.Group, s *redact.Redactor, ids redact.RecordIdentity) dossierParts {
+	var ev dossierParts
 	var b strings.Builder
 	if event := s.Scrub(g.Event); redact.IsName(event) {
 		fmt.Fprintf(&b, "- Event: `%s`\n", event)
@@ -162,6 +171,7 @@ func dossierEvidence(g pipeline.Group, s *redact.Redactor, ids redact.RecordIden
 		fmt.Fprintf(&b, "- Log lines: %d to %d\n", g.FirstLine, g.LastLine)
 	}
 	fmt.Fprintf(&b, "- Fingerprint: `%s`\n", g.Fingerprint)
+	ev.head = b.String()
 	// Distinct values of each allow-listed field, over every occurrence.
 	var vals strings.Builder
 	for _, k := range group.TallyFields {
@@ -171,27 +181,20 @@ func dossierEvidence(g pipeline.Group, s *redact.Redactor, ids redact.RecordIden
 			}
 		}
 	}
-	if vals.Len() > 0 && values {
-		b.WriteString("\nValues seen" + composeTallyScope(g) + ":\n\n")
-		b.WriteString(vals.String())
-	}
+	ev.values = vals.String()
 	if len(g.Samples) == 0 {
-		return b.String()
+		return ev
 	}
 	// The error, as text with its own line breaks.
 	newest := g.Samples[len(g.Samples)-1]
 	if e := newest.Str("error"); strings.TrimSpace(e) != "" {
 		// Cut after scrubbing: a cut must not stop a rule.
 		text := capRunes(s.ScrubRecord(redact.Normalize(e), ids.Union(RecordIdentity(newest.Record))), MaxErrorChars)
-		b.WriteString("\nError (newest occurrence):\n\n" + redact.Fence(strings.TrimRight(text, "\n")) + "\n")
+		ev.err = "\nError (newest occurrence):\n\n" + redact.Fence(strings.TrimRight(text, "\n")) + "\n"
 	}
 	// A few sample records, newest first, their error shown above.
-	n := min(samples, len(g.Samples))
-	if n == 0 {
-		return b.String()
-	}
+	n := min(dossierMaxSamples, len(g.Samples))
 	w := newRecordWriter(s)
-	var records []string
 	for i := len(g.Samples) - 1; i >= len(g.Samples)-n; i-- {
 		r := g.Samples[i].Record
 		var fields pipeline.Fields
@@ -203,10 +206,30 @@ func dossierEvidence(g pipeline.Group, s *redact.Redactor, ids redact.RecordIden
 		// The identity comes from the whole record: its error is dropped
 		// here, its other fields still say whose it is.
 		r.Fields = fields
-		records = append(records, capRunes(w.record(r), MaxErrorChars))
+		ev.records = append(ev.records, capRunes(w.record(r), MaxErrorChars))
+	}
+	return ev
+}
+
+// markdown assembles the parts with at most samples sample records
+// and, when values, the values seen.
+func (ev dossierParts) markdown(g pipeline.Group, samples int, values bool) string {
+	var b strings.Builder
+	b.WriteString(ev.head)
+	if ev.values != "" && values {
+		b.WriteString("\nValues seen" + composeTallyScope(g) + ":\n\n")
+		b.WriteString(ev.values)
+	}
+	if len(g.Samples) == 0 {
+		return b.String()
+	}
+	b.WriteString(ev.err)
+	n := min(samples, len(ev.records))
+	if n == 0 {
+		return b.String()
 	}
 	fmt.Fprintf(&b, "\nSample records (%d of %d, allow-listed fields, newest first):\n\n", n, g.Count)
-	b.WriteString(redact.Fence(strings.Join(records, "\n")) + "\n")
+	b.WriteString(redact.Fence(strings.Join(ev.records[:n], "\n")) + "\n")
 	return b.String()
 }
 

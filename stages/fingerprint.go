@@ -47,19 +47,9 @@ func NewFingerprint(fp *fingerprint.Fingerprinter, incidents *incident.Index) pi
 // values of its identity fields (incident.IdentityField).
 func IdentityOf(r pipeline.Record) redact.RecordIdentity { return identityKeys{}.identityOf(r) }
 
-// identityKeys remembers incident.IdentityField's answer per key: a log writes the
-// same few keys on every record, and working the answer out anew was a
-// fifth of the cost of a record's identity.
-type identityKeys map[string]identityKey
-
-type identityKey struct {
-	name string
-	ok   bool
-}
-
-// maxIdentityKeys bounds identityKeys for a log whose keys are data: it is
-// emptied when full.
-const maxIdentityKeys = 1024
+// identityKeys is incident.IdentityKeys, with the record's identity read
+// through it.
+type identityKeys incident.IdentityKeys
 
 func (m identityKeys) identityOf(r pipeline.Record) redact.RecordIdentity {
 	id, _ := m.identityAndValues(r)
@@ -83,13 +73,5 @@ func (m identityKeys) identityAndValues(r pipeline.Record) (redact.RecordIdentit
 }
 
 func (m identityKeys) field(key string) (string, bool) {
-	k, ok := m[key]
-	if !ok {
-		k.name, k.ok = incident.IdentityField(key)
-		if len(m) >= maxIdentityKeys {
-			clear(m)
-		}
-		m[strings.Clone(key)] = k // not a slice of the record's line, which it would keep
-	}
-	return k.name, k.ok
+	return incident.IdentityKeys(m).Field(key)
 }

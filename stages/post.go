@@ -225,7 +225,12 @@ func (p *poster) finish(o pipeline.Outcome, err error, lenient bool) (pipeline.O
 	return o, nil
 }
 
-func (p *poster) repo() error {
+// repo settles the repository issues go to: the configured one, else
+// the outcome's.
+func (p *poster) repo(o *pipeline.Outcome) error {
+	if p.cfg.Repo == "" {
+		p.cfg.Repo = o.Repo
+	}
 	owner, name, ok := strings.Cut(p.cfg.Repo, "/")
 	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
 		return &pipeline.SetupError{Area: "GitHub", Cause: fmt.Sprintf("repository %q is not owner/name", p.cfg.Repo),
@@ -237,10 +242,7 @@ func (p *poster) repo() error {
 
 // post handles a new defect: find its issue by marker, or create it once.
 func (p *poster) post(ctx context.Context, o *pipeline.Outcome) error {
-	if p.cfg.Repo == "" {
-		p.cfg.Repo = o.Repo
-	}
-	if err := p.repo(); err != nil {
+	if err := p.repo(o); err != nil {
 		return err
 	}
 	fp := o.Fingerprint

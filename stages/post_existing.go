@@ -58,10 +58,7 @@ func (p *poster) settleTwins(ctx context.Context, fps []string, found *tracker.I
 // that did not hold reopens it and the occurrence comment stays current.
 func (p *poster) refreshKnown(ctx context.Context, o *pipeline.Outcome) error {
 	fp := o.Fingerprint
-	if p.cfg.Repo == "" {
-		p.cfg.Repo = o.Repo
-	}
-	if p.repo() != nil {
+	if p.repo(o) != nil {
 		return nil
 	}
 	if err := p.mergeTwins(ctx, o); err != nil {
@@ -90,7 +87,7 @@ func (p *poster) refreshKnown(ctx context.Context, o *pipeline.Outcome) error {
 	if !cached || number == 0 {
 		// Filed by an older version or by the-loop: only follow it when it
 		// is an issue of this repository.
-		if rep.Number == 0 || !strings.Contains(rep.URL, "/"+p.owner+"/"+p.name+"/issues/") {
+		if rep.Number == 0 || !p.inRepo(rep.URL) {
 			return nil
 		}
 		number = rep.Number
@@ -122,6 +119,11 @@ func (p *poster) refreshKnown(ctx context.Context, o *pipeline.Outcome) error {
 	return p.existing(ctx, o, is)
 }
 
+// inRepo tells whether url is an issue of the repository issues go to.
+func (p *poster) inRepo(url string) bool {
+	return strings.Contains(url, "/"+p.owner+"/"+p.name+"/issues/")
+}
+
 // mergeTwins settles a defect that has two issues of this repository: a
 // template family learned after both were filed (on this deployment or on
 // another, whose issue carries the family's pattern fingerprint) names them
@@ -136,7 +138,7 @@ func (p *poster) mergeTwins(ctx context.Context, o *pipeline.Outcome) error {
 	p.cfg.Store.View(func(st *store.State) {
 		for _, fp := range fps {
 			r, ok := st.Reported.Get(fp)
-			if ok && r.Number > 0 && strings.Contains(r.URL, "/"+p.owner+"/"+p.name+"/issues/") {
+			if ok && r.Number > 0 && p.inRepo(r.URL) {
 				numbers[r.Number] = r
 			} else if !ok && fingerprint.IsPattern(fp) {
 				unchecked = append(unchecked, fp)

@@ -115,6 +115,7 @@ type Index struct {
 	byValue     map[incidentValue][]uint64
 	identities  map[string]*incidentIdentity
 	newest      time.Time
+	names       IdentityKeys // fieldNamed's answers per key
 }
 
 type incidentValue struct {
@@ -129,7 +130,7 @@ func NewIndex(keys []string, max int) *Index {
 		max = MaxFailures
 	}
 	return &Index{keys: keys, max: max, ring: make([]incidentFailure, max),
-		byValue: map[incidentValue][]uint64{}, identities: map[string]*incidentIdentity{}}
+		byValue: map[incidentValue][]uint64{}, identities: map[string]*incidentIdentity{}, names: IdentityKeys{}}
 }
 
 // Len is how many failures the index holds.
@@ -146,7 +147,7 @@ func (x *Index) valuesOf(f pipeline.Fields) ([]string, bool) {
 		}
 	}
 	for i, k := range incidentFields {
-		if v, ok := logread.CorrelationValue(fieldNamed(f, k)); ok && len(v) <= incidentMaxValueLen {
+		if v, ok := logread.CorrelationValue(x.fieldNamed(f, k)); ok && len(v) <= incidentMaxValueLen {
 			vals[len(x.keys)+i] = valueDigest(v)
 		}
 	}
@@ -155,12 +156,12 @@ func (x *Index) valuesOf(f pipeline.Fields) ([]string, bool) {
 
 // fieldNamed is the value of the field key, or, absent, of a field another
 // logger names its own way ("git_branch" for branch: IdentityField).
-func fieldNamed(f pipeline.Fields, key string) any {
+func (x *Index) fieldNamed(f pipeline.Fields, key string) any {
 	if v, ok := f.Lookup(key); ok {
 		return v
 	}
 	for _, fl := range f {
-		if name, ok := IdentityField(fl.Key); ok && name == key {
+		if name, ok := x.names.Field(fl.Key); ok && name == key {
 			return fl.Value
 		}
 	}

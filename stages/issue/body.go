@@ -383,7 +383,8 @@ func (t *Tally) Set(id string, e TallyEntry) {
 	t.Deployments[tallyOthers] = others.clean()
 }
 
-// fold adds e's sightings to acc.
+// fold adds e's sightings to acc: counts add up, first seen is the
+// earliest, last seen the latest, versions their union in order.
 func fold(acc, e TallyEntry) TallyEntry {
 	acc.Count = min(acc.Count+e.Count, 1<<40)
 	acc.Folded += max(e.Folded, 1)
@@ -393,7 +394,11 @@ func fold(acc, e TallyEntry) TallyEntry {
 	if e.Last.After(acc.Last) {
 		acc.Last = e.Last
 	}
-	acc.Versions = append(acc.Versions, e.Versions...)
+	for _, v := range e.Versions {
+		if !slices.Contains(acc.Versions, v) {
+			acc.Versions = append(acc.Versions, v)
+		}
+	}
 	return acc
 }
 
@@ -420,23 +425,11 @@ func (t Tally) Totals() TallyTotals {
 		}
 		return strings.Compare(a, b)
 	})
-	var out TallyTotals
+	var sum TallyEntry
 	for _, id := range ids {
-		e := t.Deployments[id]
-		out.Count = min(out.Count+e.Count, 1<<40)
-		out.Deployments += max(e.Folded, 1)
-		if !e.First.IsZero() && (out.First.IsZero() || e.First.Before(out.First)) {
-			out.First = e.First
-		}
-		if e.Last.After(out.Last) {
-			out.Last = e.Last
-		}
-		for _, v := range e.Versions {
-			if !slices.Contains(out.Versions, v) {
-				out.Versions = append(out.Versions, v)
-			}
-		}
+		sum = fold(sum, t.Deployments[id])
 	}
+	out := TallyTotals{Count: sum.Count, Deployments: sum.Folded, First: sum.First, Last: sum.Last, Versions: sum.Versions}
 	// Release order, whichever deployment saw which: what is shown of a
 	// long list is the newest. A version that is not semver keeps its
 	// place after them.

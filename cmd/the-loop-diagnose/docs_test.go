@@ -92,6 +92,33 @@ func markdownDocs(t *testing.T) []string {
 	return docs
 }
 
+// moduleGoFiles are the module's _test.go files (tests) or its other Go
+// files (!tests), outside hidden directories (.git, .cache of the real
+// CLIs), test data and node_modules: not the module's code.
+func moduleGoFiles(t *testing.T, tests bool) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != repoRoot && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(path, ".go") && strings.HasSuffix(path, "_test.go") == tests {
+			files = append(files, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
 // TestTextsNameRealConfigKeys reads every string literal of the module's
 // non-test Go files: a selfDiagnosis.<key> or eventLog.<key> one names (an error, a log line,
 // a help text) must be a key the config accepts, or the user is sent
@@ -101,27 +128,12 @@ func TestTextsNameRealConfigKeys(t *testing.T) {
 	// eventLog's keys too; state.<x> is left out: "state.json" is a file.
 	mention := regexp.MustCompile(`\b(?:selfDiagnosis|eventLog)(?:\.[A-Za-z]+)+`)
 	fset := token.NewFileSet()
-	files := 0
-	err := filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			// Not the module's code: hidden directories (.git, .cache of the
-			// real CLIs), test data.
-			if name := d.Name(); path != repoRoot && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
+	files := moduleGoFiles(t, false)
+	for _, path := range files {
 		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		files++
 		ast.Inspect(f, func(n ast.Node) bool {
 			lit, ok := n.(*ast.BasicLit)
 			if !ok || lit.Kind != token.STRING {
@@ -141,14 +153,10 @@ func TestTextsNameRealConfigKeys(t *testing.T) {
 			}
 			return true
 		})
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	// The walk must have read the module, not an empty directory.
-	if files < 50 {
-		t.Fatalf("read %d Go files under %s: the walk missed the module", files, repoRoot)
+	if len(files) < 50 {
+		t.Fatalf("read %d Go files under %s: the walk missed the module", len(files), repoRoot)
 	}
 }
 
@@ -238,32 +246,16 @@ func anchors(t *testing.T, path string) []string {
 func TestDesignNamesRealTests(t *testing.T) {
 	funcs := map[string]bool{}
 	fset := token.NewFileSet()
-	err := filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if name := d.Name(); path != repoRoot && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
+	for _, path := range moduleGoFiles(t, true) {
 		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
 		for _, decl := range f.Decls {
 			if fn, ok := decl.(*ast.FuncDecl); ok && fn.Recv == nil {
 				funcs[fn.Name.Name] = true
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	docs := markdownDocs(t)
 	name := regexp.MustCompile(`\b(?:Test|Fuzz|Benchmark)[A-Z][A-Za-z0-9_]*`)

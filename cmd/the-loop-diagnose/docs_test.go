@@ -35,6 +35,10 @@ func configKeys() []string {
 	return keys
 }
 
+// keyMention is a text naming a config key, selfDiagnosis.<key> or
+// eventLog.<key>; state.<x> is left out: "state.json" is a file.
+var keyMention = regexp.MustCompile(`\b(?:selfDiagnosis|eventLog)(?:\.[A-Za-z]+)+`)
+
 // TestConfigDocNamesEveryKey keeps docs/config.md, the reference of every
 // key, in step with the decoder: each key it accepts has a row there, no
 // row names a key it does not accept, and no page of the docs names one.
@@ -59,7 +63,6 @@ func TestConfigDocNamesEveryKey(t *testing.T) {
 		}
 	}
 	// Every other page names real keys too.
-	mention := regexp.MustCompile(`\b(?:selfDiagnosis|eventLog)(?:\.[A-Za-z]+)+`)
 	for _, doc := range markdownDocs(t) {
 		b, err := os.ReadFile(doc)
 		if err != nil {
@@ -67,7 +70,7 @@ func TestConfigDocNamesEveryKey(t *testing.T) {
 		}
 		rel, _ := filepath.Rel(repoRoot, doc)
 		for i, line := range strings.Split(string(b), "\n") {
-			for _, k := range mention.FindAllString(line, -1) {
+			for _, k := range keyMention.FindAllString(line, -1) {
 				if !slices.Contains(keys, k) {
 					t.Errorf("%s:%d names %s, which is not a config key (config_keys.go)", rel, i+1, k)
 				}
@@ -125,8 +128,6 @@ func moduleGoFiles(t *testing.T, tests bool) []string {
 // looking for a setting that does not exist.
 func TestTextsNameRealConfigKeys(t *testing.T) {
 	keys := configKeys()
-	// eventLog's keys too; state.<x> is left out: "state.json" is a file.
-	mention := regexp.MustCompile(`\b(?:selfDiagnosis|eventLog)(?:\.[A-Za-z]+)+`)
 	fset := token.NewFileSet()
 	files := moduleGoFiles(t, false)
 	for _, path := range files {
@@ -143,7 +144,7 @@ func TestTextsNameRealConfigKeys(t *testing.T) {
 			if err != nil {
 				return true
 			}
-			for _, key := range mention.FindAllString(s, -1) {
+			for _, key := range keyMention.FindAllString(s, -1) {
 				if slices.Contains(keys, key) {
 					continue
 				}

@@ -32,17 +32,17 @@ func deploymentScope(db *DB, statePath string, readOnly, ranBefore bool) (string
 	shared := filepath.Join(filepath.Dir(statePath), ScopeFile)
 	path, err := ownFile(statePath, filepath.Join(filepath.Dir(statePath), ownName(statePath, ".scope", ScopeFile)), shared, readOnly, ranBefore,
 		func() (string, error) {
-			key, err := readScope(shared)
-			if err != nil || key == "" {
-				return "", err
+			key := readScope(shared)
+			if key == "" {
+				return "", nil
 			}
 			return importedPath(db, key)
 		})
 	if err != nil {
 		return "", err
 	}
-	if key, err := readScope(path); err != nil || key != "" {
-		return key, err
+	if key := readScope(path); key != "" {
+		return key, nil
 	}
 	if readOnly {
 		return "", nil // shared rows only
@@ -57,15 +57,15 @@ func deploymentScope(db *DB, statePath string, readOnly, ranBefore bool) (string
 }
 
 // readScope reads a deployment key file ("" when there is none).
-func readScope(path string) (string, error) {
+func readScope(path string) string {
 	f, err := openPrivate("deployment key", path, stateFix, os.O_RDONLY)
 	if err != nil {
-		return "", nil // none yet
+		return "" // none yet
 	}
 	defer f.Close()
 	var b [64]byte
 	n, _ := f.Read(b[:])
-	return strings.TrimSpace(string(b[:n])), nil
+	return strings.TrimSpace(string(b[:n]))
 }
 
 // importedPath is the state path the deployment of scope imported first

@@ -149,8 +149,8 @@ func TestEachStatePathHasItsOwnDeploymentKeyOnPostgres(t *testing.T) {
 	os.Remove(b + ".lock")
 	s = openOrFail(t, b, dsn)
 	s.Close()
-	ka, _ := readScope(filepath.Join(dir, "a.scope"))
-	kb, _ := readScope(filepath.Join(dir, "b.scope"))
+	ka := readScope(filepath.Join(dir, "a.scope"))
+	kb := readScope(filepath.Join(dir, "b.scope"))
 	if ka == "" || kb == "" || ka == kb {
 		t.Fatalf("keys a %q, b %q: want two", ka, kb)
 	}

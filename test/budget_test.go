@@ -32,22 +32,22 @@ func TestKilledScansNeverOverspendTheDiagnosisBudget(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
 		// Kill it mid-diagnosis, or see it end by itself (no budget left).
-		deadline := time.After(20 * time.Second)
-	wait:
-		for {
+		ended := false
+		if !within(20*time.Second, 20*time.Millisecond, func() bool {
 			select {
 			case <-done:
-				break wait
-			case <-deadline:
-				cmd.Process.Kill()
-				t.Fatalf("scan %d neither ran an agent nor ended\n%s", scan, stderr.String())
-			case <-time.After(20 * time.Millisecond):
-				if agentRuns(t, record) > before {
-					cmd.Process.Kill()
-					<-done
-					break wait
-				}
+				ended = true
+				return true
+			default:
+				return agentRuns(t, record) > before
 			}
+		}) {
+			cmd.Process.Kill()
+			t.Fatalf("scan %d neither ran an agent nor ended\n%s", scan, stderr.String())
+		}
+		if !ended {
+			cmd.Process.Kill()
+			<-done
 		}
 	}
 	if n := agentRuns(t, record); n != 2 {

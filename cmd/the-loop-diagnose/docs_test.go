@@ -35,6 +35,10 @@ func configKeys() []string {
 	return keys
 }
 
+// keyMention is a text naming a config key, selfDiagnosis.<key> or
+// eventLog.<key>; state.<x> is left out: "state.json" is a file.
+var keyMention = regexp.MustCompile(`\b(?:selfDiagnosis|eventLog)(?:\.[A-Za-z]+)+`)
+
 // TestConfigDocNamesEveryKey keeps docs/config.md, the reference of every
 // key, in step with the decoder: each key it accepts has a row there, no
 // row names a key it does not accept, and no page of the docs names one.
@@ -59,7 +63,6 @@ func TestConfigDocNamesEveryKey(t *testing.T) {
 		}
 	}
 	// Every other page names real keys too.
-	mention := regexp.MustCompile(`\b(?:selfDiagnosis|eventLog)(?:\.[A-Za-z]+)+`)
 	for _, doc := range markdownDocs(t) {
 		b, err := os.ReadFile(doc)
 		if err != nil {
@@ -67,7 +70,7 @@ func TestConfigDocNamesEveryKey(t *testing.T) {
 		}
 		rel, _ := filepath.Rel(repoRoot, doc)
 		for i, line := range strings.Split(string(b), "\n") {
-			for _, k := range mention.FindAllString(line, -1) {
+			for _, k := range keyMention.FindAllString(line, -1) {
 				if !slices.Contains(keys, k) {
 					t.Errorf("%s:%d names %s, which is not a config key (config_keys.go)", rel, i+1, k)
 				}
@@ -92,36 +95,46 @@ func markdownDocs(t *testing.T) []string {
 	return docs
 }
 
+// moduleGoFiles are the module's _test.go files (tests) or its other Go
+// files (!tests), outside hidden directories (.git, .cache of the real
+// CLIs), test data and node_modules: not the module's code.
+func moduleGoFiles(t *testing.T, tests bool) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != repoRoot && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(path, ".go") && strings.HasSuffix(path, "_test.go") == tests {
+			files = append(files, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
 // TestTextsNameRealConfigKeys reads every string literal of the module's
 // non-test Go files: a selfDiagnosis.<key> or eventLog.<key> one names (an error, a log line,
 // a help text) must be a key the config accepts, or the user is sent
 // looking for a setting that does not exist.
 func TestTextsNameRealConfigKeys(t *testing.T) {
 	keys := configKeys()
-	// eventLog's keys too; state.<x> is left out: "state.json" is a file.
-	mention := regexp.MustCompile(`\b(?:selfDiagnosis|eventLog)(?:\.[A-Za-z]+)+`)
 	fset := token.NewFileSet()
-	files := 0
-	err := filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			// Not the module's code: hidden directories (.git, .cache of the
-			// real CLIs), test data.
-			if name := d.Name(); path != repoRoot && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
+	files := moduleGoFiles(t, false)
+	for _, path := range files {
 		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		files++
 		ast.Inspect(f, func(n ast.Node) bool {
 			lit, ok := n.(*ast.BasicLit)
 			if !ok || lit.Kind != token.STRING {
@@ -131,7 +144,7 @@ func TestTextsNameRealConfigKeys(t *testing.T) {
 			if err != nil {
 				return true
 			}
-			for _, key := range mention.FindAllString(s, -1) {
+			for _, key := range keyMention.FindAllString(s, -1) {
 				if slices.Contains(keys, key) {
 					continue
 				}
@@ -141,14 +154,10 @@ func TestTextsNameRealConfigKeys(t *testing.T) {
 			}
 			return true
 		})
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	// The walk must have read the module, not an empty directory.
-	if files < 50 {
-		t.Fatalf("read %d Go files under %s: the walk missed the module", files, repoRoot)
+	if len(files) < 50 {
+		t.Fatalf("read %d Go files under %s: the walk missed the module", len(files), repoRoot)
 	}
 }
 
@@ -238,32 +247,16 @@ func anchors(t *testing.T, path string) []string {
 func TestDesignNamesRealTests(t *testing.T) {
 	funcs := map[string]bool{}
 	fset := token.NewFileSet()
-	err := filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if name := d.Name(); path != repoRoot && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
+	for _, path := range moduleGoFiles(t, true) {
 		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
 		for _, decl := range f.Decls {
 			if fn, ok := decl.(*ast.FuncDecl); ok && fn.Recv == nil {
 				funcs[fn.Name.Name] = true
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	docs := markdownDocs(t)
 	name := regexp.MustCompile(`\b(?:Test|Fuzz|Benchmark)[A-Z][A-Za-z0-9_]*`)

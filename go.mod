@@ -17,6 +17,7 @@ require (
 	github.com/sourcegraph/conc v0.3.0
 	github.com/spf13/pflag v1.1.0
 	github.com/spf13/viper v1.19.0
+	github.com/yuin/goldmark v1.8.7
 	github.com/zricethezav/gitleaks/v8 v8.30.1
 	go.uber.org/goleak v1.3.0
 	golang.org/x/mod v0.43.0

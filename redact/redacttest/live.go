@@ -6,6 +6,11 @@ import (
 	"regexp"
 	"strings"
 	"unicode"
+
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/extension"
+	"github.com/yuin/goldmark/text"
 )
 
 // joiner is redact.Joiner, the one invisible character the neutraliser may
@@ -44,7 +49,39 @@ func LiveConstruct(s string) (kind, match string) {
 			return "format character", string(r)
 		}
 	}
-	return "", ""
+	return rendered(s)
+}
+
+// gfm parses as GitHub does (CommonMark plus tables, strikethrough, task
+// lists and bare-URL autolinks): a judge nobody here wrote, beside the
+// patterns above, which are ours.
+var gfm = goldmark.New(goldmark.WithExtensions(extension.GFM))
+
+// rendered returns the first node of s's parse that would render live: a
+// link, an image, an autolink or raw HTML. Text inside code spans and code
+// blocks parses to none of them.
+func rendered(s string) (kind, match string) {
+	src := []byte(s)
+	doc := gfm.Parser().Parse(text.NewReader(src))
+	ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering || kind != "" {
+			return ast.WalkContinue, nil
+		}
+		switch n := n.(type) {
+		case *ast.Link:
+			kind, match = "rendered link", string(n.Destination)
+		case *ast.Image:
+			kind, match = "rendered image", string(n.Destination)
+		case *ast.AutoLink:
+			kind, match = "rendered autolink", string(n.URL(src))
+		case *ast.RawHTML:
+			kind, match = "rendered html", string(n.Segments.Value(src))
+		case *ast.HTMLBlock:
+			kind, match = "rendered html block", string(n.Lines().Value(src))
+		}
+		return ast.WalkContinue, nil
+	})
+	return kind, match
 }
 
 // WithoutMarkers drops the tool's own hidden marker lines (the only markup

@@ -105,9 +105,11 @@ func doctorEventLog(cfg Config) []pipeline.SetupCheck {
 		info, serr := f.Stat()
 		f.Close()
 		switch {
-		case serr == nil && info.IsDir():
+		case serr != nil:
+			read.Detail, read.Fix = "reading "+cfg.EventLog+": "+serr.Error(), "let this user read "+cfg.EventLog
+		case info.IsDir():
 			read.Detail, read.Fix = cfg.EventLog+" is a directory", "point eventLog.path at the log file"
-		case err != nil && info != nil && info.Size() > 0:
+		case err != nil && info.Size() > 0:
 			read.Detail, read.Fix = "reading "+cfg.EventLog+": "+err.Error(), "let this user read "+cfg.EventLog
 		default:
 			read.OK, read.Detail = true, fmt.Sprintf("%s is readable (%d bytes)", cfg.EventLog, info.Size())
